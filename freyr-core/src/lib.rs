@@ -1,0 +1,1 @@
+//! Freyr storage: entities, components, archetypes of 512-entity chunks, and command buffers.

@@ -1,0 +1,1 @@
+//! Freyr queries: `each` / `each_async` over archetype chunks, the `Registry`, phases and sync points.

@@ -1,0 +1,1 @@
+//! Freyr: an archetype-chunk ECS with a work-stealing scheduler and a deterministic tick.
