@@ -1,1 +1,63 @@
 //! Freyr storage: entities, components, archetypes of 512-entity chunks, and command buffers.
+//!
+//! Goals, in order: a safe API that no user code (including a panicking `Drop` or iterator) can
+//! drive into undefined behaviour; dense, cache-friendly chunks that queries walk without
+//! lookups; cheap structural changes; deterministic entity ids.
+//!
+//! - An [`Entity`] is a 32-bit index plus a generation; stale handles are errors, never panics.
+//! - Entities with the same component set share an [`Archetype`]; its rows live in chunks of
+//!   [`CHUNK_CAPACITY`] entities, one column per component (structure of arrays), and every
+//!   chunk but the last is full.
+//! - [`World::insert`] / [`World::remove`] move a row between archetypes through cached graph
+//!   edges; [`CommandBuffer`] records structural changes to apply later, in order.
+//!
+//! # Examples
+//! ```
+//! use freyr_core::{CommandBuffer, World};
+//!
+//! #[derive(Debug, PartialEq)]
+//! struct Position([f32; 3]);
+//! struct Velocity([f32; 3]);
+//!
+//! let mut world = World::new();
+//! let ids = world.spawn_batch((0..1000).map(|i| (Position([i as f32; 3]), Velocity([1.0; 3]))));
+//!
+//! // Walk the chunks like a query does.
+//! let (pos, vel) = (world.component_id::<Position>().unwrap(), world.component_id::<Velocity>().unwrap());
+//! let mut total = 0;
+//! for archetype in world.archetypes().iter().filter(|a| a.has(pos) && a.has(vel)) {
+//!     for chunk in archetype.chunks() {
+//!         total += chunk.column::<Position>(pos).unwrap().len();
+//!     }
+//! }
+//! assert_eq!(total, 1000);
+//!
+//! let mut commands = CommandBuffer::new();
+//! commands.despawn(ids[0]);
+//! commands.apply(&mut world);
+//! assert_eq!(world.len(), 999);
+//! assert_eq!(world.get::<Position>(ids[1]), Ok(&Position([1.0; 3])));
+//! ```
+
+mod archetype;
+mod bundle;
+mod chunk;
+mod column;
+mod command;
+mod component;
+mod edges;
+mod entity;
+mod error;
+mod world;
+
+/// Rows per chunk: every archetype stores its entities in chunks of this many rows.
+pub const CHUNK_CAPACITY: usize = 512;
+
+pub use crate::archetype::{Archetype, ArchetypeId};
+pub use crate::bundle::Bundle;
+pub use crate::chunk::ChunkRef;
+pub use crate::command::{ApplyReport, CommandBuffer};
+pub use crate::component::{Component, ComponentId, ComponentInfo};
+pub use crate::entity::Entity;
+pub use crate::error::{ComponentError, NoSuchEntity};
+pub use crate::world::World;

@@ -1,0 +1,473 @@
+//! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
+
+use core::ptr::NonNull;
+
+use bitvec::slice::BitSlice;
+use bitvec::vec::BitVec;
+
+use crate::CHUNK_CAPACITY;
+use crate::chunk::{ChunkList, ChunkRef, ChunkTable};
+use crate::column::{Column, copy_value, for_each_finishing_on_panic};
+use crate::component::{ComponentId, Components, TypeIdMap};
+use crate::entity::Entity;
+
+/// An archetype's index in [`World::archetypes`](crate::World::archetypes), in creation order.
+///
+/// # Examples
+/// ```
+/// let mut world = freyr_core::World::new();
+/// let e = world.spawn((1u8,));
+/// let (arch, _, _) = world.entity_location(e).unwrap();
+/// assert_eq!(world.archetypes()[arch.index()].id(), arch);
+/// ```
+#[derive(Copy, Clone, Eq, PartialEq, Hash, Ord, PartialOrd, Debug)]
+pub struct ArchetypeId(pub(crate) u32);
+
+impl ArchetypeId {
+    /// The empty archetype (no components), which every world has as archetype 0.
+    pub(crate) const EMPTY: ArchetypeId = ArchetypeId(0);
+
+    /// The id as an index into [`World::archetypes`](crate::World::archetypes).
+    ///
+    /// # Examples
+    /// ```
+    /// let world = freyr_core::World::new();
+    /// assert_eq!(world.archetypes()[0].id().index(), 0);
+    /// ```
+    #[inline]
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// The rows of one archetype: chunk storage plus the column layout.
+///
+/// ```text
+///  global row g  <->  chunk g / 512, row g % 512
+///
+///  chunks: [ full 512 ][ full 512 ] ... [ 1..=512 rows ][ spare (empty) ]?
+///           \___________ chunk_count() = ceil(len / 512) _________/
+/// ```
+///
+/// Dense-chunk invariant: rows `0..len` are initialised, every chunk but the last non-empty one
+/// is full, and at most one empty spare chunk is kept after a removal (more may exist after
+/// `reserve`). Removal moves the archetype's last row into the hole.
+pub(crate) struct Rows {
+    pub(crate) columns: Box<[Column]>,
+    pub(crate) chunks: ChunkList,
+    pub(crate) len: usize,
+}
+
+impl Rows {
+    /// Length of chunk `index` (0 for spare chunks).
+    #[inline]
+    pub(crate) fn chunk_len(&self, index: usize) -> usize {
+        self.len
+            .saturating_sub(index * CHUNK_CAPACITY)
+            .min(CHUNK_CAPACITY)
+    }
+
+    /// Base pointer of chunk `index`.
+    #[inline]
+    pub(crate) fn base(&self, index: usize) -> NonNull<u8> {
+        self.chunks.list[index].base
+    }
+
+    /// Pointer to `column`'s value at `row` of the chunk at `base` (computed, not dereferenced).
+    #[inline]
+    pub(crate) fn slot(&self, base: NonNull<u8>, column: usize, row: usize) -> *mut u8 {
+        let column = &self.columns[column];
+        base.as_ptr()
+            .wrapping_add(column.offset + row * column.size)
+    }
+
+    /// Makes sure a chunk exists for row `len` and returns `(chunk index, row)` of that vacant
+    /// row. Nothing is committed: the caller initialises the entity and every column at that row,
+    /// then increments `len`, with nothing that can panic in between.
+    #[inline]
+    pub(crate) fn prepare_push(
+        &mut self,
+        archetype: ArchetypeId,
+        table: &mut ChunkTable,
+    ) -> (usize, usize) {
+        let (chunk, row) = (self.len / CHUNK_CAPACITY, self.len % CHUNK_CAPACITY);
+        if chunk == self.chunks.list.len() {
+            self.grow(archetype, table);
+        }
+        (chunk, row)
+    }
+
+    #[cold]
+    fn grow(&mut self, archetype: ArchetypeId, table: &mut ChunkTable) {
+        let index = self.chunks.list.len();
+        table.reserve(1);
+        self.chunks.list.reserve(1);
+        let id = table.alloc(archetype.0, index as u32);
+        self.chunks.push_new(id);
+    }
+
+    /// Allocates chunks so that `additional` more rows fit without allocating.
+    pub(crate) fn reserve(
+        &mut self,
+        archetype: ArchetypeId,
+        table: &mut ChunkTable,
+        additional: usize,
+    ) {
+        let needed = (self.len + additional).div_ceil(CHUNK_CAPACITY);
+        let more = needed.saturating_sub(self.chunks.list.len());
+        self.chunks.list.reserve_exact(more);
+        table.reserve(more);
+        while self.chunks.list.len() < needed {
+            self.grow(archetype, table);
+        }
+    }
+
+    /// Writes `entity` into the entity column at `row` of the chunk at `base`.
+    ///
+    /// # Safety
+    /// `base` is a chunk of these rows and `row < CHUNK_CAPACITY`.
+    #[inline]
+    pub(crate) unsafe fn write_entity(base: NonNull<u8>, row: usize, entity: Entity) {
+        // SAFETY: the entity column starts at offset 0, is aligned for `Entity` and has
+        // CHUNK_CAPACITY slots (caller contract).
+        unsafe { base.as_ptr().cast::<Entity>().add(row).write(entity) }
+    }
+
+    /// Reads the entity at `row` of the chunk at `base`.
+    ///
+    /// # Safety
+    /// `base` is a chunk of these rows and `row` is an initialised row of it.
+    #[inline]
+    pub(crate) unsafe fn read_entity(base: NonNull<u8>, row: usize) -> Entity {
+        // SAFETY: as in `write_entity`, and the row is initialised (caller contract).
+        unsafe { base.as_ptr().cast::<Entity>().add(row).read() }
+    }
+
+    /// Removes row (`chunk`, `row`) WITHOUT dropping its values (they were dropped or moved out
+    /// already): moves the archetype's last row into the hole, shrinks `len`, frees surplus
+    /// chunks. Returns the entity that moved into the hole, if any. Never runs user code.
+    pub(crate) fn swap_remove_nodrop(
+        &mut self,
+        chunk: usize,
+        row: usize,
+        table: &mut ChunkTable,
+    ) -> Option<Entity> {
+        let last = self.len - 1;
+        let (last_chunk, last_row) = (last / CHUNK_CAPACITY, last % CHUNK_CAPACITY);
+        let moved = if (last_chunk, last_row) != (chunk, row) {
+            let (dst, src) = (self.base(chunk), self.base(last_chunk));
+            for (index, column) in self.columns.iter().enumerate() {
+                // SAFETY: both rows are initialised rows of this archetype (`last < len`,
+                // and (chunk, row) is the vacated row) and distinct, so the ranges do not
+                // overlap; the last row's value is moved, and `len` shrinks below so it is not
+                // read or dropped again.
+                unsafe {
+                    copy_value(
+                        self.slot(src, index, last_row),
+                        self.slot(dst, index, row),
+                        column.size,
+                    )
+                };
+            }
+            // SAFETY: `last_row` is initialised; (chunk, row) is a row of an existing chunk.
+            let moved = unsafe { Rows::read_entity(src, last_row) };
+            // SAFETY: see above.
+            unsafe { Rows::write_entity(dst, row, moved) };
+            Some(moved)
+        } else {
+            None
+        };
+        self.len = last;
+        if self.len % CHUNK_CAPACITY == 0 {
+            self.trim(table, 1);
+        }
+        moved
+    }
+
+    /// Frees chunks beyond the ones in use, keeping at most `spare` empty ones.
+    pub(crate) fn trim(&mut self, table: &mut ChunkTable, spare: usize) {
+        let keep = self.len.div_ceil(CHUNK_CAPACITY) + spare;
+        while self.chunks.list.len() > keep {
+            if let Some(id) = self.chunks.pop_free() {
+                table.free(id);
+            }
+        }
+    }
+
+    /// Drops the values of global rows `start..end` (which the caller no longer counts as live),
+    /// column by column, chunk by chunk. If a `Drop` panics the rest are still dropped.
+    pub(crate) fn drop_values(&self, start: usize, end: usize) {
+        let columns = self.columns.len();
+        if start >= end || self.columns.iter().all(|c| c.drop.is_none()) {
+            return;
+        }
+        let first_chunk = start / CHUNK_CAPACITY;
+        let chunks = (end - 1) / CHUNK_CAPACITY + 1 - first_chunk;
+        for_each_finishing_on_panic(chunks * columns, |work| {
+            let chunk = first_chunk + work / columns;
+            let column = work % columns;
+            let Some(drop) = self.columns[column].drop else {
+                return;
+            };
+            let from = start.max(chunk * CHUNK_CAPACITY);
+            let to = end.min((chunk + 1) * CHUNK_CAPACITY);
+            let ptr = self.slot(self.base(chunk), column, from % CHUNK_CAPACITY);
+            // SAFETY: rows `from..to` of this chunk hold live values of the column's type that
+            // the caller has given up; each (chunk, column) work item runs exactly once.
+            unsafe { drop(ptr, to - from) };
+        });
+    }
+
+    /// Drops every value of row (`chunk`, `row`), which the caller has given up (it then removes
+    /// the row with [`swap_remove_nodrop`](Rows::swap_remove_nodrop)). If a `Drop` panics the
+    /// other columns are still dropped.
+    #[inline]
+    pub(crate) fn drop_row(&self, chunk: usize, row: usize) {
+        let base = self.base(chunk);
+        for_each_finishing_on_panic(self.columns.len(), |column| {
+            if let Some(drop) = self.columns[column].drop {
+                // SAFETY: the row is initialised and given up by the caller; each column's
+                // value is dropped exactly once by this loop.
+                unsafe { drop(self.slot(base, column, row), 1) };
+            }
+        });
+    }
+}
+
+impl Drop for Rows {
+    fn drop(&mut self) {
+        let len = core::mem::take(&mut self.len);
+        self.drop_values(0, len);
+        // `self.chunks` frees the memory when it is dropped next, even if a `Drop` panicked.
+    }
+}
+
+/// An archetype: the entities that have exactly one set of component types.
+///
+/// Its rows live in chunks of [`CHUNK_CAPACITY`] rows; every chunk but the last is full.
+///
+/// # Examples
+/// ```
+/// use freyr_core::{World, CHUNK_CAPACITY};
+/// let mut world = World::new();
+/// world.spawn_batch((0..CHUNK_CAPACITY + 1).map(|i| (i as u32, 0.5f32)));
+/// let (a, b) = (world.component_id::<u32>().unwrap(), world.component_id::<f32>().unwrap());
+/// let arch = world.archetypes().iter().find(|x| x.has(a)).unwrap();
+/// assert_eq!(arch.components(), &[a, b]);
+/// assert_eq!(arch.len(), CHUNK_CAPACITY + 1);
+/// assert_eq!(arch.chunk_count(), 2);
+/// assert_eq!(arch.chunk(0).len(), CHUNK_CAPACITY);
+/// assert_eq!(arch.chunk(1).len(), 1);
+/// ```
+pub struct Archetype {
+    id: ArchetypeId,
+    components: Box<[ComponentId]>,
+    signature: BitVec<usize>,
+    pub(crate) rows: Rows,
+    /// Bundle type -> index into the world's insert edges (target archetype + mappings).
+    pub(crate) insert_edges: TypeIdMap<u32>,
+    /// Bundle type -> index into the world's remove edges.
+    pub(crate) remove_edges: TypeIdMap<u32>,
+}
+
+impl Archetype {
+    /// Builds an empty archetype for the sorted component set `components`.
+    pub(crate) fn new(
+        id: ArchetypeId,
+        components: Box<[ComponentId]>,
+        registry: &Components,
+    ) -> Archetype {
+        debug_assert!(components.windows(2).all(|w| w[0] < w[1]));
+        let (columns, layout) =
+            crate::column::chunk_layout(components.iter().map(|&c| registry.info(c)));
+        let bits = components.last().map_or(0, |c| c.index() + 1);
+        let mut signature = BitVec::repeat(false, bits);
+        for c in components.iter() {
+            signature.set(c.index(), true);
+        }
+        Archetype {
+            id,
+            components,
+            signature,
+            rows: Rows {
+                columns,
+                chunks: ChunkList::new(layout),
+                len: 0,
+            },
+            insert_edges: TypeIdMap::default(),
+            remove_edges: TypeIdMap::default(),
+        }
+    }
+
+    /// This archetype's id.
+    ///
+    /// # Examples
+    /// ```
+    /// let world = freyr_core::World::new();
+    /// assert_eq!(world.archetypes()[0].id().index(), 0);
+    /// ```
+    #[inline]
+    pub fn id(&self) -> ArchetypeId {
+        self.id
+    }
+
+    /// The component ids, sorted ascending; position `i` is column `i`.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let b = world.register::<u16>();
+    /// let a = world.register::<u8>();
+    /// let e = world.spawn((1u8, 2u16));
+    /// let arch = world.archetype(world.entity_location(e).unwrap().0);
+    /// assert_eq!(arch.components(), &[b, a]);
+    /// ```
+    #[inline]
+    pub fn components(&self) -> &[ComponentId] {
+        &self.components
+    }
+
+    /// The signature: bit `i` is set iff `ComponentId(i)` is present. Bits past the end of the
+    /// slice (components registered later, or with larger ids) are absent.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8, 2u16));
+    /// let arch = world.archetype(world.entity_location(e).unwrap().0);
+    /// let id = world.component_id::<u16>().unwrap();
+    /// assert!(arch.signature()[id.index()]);
+    /// ```
+    #[inline]
+    pub fn signature(&self) -> &BitSlice<usize> {
+        &self.signature
+    }
+
+    /// Whether the archetype has component `id`.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// let other = world.register::<u16>();
+    /// let arch = world.archetype(world.entity_location(e).unwrap().0);
+    /// assert!(arch.has(world.component_id::<u8>().unwrap()));
+    /// assert!(!arch.has(other));
+    /// ```
+    #[inline]
+    pub fn has(&self, id: ComponentId) -> bool {
+        self.signature.get(id.index()).is_some_and(|bit| *bit)
+    }
+
+    /// The position of `id` in [`components`](Archetype::components), i.e. its column index.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8, 2u16));
+    /// let arch = world.archetype(world.entity_location(e).unwrap().0);
+    /// assert_eq!(arch.column_index(world.component_id::<u16>().unwrap()), Some(1));
+    /// ```
+    #[inline]
+    pub fn column_index(&self, id: ComponentId) -> Option<usize> {
+        if !self.has(id) {
+            return None;
+        }
+        self.components.binary_search(&id).ok()
+    }
+
+    /// Number of entities.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// assert_eq!(world.archetype(world.entity_location(e).unwrap().0).len(), 1);
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.rows.len
+    }
+
+    /// Whether the archetype has no entities.
+    ///
+    /// # Examples
+    /// ```
+    /// let world = freyr_core::World::new();
+    /// assert!(world.archetypes()[0].is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.rows.len == 0
+    }
+
+    /// Number of non-empty chunks; all but the last are full.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// world.spawn_batch((0..600u32).map(|i| (i,)));
+    /// let id = world.component_id::<u32>().unwrap();
+    /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
+    /// assert_eq!(arch.chunk_count(), 2);
+    /// ```
+    #[inline]
+    pub fn chunk_count(&self) -> usize {
+        self.rows.len.div_ceil(CHUNK_CAPACITY)
+    }
+
+    /// The read-only view of chunk `index`.
+    ///
+    /// # Panics
+    /// If `index >= chunk_count()`.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// let arch = world.archetype(world.entity_location(e).unwrap().0);
+    /// assert_eq!(arch.chunk(0).entities(), &[e]);
+    /// ```
+    #[inline]
+    pub fn chunk(&self, index: usize) -> ChunkRef<'_> {
+        assert!(
+            index < self.chunk_count(),
+            "freyr: chunk {index} out of range ({} chunks)",
+            self.chunk_count()
+        );
+        // SAFETY: `index` is a non-empty chunk of this archetype whose first `chunk_len(index)`
+        // rows are initialised (dense-chunk invariant); `&self` keeps it allocated and unmodified.
+        unsafe { ChunkRef::new(self, self.rows.base(index), self.rows.chunk_len(index)) }
+    }
+
+    /// The non-empty chunks, in order.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// world.spawn_batch((0..1000u32).map(|i| (i,)));
+    /// let id = world.component_id::<u32>().unwrap();
+    /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
+    /// let lens: Vec<usize> = arch.chunks().map(|c| c.len()).collect();
+    /// assert_eq!(lens, [512, 488]);
+    /// ```
+    pub fn chunks(&self) -> impl ExactSizeIterator<Item = ChunkRef<'_>> {
+        (0..self.chunk_count()).map(move |index| self.chunk(index))
+    }
+
+    /// Number of allocated chunks, including empty spares.
+    #[doc(hidden)]
+    pub fn allocated_chunks(&self) -> usize {
+        self.rows.chunks.list.len()
+    }
+}
+
+impl core::fmt::Debug for Archetype {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Archetype")
+            .field("id", &self.id)
+            .field("components", &self.components)
+            .field("len", &self.rows.len)
+            .finish()
+    }
+}

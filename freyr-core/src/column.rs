@@ -1,0 +1,182 @@
+//! Column descriptors and the byte layout of a chunk.
+
+use core::alloc::Layout;
+use core::any::TypeId;
+
+use crate::CHUNK_CAPACITY;
+use crate::component::{ComponentId, ComponentInfo, DropFn};
+use crate::entity::Entity;
+
+/// One component column of an archetype: where it sits inside every chunk of that archetype.
+#[derive(Clone, Debug)]
+pub(crate) struct Column {
+    pub(crate) id: ComponentId,
+    pub(crate) type_id: TypeId,
+    pub(crate) name: &'static str,
+    /// Size of one value; 0 for tags, which take no bytes.
+    pub(crate) size: usize,
+    /// Byte offset of the column from the chunk base; a multiple of the type's alignment.
+    pub(crate) offset: usize,
+    pub(crate) drop: Option<DropFn>,
+}
+
+/// Computes the columns and the chunk allocation layout for a sorted component set.
+///
+/// Every chunk of an archetype is one allocation, aligned for the most-aligned column (and at
+/// least for `Entity`), laid out as the entity column followed by one column per component:
+///
+/// ```text
+///  base (align = max(align_of::<Entity>(), align of every column))
+///  |
+///  v
+///  +---------------------------+-----+---------------------------+-----+------------------+
+///  | Entity x 512 (8 B each)   | pad | C0 x 512 (size0 each)     | pad | C1 x 512  ...    |
+///  +---------------------------+-----+---------------------------+-----+------------------+
+///  ^ offset 0                        ^ offset0 % align0 == 0           ^ offset1 % align1 == 0
+///
+///  row r of column i lives at  base + offset_i + r * size_i
+///  zero-sized columns: size 0, offset 0 (base is aligned for them too), no bytes
+/// ```
+pub(crate) fn chunk_layout<'a>(
+    infos: impl Iterator<Item = &'a ComponentInfo>,
+) -> (Box<[Column]>, Layout) {
+    let mut align = core::mem::align_of::<Entity>();
+    let mut end = core::mem::size_of::<Entity>() * CHUNK_CAPACITY;
+    let mut columns = Vec::new();
+    for info in infos {
+        let layout = info.layout();
+        align = align.max(layout.align());
+        let offset = if layout.size() == 0 {
+            0
+        } else {
+            let offset = end.next_multiple_of(layout.align());
+            end = layout
+                .size()
+                .checked_mul(CHUNK_CAPACITY)
+                .and_then(|bytes| bytes.checked_add(offset))
+                .expect("freyr: chunk size overflows usize");
+            offset
+        };
+        columns.push(Column {
+            id: info.id(),
+            type_id: info.type_id(),
+            name: info.name(),
+            size: layout.size(),
+            offset,
+            drop: info.drop_fn(),
+        });
+    }
+    let layout = Layout::from_size_align(end, align).expect("freyr: chunk layout too large");
+    (columns.into_boxed_slice(), layout)
+}
+
+/// Moves one value of `size` bytes from `src` to `dst`, with fixed-size copies for the common
+/// small sizes so the hot row-move path does not call `memcpy`.
+///
+/// # Safety
+/// `src` is valid for reading and `dst` for writing `size` bytes, and the ranges do not overlap.
+#[inline(always)]
+pub(crate) unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
+    // SAFETY (all arms): the caller guarantees both ranges are valid for `size` bytes and do not
+    // overlap; unaligned accesses are used so no alignment is assumed.
+    unsafe {
+        match size {
+            0 => {}
+            4 => dst
+                .cast::<u32>()
+                .write_unaligned(src.cast::<u32>().read_unaligned()),
+            8 => dst
+                .cast::<u64>()
+                .write_unaligned(src.cast::<u64>().read_unaligned()),
+            12 => dst
+                .cast::<[u32; 3]>()
+                .write_unaligned(src.cast::<[u32; 3]>().read_unaligned()),
+            16 => dst
+                .cast::<u128>()
+                .write_unaligned(src.cast::<u128>().read_unaligned()),
+            _ => core::ptr::copy_nonoverlapping(src, dst, size),
+        }
+    }
+}
+
+/// Calls `f(i)` for every `i` in `0..count`, in order. If a call panics, the remaining calls still
+/// run while unwinding (a second panic aborts, as with any panic during unwinding) and the first
+/// panic continues. This is how drop loops finish dropping everything exactly once.
+pub(crate) fn for_each_finishing_on_panic(count: usize, mut f: impl FnMut(usize)) {
+    struct Rest<'a, F: FnMut(usize)> {
+        next: usize,
+        count: usize,
+        f: &'a mut F,
+    }
+    impl<F: FnMut(usize)> Drop for Rest<'_, F> {
+        fn drop(&mut self) {
+            // Runs with `next == count` on normal exit; while unwinding it finishes the rest.
+            while self.next < self.count {
+                let i = self.next;
+                self.next += 1;
+                (self.f)(i);
+            }
+        }
+    }
+    let mut rest = Rest {
+        next: 0,
+        count,
+        f: &mut f,
+    };
+    while rest.next < rest.count {
+        let i = rest.next;
+        rest.next += 1;
+        (rest.f)(i);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::component::Components;
+
+    #[repr(align(64))]
+    struct Wide(#[allow(dead_code)] u8);
+
+    #[test]
+    fn columns_are_aligned_and_tags_take_no_bytes() {
+        let mut components = Components::default();
+        let ids = [
+            components.register::<u8>(),
+            components.register::<()>(),
+            components.register::<Wide>(),
+        ];
+        let (columns, layout) = chunk_layout(ids.iter().map(|&id| components.info(id)));
+        assert_eq!(layout.align(), 64);
+        assert_eq!(columns[0].offset, 8 * CHUNK_CAPACITY);
+        assert_eq!(columns[1].size, 0);
+        assert_eq!(columns[2].offset % 64, 0);
+        assert_eq!(layout.size(), columns[2].offset + 64 * CHUNK_CAPACITY);
+    }
+
+    #[test]
+    fn finishing_loop_runs_every_index_after_a_panic() {
+        let mut seen = Vec::new();
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            for_each_finishing_on_panic(4, |i| {
+                seen.push(i);
+                if i == 1 {
+                    panic!("boom");
+                }
+            })
+        }));
+        assert!(result.is_err());
+        assert_eq!(seen, [0, 1, 2, 3]);
+    }
+
+    #[test]
+    fn copy_value_moves_every_size() {
+        for size in [0usize, 1, 4, 8, 12, 16, 24] {
+            let src: Vec<u8> = (0..size as u8).collect();
+            let mut dst = vec![0u8; size];
+            // SAFETY: both buffers hold `size` bytes and are distinct allocations.
+            unsafe { copy_value(src.as_ptr(), dst.as_mut_ptr(), size) };
+            assert_eq!(src, dst);
+        }
+    }
+}

@@ -1,0 +1,909 @@
+//! The [`World`]: entities, the component registry, archetypes and the structural operations.
+
+use core::any::TypeId;
+use core::mem::ManuallyDrop;
+use core::ptr::NonNull;
+
+use hashbrown::HashMap;
+
+use crate::CHUNK_CAPACITY;
+use crate::archetype::{Archetype, ArchetypeId, Rows};
+use crate::bundle::{Bundle, MAX_BUNDLE, check_distinct};
+use crate::chunk::ChunkTable;
+use crate::column::{copy_value, for_each_finishing_on_panic};
+use crate::component::{Component, ComponentId, ComponentInfo, Components, TypeIdMap};
+use crate::edges::{InsertEdge, RemoveEdge, difference, union};
+use crate::entity::{Entities, Entity, Location};
+use crate::error::{ComponentError, NoSuchEntity};
+
+/// What a world caches per bundle type: its component ids and where `spawn` puts each element.
+struct BundleInfo {
+    /// Component ids in tuple order.
+    ids: Box<[ComponentId]>,
+    /// The archetype with exactly these components.
+    archetype: ArchetypeId,
+    /// Per tuple position: (column offset in a chunk, value size) in that archetype.
+    slots: Box<[(usize, usize)]>,
+}
+
+/// A live row found from a handle.
+#[derive(Copy, Clone)]
+struct Found {
+    archetype: usize,
+    chunk: usize,
+    row: usize,
+    base: NonNull<u8>,
+}
+
+/// The container of all entities and their components.
+///
+/// Entities with the same set of component types share an [`Archetype`], whose rows are stored
+/// in chunks of [`CHUNK_CAPACITY`] entities in structure-of-arrays columns. Structural
+/// operations (`spawn`, `insert`, `remove`, `despawn`) move rows between archetypes; every
+/// operation on a stale handle returns an error and changes nothing.
+///
+/// Entity ids are a pure function of the sequence of operations (freed indices are reused in
+/// LIFO order), so replaying the same operations gives the same ids.
+///
+/// # Examples
+/// ```
+/// use freyr_core::World;
+/// let mut world = World::new();
+/// let e = world.spawn((1u32, "name"));
+/// world.insert(e, (2.5f32,)).unwrap();
+/// *world.get_mut::<u32>(e).unwrap() += 1;
+/// assert_eq!(*world.get::<u32>(e).unwrap(), 2);
+/// assert_eq!(world.remove::<(f32,)>(e).unwrap(), (2.5,));
+/// world.despawn(e).unwrap();
+/// assert!(world.is_empty());
+/// ```
+pub struct World {
+    entities: Entities,
+    components: Components,
+    archetypes: Vec<Archetype>,
+    archetype_index: HashMap<Box<[ComponentId]>, ArchetypeId>,
+    chunks: ChunkTable,
+    bundles: TypeIdMap<BundleInfo>,
+    insert_edges: Vec<InsertEdge>,
+    remove_edges: Vec<RemoveEdge>,
+}
+
+impl Default for World {
+    fn default() -> Self {
+        World::new()
+    }
+}
+
+impl core::fmt::Debug for World {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("World")
+            .field("len", &self.len())
+            .field("archetypes", &self.archetypes.len())
+            .field("components", &self.components.len())
+            .finish()
+    }
+}
+
+/// Mutable references to two distinct elements.
+fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    assert_ne!(a, b);
+    if a < b {
+        let (left, right) = items.split_at_mut(b);
+        (&mut left[a], &mut right[0])
+    } else {
+        let (left, right) = items.split_at_mut(a);
+        (&mut right[0], &mut left[b])
+    }
+}
+
+/// Finishes removing a row whose values are being dropped, even if a `Drop` panics: moves the
+/// archetype's last row into the hole and re-points the moved entity's slot.
+struct FinishRemove<'w> {
+    rows: &'w mut Rows,
+    chunks: &'w mut ChunkTable,
+    entities: &'w mut Entities,
+    chunk: usize,
+    row: usize,
+}
+
+impl Drop for FinishRemove<'_> {
+    fn drop(&mut self) {
+        let chunk_id = self.rows.chunks.list[self.chunk].id;
+        if let Some(moved) = self
+            .rows
+            .swap_remove_nodrop(self.chunk, self.row, self.chunks)
+        {
+            let location = Location {
+                chunk: chunk_id,
+                row: self.row as u32,
+            };
+            self.entities.set_location(moved, location);
+        }
+    }
+}
+
+impl World {
+    /// An empty world.
+    ///
+    /// # Examples
+    /// ```
+    /// let world = freyr_core::World::new();
+    /// assert!(world.is_empty());
+    /// assert_eq!(world.archetypes().len(), 1); // the empty archetype
+    /// ```
+    pub fn new() -> World {
+        let mut world = World {
+            entities: Entities::default(),
+            components: Components::default(),
+            archetypes: Vec::new(),
+            archetype_index: HashMap::new(),
+            chunks: ChunkTable::default(),
+            bundles: TypeIdMap::default(),
+            insert_edges: Vec::new(),
+            remove_edges: Vec::new(),
+        };
+        let empty = world.archetype_for(&[]);
+        debug_assert_eq!(empty, ArchetypeId::EMPTY);
+        world
+    }
+
+    /// Registers `T` (if new) and returns its id. Components are also registered on first use;
+    /// calling this first fixes the id order.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let id = world.register::<u64>();
+    /// assert_eq!(world.register::<u64>(), id);
+    /// assert_eq!(world.component_id::<u64>(), Some(id));
+    /// ```
+    pub fn register<T: Component>(&mut self) -> ComponentId {
+        self.components.register::<T>()
+    }
+
+    /// The id of `T` if it has been registered (explicitly or by use).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// assert_eq!(world.component_id::<u8>(), None);
+    /// world.spawn((1u8,));
+    /// assert!(world.component_id::<u8>().is_some());
+    /// ```
+    pub fn component_id<T: Component>(&self) -> Option<ComponentId> {
+        self.components.id_of(TypeId::of::<T>())
+    }
+
+    /// What the world knows about component `id`.
+    ///
+    /// # Panics
+    /// If `id` was not registered in this world.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let id = world.register::<u32>();
+    /// assert_eq!(world.component_info(id).name(), "u32");
+    /// ```
+    pub fn component_info(&self, id: ComponentId) -> &ComponentInfo {
+        self.components.info(id)
+    }
+
+    /// Number of live entities.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// world.spawn(());
+    /// assert_eq!(world.len(), 1);
+    /// ```
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Whether there are no live entities.
+    ///
+    /// # Examples
+    /// ```
+    /// assert!(freyr_core::World::new().is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// All archetypes; index `i` has `ArchetypeId` `i`. New archetypes are only ever appended.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// world.spawn((1u8,));
+    /// assert_eq!(world.archetypes().len(), 2);
+    /// assert_eq!(world.archetypes()[1].len(), 1);
+    /// ```
+    #[inline]
+    pub fn archetypes(&self) -> &[Archetype] {
+        &self.archetypes
+    }
+
+    /// The archetype with id `id`.
+    ///
+    /// # Panics
+    /// If `id` is not an archetype of this world.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// let (id, _, _) = world.entity_location(e).unwrap();
+    /// assert_eq!(world.archetype(id).len(), 1);
+    /// ```
+    #[inline]
+    pub fn archetype(&self, id: ArchetypeId) -> &Archetype {
+        &self.archetypes[id.index()]
+    }
+
+    /// Whether `entity` is alive in this world.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn(());
+    /// assert!(world.contains(e));
+    /// world.despawn(e).unwrap();
+    /// assert!(!world.contains(e));
+    /// ```
+    #[inline]
+    pub fn contains(&self, entity: Entity) -> bool {
+        self.find(entity).is_some()
+    }
+
+    /// Where `entity`'s row is: (archetype, chunk index, row in chunk); `None` if stale.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let a = world.spawn((1u8,));
+    /// let b = world.spawn((2u8,));
+    /// let (arch, chunk, row) = world.entity_location(b).unwrap();
+    /// assert_eq!((chunk, row), (0, 1));
+    /// assert_eq!(world.archetype(arch).chunk(chunk).entities()[row], b);
+    /// world.despawn(a).unwrap();
+    /// assert_eq!(world.entity_location(b), Some((arch, 0, 0))); // moved into the hole
+    /// assert_eq!(world.entity_location(a), None);
+    /// ```
+    pub fn entity_location(&self, entity: Entity) -> Option<(ArchetypeId, usize, usize)> {
+        self.find(entity)
+            .map(|f| (ArchetypeId(f.archetype as u32), f.chunk, f.row))
+    }
+
+    /// Locates a live entity's row, checking the generation against the chunk's entity column.
+    #[inline]
+    fn find(&self, entity: Entity) -> Option<Found> {
+        let location = self.entities.location(entity)?;
+        let entry = self.chunks.get(location.chunk);
+        let archetype = entry.archetype as usize;
+        let chunk = entry.index as usize;
+        let row = location.row as usize;
+        let base = self.archetypes[archetype].rows.base(chunk);
+        // SAFETY: a live slot locates an initialised row of an existing chunk (world invariant:
+        // every live entity's slot is updated whenever its row moves).
+        let stored = unsafe { Rows::read_entity(base, row) };
+        (stored == entity).then_some(Found {
+            archetype,
+            chunk,
+            row,
+            base,
+        })
+    }
+
+    /// Finds or creates the archetype with the sorted component set `ids`.
+    fn archetype_for(&mut self, ids: &[ComponentId]) -> ArchetypeId {
+        if let Some(&id) = self.archetype_index.get(ids) {
+            return id;
+        }
+        let id =
+            ArchetypeId(u32::try_from(self.archetypes.len()).expect("freyr: too many archetypes"));
+        let ids: Box<[ComponentId]> = ids.into();
+        self.archetypes
+            .push(Archetype::new(id, ids.clone(), &self.components));
+        self.archetype_index.insert(ids, id);
+        id
+    }
+
+    /// Registers bundle type `B`: checks for repeated types (panicking before any change), then
+    /// registers its components and its spawn archetype.
+    #[cold]
+    fn init_bundle<B: Bundle>(&mut self) {
+        check_distinct::<B>();
+        let mut ids = Vec::with_capacity(B::LEN);
+        B::register(&mut self.components, &mut ids);
+        let mut sorted = ids.clone();
+        sorted.sort_unstable();
+        let archetype = self.archetype_for(&sorted);
+        let arch = &self.archetypes[archetype.index()];
+        let slots = ids
+            .iter()
+            .map(|&id| {
+                let column =
+                    &arch.rows.columns[arch.column_index(id).expect("bundle archetype has it")];
+                (column.offset, column.size)
+            })
+            .collect();
+        let info = BundleInfo {
+            ids: ids.into(),
+            archetype,
+            slots,
+        };
+        self.bundles.insert(TypeId::of::<B>(), info);
+    }
+
+    /// The component ids of bundle `B` in tuple order, registering it if new.
+    fn bundle_ids<B: Bundle>(&mut self) -> Box<[ComponentId]> {
+        if !self.bundles.contains_key(&TypeId::of::<B>()) {
+            self.init_bundle::<B>();
+        }
+        self.bundles[&TypeId::of::<B>()].ids.clone()
+    }
+
+    /// Builds and caches the edge for inserting `B` into archetype `source`.
+    #[cold]
+    fn init_insert_edge<B: Bundle>(&mut self, source: usize) -> usize {
+        let ids = self.bundle_ids::<B>();
+        let set = union(self.archetypes[source].components(), &ids);
+        let target = self.archetype_for(&set).index();
+        let edge = InsertEdge::new(&self.archetypes[source], &self.archetypes[target], &ids);
+        let index = self.insert_edges.len();
+        self.insert_edges.push(edge);
+        self.archetypes[source]
+            .insert_edges
+            .insert(TypeId::of::<B>(), index as u32);
+        index
+    }
+
+    /// Builds and caches the edge for removing `B` from archetype `source`.
+    #[cold]
+    fn init_remove_edge<B: Bundle>(&mut self, source: usize) -> usize {
+        let ids = self.bundle_ids::<B>();
+        let src = &self.archetypes[source];
+        let edge = match ids.iter().position(|&c| !src.has(c)) {
+            Some(missing) => RemoveEdge::missing(self.components.info(ids[missing]).name()),
+            None => {
+                let set = difference(src.components(), &ids);
+                let target = self.archetype_for(&set).index();
+                RemoveEdge::new(&self.archetypes[source], &self.archetypes[target], &ids)
+            }
+        };
+        let index = self.remove_edges.len();
+        self.remove_edges.push(edge);
+        self.archetypes[source]
+            .remove_edges
+            .insert(TypeId::of::<B>(), index as u32);
+        index
+    }
+
+    /// Spawns an entity with the components of `bundle` and returns its handle.
+    ///
+    /// # Panics
+    /// If `bundle` names a component type twice (before anything changes).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8, 2u16));
+    /// assert_eq!(*world.get::<u16>(e).unwrap(), 2);
+    /// ```
+    #[inline]
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        let World {
+            bundles,
+            archetypes,
+            entities,
+            chunks,
+            ..
+        } = self;
+        if let Some(info) = bundles.get(&TypeId::of::<B>()) {
+            return spawn_in(info, archetypes, entities, chunks, bundle);
+        }
+        self.spawn_cold(bundle)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn spawn_cold<B: Bundle>(&mut self, bundle: B) -> Entity {
+        self.init_bundle::<B>();
+        let info = &self.bundles[&TypeId::of::<B>()];
+        spawn_in(
+            info,
+            &mut self.archetypes,
+            &mut self.entities,
+            &mut self.chunks,
+            bundle,
+        )
+    }
+
+    /// Spawns one entity per item, filling the archetype's chunks directly, and returns the
+    /// handles in order. The ids are the same as `spawn` called once per item would give.
+    ///
+    /// When the iterator's size is known (`ExactSizeIterator`, or equal `size_hint` bounds) all
+    /// memory is reserved up front, exactly. If the iterator panics, the items spawned so far
+    /// stay spawned and the world is valid.
+    ///
+    /// # Panics
+    /// If the bundle type names a component type twice (before anything changes), or if the
+    /// iterator panics.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let ids = world.spawn_batch((0..1000u32).map(|i| (i, i as f32)));
+    /// assert_eq!(ids.len(), 1000);
+    /// assert_eq!(*world.get::<u32>(ids[999]).unwrap(), 999);
+    /// ```
+    pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
+        let mut iter = iter.into_iter();
+        if !self.bundles.contains_key(&TypeId::of::<B>()) {
+            self.init_bundle::<B>();
+        }
+        let (lower, upper) = iter.size_hint();
+        let exact = upper == Some(lower);
+        let World {
+            bundles,
+            archetypes,
+            entities,
+            chunks,
+            ..
+        } = self;
+        let info = &bundles[&TypeId::of::<B>()];
+        let archetype = info.archetype;
+        let rows = &mut archetypes[archetype.index()].rows;
+        entities.reserve(lower);
+        if exact {
+            rows.reserve(archetype, chunks, lower);
+        }
+        let mut spawned = Vec::with_capacity(lower);
+        let mut dst = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
+        loop {
+            // One chunk segment: the vacant rows `row..CHUNK_CAPACITY` of the last chunk.
+            let (chunk, mut row) = rows.prepare_push(archetype, chunks);
+            let base = rows.base(chunk);
+            let chunk_id = rows.chunks.list[chunk].id;
+            for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
+                *d = base.as_ptr().wrapping_add(offset + row * size);
+            }
+            while row < CHUNK_CAPACITY {
+                let Some(item) = iter.next() else {
+                    return spawned;
+                };
+                let entity = entities.alloc(Location {
+                    chunk: chunk_id,
+                    row: row as u32,
+                });
+                // SAFETY: `row` is the vacant row `rows.len` of chunk `chunk` (prepare_push
+                // made it exist), and `dst[i]` points at column i's slot for that row: aligned
+                // (offset and size are multiples of the alignment) and vacant.
+                unsafe {
+                    Rows::write_entity(base, row, entity);
+                    item.write(&dst[..B::LEN]);
+                }
+                rows.len += 1;
+                spawned.push(entity);
+                for (d, &(_, size)) in dst.iter_mut().zip(info.slots.iter()) {
+                    *d = d.wrapping_add(size);
+                }
+                row += 1;
+            }
+        }
+    }
+
+    /// Makes room for `additional` more entities with bundle `B` (entity slots and chunks), so
+    /// that spawning them does not allocate.
+    ///
+    /// # Panics
+    /// If `B` names a component type twice.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// world.reserve::<(u32,)>(1000);
+    /// world.spawn_batch((0..1000u32).map(|i| (i,)));
+    /// assert_eq!(world.len(), 1000);
+    /// ```
+    pub fn reserve<B: Bundle>(&mut self, additional: usize) {
+        if !self.bundles.contains_key(&TypeId::of::<B>()) {
+            self.init_bundle::<B>();
+        }
+        let archetype = self.bundles[&TypeId::of::<B>()].archetype;
+        self.entities.reserve(additional);
+        self.archetypes[archetype.index()]
+            .rows
+            .reserve(archetype, &mut self.chunks, additional);
+    }
+
+    /// Despawns `entity`, dropping its components.
+    ///
+    /// If a component's `Drop` panics, the entity is still gone, its other components are
+    /// dropped, and the panic continues after the world is consistent again.
+    ///
+    /// # Errors
+    /// [`NoSuchEntity`] if the handle is stale or was never spawned.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((String::from("x"),));
+    /// assert!(world.despawn(e).is_ok());
+    /// assert!(world.despawn(e).is_err());
+    /// ```
+    pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
+        let found = self.find(entity).ok_or(NoSuchEntity)?;
+        self.entities.free(entity);
+        let finish = FinishRemove {
+            rows: &mut self.archetypes[found.archetype].rows,
+            chunks: &mut self.chunks,
+            entities: &mut self.entities,
+            chunk: found.chunk,
+            row: found.row,
+        };
+        // The entity is already freed; dropping `finish` (also while unwinding) removes the row.
+        finish.rows.drop_row(found.chunk, found.row);
+        drop(finish);
+        Ok(())
+    }
+
+    /// Adds the components of `bundle` to `entity`, moving it to the matching archetype.
+    /// A component the entity already has is overwritten and its old value dropped.
+    ///
+    /// # Errors
+    /// [`NoSuchEntity`] if the handle is stale or was never spawned (the bundle is dropped).
+    ///
+    /// # Panics
+    /// If `bundle` names a component type twice (before anything changes). If an overwritten
+    /// value's `Drop` panics, the insert is complete and the other old values are dropped first.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// world.insert(e, (2u8, 3u16)).unwrap();
+    /// assert_eq!(*world.get::<u8>(e).unwrap(), 2);
+    /// assert_eq!(*world.get::<u16>(e).unwrap(), 3);
+    /// ```
+    pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
+        let found = self.find(entity).ok_or(NoSuchEntity)?;
+        let edge = match self.archetypes[found.archetype]
+            .insert_edges
+            .get(&TypeId::of::<B>())
+        {
+            Some(&index) => index as usize,
+            None => self.init_insert_edge::<B>(found.archetype),
+        };
+        let edge = &self.insert_edges[edge];
+        let target = edge.target.index();
+        let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
+        let mut bundle = ManuallyDrop::new(bundle);
+        // SAFETY: `bundle` is a live tuple and `fields` has MAX_BUNDLE >= B::LEN entries.
+        unsafe { B::field_ptrs(&mut *bundle, &mut fields) };
+        let (slots, columns) = if target == found.archetype {
+            // Every component is present: swap the new values in place.
+            let rows = &self.archetypes[target].rows;
+            for (i, &(column, overwrite)) in edge.fields.iter().enumerate() {
+                debug_assert!(overwrite);
+                let size = rows.columns[column as usize].size;
+                // SAFETY: the slot holds the entity's live value of field i's type and the field
+                // is a live value in the bundle; distinct allocations, `size` bytes each. After
+                // the swap the row owns the new value and the bundle field the old one.
+                unsafe {
+                    core::ptr::swap_nonoverlapping(
+                        fields[i],
+                        rows.slot(found.base, column as usize, found.row),
+                        size,
+                    )
+                };
+            }
+            (&edge.fields, &rows.columns)
+        } else {
+            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+            let (chunk, row) = dst.rows.prepare_push(edge.target, &mut self.chunks);
+            // Nothing below can panic until the old values are dropped.
+            let base = dst.rows.base(chunk);
+            // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
+            unsafe { Rows::write_entity(base, row, entity) };
+            for (from, &to) in edge.moves.iter().enumerate() {
+                let size = src.rows.columns[from].size;
+                // SAFETY: the source slot holds a live value that moves (the source row is
+                // removed below without dropping), the target slot is vacant, same type/size.
+                unsafe {
+                    copy_value(
+                        src.rows.slot(found.base, from, found.row),
+                        dst.rows.slot(base, to as usize, row),
+                        size,
+                    )
+                };
+            }
+            for (i, &(column, overwrite)) in edge.fields.iter().enumerate() {
+                let slot = dst.rows.slot(base, column as usize, row);
+                let size = dst.rows.columns[column as usize].size;
+                if overwrite {
+                    // SAFETY: the slot now holds the moved old value; swapping leaves the new
+                    // value in the row and the old one in the bundle field (dropped below).
+                    unsafe { core::ptr::swap_nonoverlapping(fields[i], slot, size) };
+                } else {
+                    // SAFETY: vacant slot of field i's type; the field's value moves into it
+                    // (the bundle is ManuallyDrop, and this field is not dropped below).
+                    unsafe { copy_value(fields[i], slot, size) };
+                }
+            }
+            dst.rows.len += 1;
+            let chunk_id = dst.rows.chunks.list[chunk].id;
+            self.entities.set_location(
+                entity,
+                Location {
+                    chunk: chunk_id,
+                    row: row as u32,
+                },
+            );
+            let src_chunk_id = src.rows.chunks.list[found.chunk].id;
+            if let Some(moved) =
+                src.rows
+                    .swap_remove_nodrop(found.chunk, found.row, &mut self.chunks)
+            {
+                self.entities.set_location(
+                    moved,
+                    Location {
+                        chunk: src_chunk_id,
+                        row: found.row as u32,
+                    },
+                );
+            }
+            (&edge.fields, &self.archetypes[target].rows.columns)
+        };
+        // The world is consistent; drop the overwritten old values now held by the bundle.
+        for_each_finishing_on_panic(slots.len(), |i| {
+            let (column, overwrite) = slots[i];
+            if let (true, Some(drop)) = (overwrite, columns[column as usize].drop) {
+                // SAFETY: field i holds the old value swapped out of the row; it is dropped
+                // exactly once here and the bundle itself is never dropped.
+                unsafe { drop(fields[i], 1) };
+            }
+        });
+        Ok(())
+    }
+
+    /// Removes the components of bundle `B` from `entity` and returns them, moving the entity
+    /// to the matching archetype.
+    ///
+    /// # Errors
+    /// [`ComponentError::NoSuchEntity`] for a stale handle; [`ComponentError::MissingComponent`]
+    /// naming the first component of `B` the entity lacks (nothing is removed then).
+    ///
+    /// # Panics
+    /// If `B` names a component type twice (before anything changes).
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr_core::{ComponentError, World};
+    /// let mut world = World::new();
+    /// let e = world.spawn((1u8, 2u16));
+    /// assert_eq!(world.remove::<(u16,)>(e), Ok((2,)));
+    /// assert_eq!(world.remove::<(u16,)>(e), Err(ComponentError::MissingComponent("u16")));
+    /// assert!(world.contains(e));
+    /// ```
+    pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
+        let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
+        let edge = match self.archetypes[found.archetype]
+            .remove_edges
+            .get(&TypeId::of::<B>())
+        {
+            Some(&index) => index as usize,
+            None => self.init_remove_edge::<B>(found.archetype),
+        };
+        let edge = &self.remove_edges[edge];
+        let target_id = edge.target.map_err(ComponentError::MissingComponent)?;
+        let target = target_id.index();
+        let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
+        if target == found.archetype {
+            // Only the empty bundle removes nothing and stays.
+            // SAFETY: B::LEN == 0 here (a non-empty bundle always leaves the archetype), so no
+            // pointer is read.
+            return Ok(unsafe { B::read(&fields[..B::LEN]) });
+        }
+        let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+        let (chunk, row) = dst.rows.prepare_push(target_id, &mut self.chunks);
+        // Nothing below can panic.
+        for (field, &column) in fields.iter_mut().zip(edge.fields.iter()) {
+            *field = src.rows.slot(found.base, column as usize, found.row);
+        }
+        // SAFETY: each pointer is the entity's live value of the matching tuple element; they
+        // are moved out here and the row is removed below without dropping them.
+        let value = unsafe { B::read(&fields[..B::LEN]) };
+        let base = dst.rows.base(chunk);
+        // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
+        unsafe { Rows::write_entity(base, row, entity) };
+        for (to, &from) in edge.moves.iter().enumerate() {
+            let size = dst.rows.columns[to].size;
+            // SAFETY: live source value moves to the vacant target slot of the same type; the
+            // source row is removed below without dropping.
+            unsafe {
+                copy_value(
+                    src.rows.slot(found.base, from as usize, found.row),
+                    dst.rows.slot(base, to, row),
+                    size,
+                )
+            };
+        }
+        dst.rows.len += 1;
+        let chunk_id = dst.rows.chunks.list[chunk].id;
+        self.entities.set_location(
+            entity,
+            Location {
+                chunk: chunk_id,
+                row: row as u32,
+            },
+        );
+        let src_chunk_id = src.rows.chunks.list[found.chunk].id;
+        if let Some(moved) = src
+            .rows
+            .swap_remove_nodrop(found.chunk, found.row, &mut self.chunks)
+        {
+            self.entities.set_location(
+                moved,
+                Location {
+                    chunk: src_chunk_id,
+                    row: found.row as u32,
+                },
+            );
+        }
+        Ok(value)
+    }
+
+    /// Pointer to `entity`'s `T`, or the reason there is none.
+    #[inline]
+    fn component_ptr<T: Component>(&self, entity: Entity) -> Result<*mut T, ComponentError> {
+        let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
+        let missing = ComponentError::MissingComponent(core::any::type_name::<T>());
+        let id = self.components.id_of(TypeId::of::<T>()).ok_or(missing)?;
+        let archetype = &self.archetypes[found.archetype];
+        let column = archetype.column_index(id).ok_or(missing)?;
+        Ok(archetype
+            .rows
+            .slot(found.base, column, found.row)
+            .cast::<T>())
+    }
+
+    /// A shared reference to `entity`'s component `T`.
+    ///
+    /// # Errors
+    /// [`ComponentError::NoSuchEntity`] for a stale handle, [`ComponentError::MissingComponent`]
+    /// if the entity has no `T`.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// assert_eq!(world.get::<u8>(e), Ok(&1));
+    /// assert!(world.get::<u16>(e).is_err());
+    /// ```
+    pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, ComponentError> {
+        let ptr = self.component_ptr::<T>(entity)?;
+        // SAFETY: the pointer is the entity's live, aligned `T` (column type checked through
+        // its component id); `&self` keeps the world unmodified for the reference's lifetime.
+        Ok(unsafe { &*ptr })
+    }
+
+    /// A mutable reference to `entity`'s component `T`.
+    ///
+    /// # Errors
+    /// As [`get`](World::get).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// *world.get_mut::<u8>(e).unwrap() = 9;
+    /// assert_eq!(world.get::<u8>(e), Ok(&9));
+    /// ```
+    pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<&mut T, ComponentError> {
+        let ptr = self.component_ptr::<T>(entity)?;
+        // SAFETY: as in `get`; `&mut self` makes the reference exclusive, and the pointer has the
+        // chunk allocation's provenance (it was never derived from a shared reference).
+        Ok(unsafe { &mut *ptr })
+    }
+
+    /// Despawns every entity, dropping all components. Archetypes and registrations stay;
+    /// chunks are freed; every old handle becomes stale.
+    ///
+    /// If a component's `Drop` panics, the archetype being cleared is still emptied (its other
+    /// values dropped) and the panic continues; archetypes not yet reached keep their entities.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((1u8,));
+    /// world.clear();
+    /// assert!(world.is_empty());
+    /// assert!(!world.contains(e));
+    /// ```
+    pub fn clear(&mut self) {
+        for archetype in &mut self.archetypes {
+            let rows = &mut archetype.rows;
+            let len = rows.len;
+            for chunk in 0..rows.len.div_ceil(CHUNK_CAPACITY) {
+                let base = rows.base(chunk);
+                for row in 0..rows.chunk_len(chunk) {
+                    // SAFETY: `row` is an initialised row of chunk `chunk`.
+                    self.entities.free(unsafe { Rows::read_entity(base, row) });
+                }
+            }
+            rows.len = 0;
+            rows.drop_values(0, len);
+            rows.trim(&mut self.chunks, 0);
+        }
+    }
+
+    /// Test support: checks every structural invariant, panicking on the first violation.
+    ///
+    /// Checked: per archetype, all chunks but the last non-empty one are full, chunk-table
+    /// entries point back at their chunks, every stored entity's slot locates its row; the
+    /// world length is the sum of archetype lengths.
+    #[doc(hidden)]
+    pub fn check_invariants(&self) {
+        let mut total = 0;
+        for (a, archetype) in self.archetypes.iter().enumerate() {
+            let rows = &archetype.rows;
+            total += rows.len;
+            assert!(rows.chunks.list.len() >= archetype.chunk_count());
+            let column_ids = rows.columns.iter().map(|c| c.id);
+            assert!(column_ids.eq(archetype.components().iter().copied()));
+            for (index, chunk) in rows.chunks.list.iter().enumerate() {
+                let entry = self.chunks.get(chunk.id);
+                assert_eq!((entry.archetype as usize, entry.index as usize), (a, index));
+            }
+            for (index, chunk) in archetype.chunks().enumerate() {
+                if index + 1 < archetype.chunk_count() {
+                    assert_eq!(chunk.len(), CHUNK_CAPACITY, "non-last chunk not full");
+                }
+                for (row, &entity) in chunk.entities().iter().enumerate() {
+                    assert_eq!(
+                        self.entity_location(entity),
+                        Some((archetype.id(), index, row)),
+                        "slot of {entity:?} does not locate its row"
+                    );
+                }
+            }
+        }
+        assert_eq!(total, self.len());
+    }
+}
+
+/// The spawn hot path: one vacant row, one allocated id, one typed write per element.
+#[inline(always)]
+fn spawn_in<B: Bundle>(
+    info: &BundleInfo,
+    archetypes: &mut [Archetype],
+    entities: &mut Entities,
+    chunks: &mut ChunkTable,
+    bundle: B,
+) -> Entity {
+    let rows = &mut archetypes[info.archetype.index()].rows;
+    let (chunk, row) = rows.prepare_push(info.archetype, chunks);
+    let base = rows.base(chunk);
+    let entity = entities.alloc(Location {
+        chunk: rows.chunks.list[chunk].id,
+        row: row as u32,
+    });
+    let mut dst = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
+    for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
+        *d = base.as_ptr().wrapping_add(offset + row * size);
+    }
+    // SAFETY: (chunk, row) is the vacant row `rows.len` (prepare_push made its chunk exist);
+    // `dst[i]` is element i's column slot at that row, aligned and vacant. Nothing can panic
+    // between here and committing the row.
+    unsafe {
+        Rows::write_entity(base, row, entity);
+        bundle.write(&dst[..B::LEN]);
+    }
+    rows.len += 1;
+    entity
+}
