@@ -1,1 +1,80 @@
-//! Freyr scheduling: a work-stealing thread pool, task groups and `parallel_for`.
+//! Freyr scheduling: a work-stealing thread pool, task groups and
+//! `parallel_for`, written against a loom-checkable sync shim.
+//!
+//! Goals, in order:
+//! 1. **Correct under any interleaving**: every task runs exactly once, a
+//!    wait returns only after its group's tasks ran, no wake-up is lost, a
+//!    panic is delivered to the waiter. The protocol is written down in
+//!    [`PROTOCOL.md`](https://example.invalid/freyr/freyr-sched/PROTOCOL.md)
+//!    (in this crate's directory) and model-checked by `loom-tests/`.
+//! 2. **Cheap dispatch**: a chunk task is a small `Copy` value in a bounded
+//!    MPMC queue (no heap allocation per task), a batch costs one
+//!    group-counter increment, and an idle pool parks (~0 CPU).
+//! 3. **No surprises**: a pool of one runs everything inline; `grain == 0`
+//!    is a clear panic, never a hang; dropping a pool joins its threads.
+//!
+//! # Example
+//!
+//! ```
+//! use std::sync::atomic::{AtomicUsize, Ordering};
+//! use freyr_sched::{TaskGroup, ThreadPool};
+//!
+//! let pool = ThreadPool::new(4); // the calling thread + 3 workers
+//!
+//! // Scoped tasks borrow from the stack.
+//! let words = ["work", "stealing", "pool"];
+//! let letters = AtomicUsize::new(0);
+//! pool.scope(|s| {
+//!     for w in &words {
+//!         let letters = &letters;
+//!         s.spawn(move |_| {
+//!             letters.fetch_add(w.len(), Ordering::Relaxed);
+//!         });
+//!     }
+//! });
+//! assert_eq!(letters.load(Ordering::Relaxed), 16);
+//!
+//! // The allocation-free chunk path: one shared job, indexed tasks.
+//! fn chunk(total: &AtomicUsize, i: usize) {
+//!     total.fetch_add(i, Ordering::Relaxed);
+//! }
+//! let total = AtomicUsize::new(0);
+//! let group = TaskGroup::new();
+//! // SAFETY: `total` and `group` outlive the wait.
+//! unsafe { pool.submit_indexed(&group, &total, 1954, chunk) };
+//! group.wait(&pool);
+//! assert_eq!(total.load(Ordering::Relaxed), 1954 * 1953 / 2);
+//!
+//! // parallel_for: chunks claimed from a shared cursor.
+//! let hits: Vec<AtomicUsize> = (0..1000).map(|_| AtomicUsize::new(0)).collect();
+//! pool.parallel_for(hits.len(), 64, |i| {
+//!     hits[i].fetch_add(1, Ordering::Relaxed);
+//! });
+//! assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+//! ```
+//!
+//! # The loom cfg
+//!
+//! Built with `RUSTFLAGS="--cfg freyr_loom"`, every primitive of the protocol
+//! comes from `loom` (see the `sync` module), the queues become loom
+//! `Mutex<VecDeque>` stand-ins of capacity 2, and spinning is off. Mutants
+//! for the models are planted under `cfg(freyr_mutant = "...")` (set through
+//! `RUSTFLAGS` or, cheaper, the `FREYR_MUTANT` variable read by `build.rs`
+//! under `freyr_loom` only). Neither cfg is meant for users.
+
+mod group;
+mod lcg;
+mod metrics;
+mod pool;
+mod scope;
+mod shared;
+mod sleep;
+mod sync;
+mod task;
+mod worker_count;
+
+pub use group::{GroupPanic, TaskGroup};
+pub use metrics::{PoolMetrics, WorkerMetrics};
+pub use pool::{ThreadPool, ThreadPoolBuilder};
+pub use scope::Scope;
+pub use worker_count::{MAX_WORKERS, resolve_worker_count};

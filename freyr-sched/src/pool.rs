@@ -1,0 +1,507 @@
+//! The thread pool: construction, the chunk-task path, `parallel_for`,
+//! metrics, and shutdown.
+
+use core::fmt;
+use core::mem;
+use std::io;
+use std::panic::{self, AssertUnwindSafe};
+
+use crate::group::TaskGroup;
+use crate::metrics::PoolMetrics;
+use crate::shared::{Shared, worker_main};
+use crate::sync::{self, Arc, AtomicUsize, JoinHandle, Ordering};
+use crate::worker_count::resolve_worker_count;
+
+/// A work-stealing pool of `workers()` threads: the calling thread plus
+/// `workers() - 1` background threads named `freyr-worker-{i}`.
+///
+/// Each background worker owns a bounded MPMC queue; submissions are spread
+/// over the queues by a per-producer LCG, a full queue spills into an
+/// overflow queue, idle workers steal, then spin briefly, then park. Threads
+/// that wait for a [`TaskGroup`] help run queued tasks. A pool of one runs
+/// everything inline on the calling thread.
+///
+/// Dropping the pool lets the workers drain every queued task, then joins
+/// them all.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let pool = freyr_sched::ThreadPool::new(4);
+/// assert_eq!(pool.workers(), 4);
+/// let hits = AtomicUsize::new(0);
+/// pool.parallel_for(1000, 64, |_| {
+///     hits.fetch_add(1, Ordering::Relaxed);
+/// });
+/// assert_eq!(hits.load(Ordering::Relaxed), 1000);
+/// ```
+pub struct ThreadPool {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+    workers: usize,
+}
+
+/// Configures and builds a [`ThreadPool`].
+///
+/// # Examples
+///
+/// ```
+/// let pool = freyr_sched::ThreadPool::builder()
+///     .workers(3)
+///     .thread_name("physics-")
+///     .stack_size(1 << 20)
+///     .pin_threads(false)
+///     .build();
+/// assert_eq!(pool.workers(), 3);
+/// ```
+#[derive(Clone, Debug)]
+#[must_use]
+pub struct ThreadPoolBuilder {
+    workers: usize,
+    pin_threads: bool,
+    stack_size: Option<usize>,
+    thread_name: String,
+}
+
+impl Default for ThreadPoolBuilder {
+    fn default() -> Self {
+        ThreadPoolBuilder {
+            workers: 0,
+            pin_threads: false,
+            stack_size: None,
+            thread_name: String::from("freyr-worker-"),
+        }
+    }
+}
+
+impl ThreadPoolBuilder {
+    /// A builder with the defaults: auto worker count, no pinning, the
+    /// platform's stack size, threads named `freyr-worker-{i}`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPoolBuilder::new().workers(1).build();
+    /// assert_eq!(pool.workers(), 1);
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Total parallelism including the calling thread; 0 = auto (the
+    /// machine's available parallelism). Resolved by
+    /// [`resolve_worker_count`](crate::resolve_worker_count).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
+    /// assert_eq!(pool.workers(), 2);
+    /// ```
+    pub fn workers(mut self, workers: usize) -> Self {
+        self.workers = workers;
+        self
+    }
+
+    /// Pin background worker `i` to core `(i + 1) % cores` with
+    /// `core_affinity` (core 0 is left to the calling thread). Pinning is a
+    /// best effort: a failure leaves the thread unpinned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(2).pin_threads(true).build();
+    /// assert_eq!(pool.workers(), 2);
+    /// ```
+    pub fn pin_threads(mut self, pin: bool) -> Self {
+        self.pin_threads = pin;
+        self
+    }
+
+    /// Stack size of each background thread, in bytes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(2).stack_size(256 * 1024).build();
+    /// assert_eq!(pool.workers(), 2);
+    /// ```
+    pub fn stack_size(mut self, bytes: usize) -> Self {
+        self.stack_size = Some(bytes);
+        self
+    }
+
+    /// Thread name prefix; worker `i` is named `{prefix}{i}`
+    /// (default `freyr-worker-`).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(2).thread_name("io-").build();
+    /// assert_eq!(pool.workers(), 2);
+    /// ```
+    pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
+        self.thread_name = prefix.into();
+        self
+    }
+
+    /// Builds the pool, spawning `workers - 1` threads.
+    ///
+    /// # Panics
+    ///
+    /// If the OS refuses to spawn a thread (see [`try_build`](Self::try_build)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(3).build();
+    /// assert_eq!(pool.metrics().workers.len(), 3);
+    /// ```
+    pub fn build(self) -> ThreadPool {
+        match self.try_build() {
+            Ok(pool) => pool,
+            Err(error) => panic!("freyr-sched: cannot spawn a worker thread: {error}"),
+        }
+    }
+
+    /// Builds the pool; on a spawn failure the threads already started are
+    /// shut down and joined before the error is returned.
+    ///
+    /// # Errors
+    ///
+    /// The OS error from spawning a thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(2).try_build().unwrap();
+    /// assert_eq!(pool.workers(), 2);
+    /// ```
+    pub fn try_build(self) -> io::Result<ThreadPool> {
+        let workers = resolve_worker_count(self.workers, sync::available_parallelism());
+        let mut pool = ThreadPool {
+            shared: Arc::new(Shared::new(workers)),
+            threads: Vec::with_capacity(workers - 1),
+            workers,
+        };
+        for index in 0..workers - 1 {
+            let shared = Arc::clone(&pool.shared);
+            let pin = self.pin_threads;
+            let name = format!("{}{index}", self.thread_name);
+            // On error `pool` drops here, which shuts down and joins the
+            // threads spawned so far.
+            let handle = sync::spawn_worker(name, self.stack_size, move || {
+                worker_main(shared, index, pin);
+            })?;
+            pool.threads.push(handle);
+        }
+        Ok(pool)
+    }
+}
+
+impl ThreadPool {
+    /// A pool of `workers` total threads including the caller (`workers - 1`
+    /// background threads); 0 = auto, 1 = inline.
+    ///
+    /// # Panics
+    ///
+    /// If a thread cannot be spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::new(1);
+    /// assert_eq!(pool.workers(), 1);
+    /// let auto = freyr_sched::ThreadPool::new(0);
+    /// assert!(auto.workers() >= 1);
+    /// ```
+    #[must_use]
+    pub fn new(workers: usize) -> ThreadPool {
+        ThreadPoolBuilder::new().workers(workers).build()
+    }
+
+    /// A builder for a configured pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
+    /// assert_eq!(pool.workers(), 2);
+    /// ```
+    pub fn builder() -> ThreadPoolBuilder {
+        ThreadPoolBuilder::new()
+    }
+
+    /// Total parallelism including the calling thread.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::ThreadPool::new(3).workers(), 3);
+    /// ```
+    #[must_use]
+    pub fn workers(&self) -> usize {
+        self.workers
+    }
+
+    /// The protocol state, or `None` for an inline pool.
+    pub(crate) fn shared(&self) -> Option<&Shared> {
+        (self.workers > 1).then_some(&*self.shared)
+    }
+
+    pub(crate) fn is_inline(&self) -> bool {
+        self.workers == 1
+    }
+
+    /// The allocation-free chunk-task path: queues `count` tasks; task `i`
+    /// calls `func(job, i)` once. Tasks are queued as a few `Copy` range
+    /// values `{fn, job, start..end, group}` (at most 4 per worker, split
+    /// further while threads are idle), so dispatch costs no heap allocation
+    /// and one group-counter increment per call.
+    ///
+    /// Returns at once. With `workers() == 1` the tasks run inline before it
+    /// returns. Panics in tasks are caught and stored in `group`; the other
+    /// tasks still run; [`TaskGroup::wait`] re-raises the first.
+    ///
+    /// # Safety
+    ///
+    /// - `job` must point to a valid `J` that stays valid, and is not
+    ///   mutated except through its own synchronisation, until
+    ///   `group.wait(self)` has returned (or `group.is_done()` was observed
+    ///   `true`); `J: Sync` makes the shared use from many threads sound.
+    /// - `group` must not be moved or forgotten before that (dropping it is
+    ///   fine: `TaskGroup`'s `Drop` blocks until its tasks finished).
+    /// - `func(job, i)` must be sound to call for every `i < count`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    /// use freyr_sched::{TaskGroup, ThreadPool};
+    ///
+    /// struct Job {
+    ///     sums: Vec<AtomicU64>,
+    /// }
+    /// fn chunk(job: &Job, i: usize) {
+    ///     job.sums[i].store(i as u64 * 2, Ordering::Relaxed);
+    /// }
+    /// let pool = ThreadPool::new(3);
+    /// let job = Job { sums: (0..50).map(|_| AtomicU64::new(0)).collect() };
+    /// let group = TaskGroup::new();
+    /// // SAFETY: `job` and `group` live until after the wait.
+    /// unsafe { pool.submit_indexed(&group, &job, 50, chunk) };
+    /// group.wait(&pool);
+    /// assert!(job.sums.iter().enumerate().all(|(i, s)| s.load(Ordering::Relaxed) == i as u64 * 2));
+    /// ```
+    pub unsafe fn submit_indexed<J: Sync>(
+        &self,
+        group: &TaskGroup,
+        job: *const J,
+        count: usize,
+        func: fn(&J, usize),
+    ) {
+        if count == 0 {
+            return;
+        }
+        if self.is_inline() {
+            // SAFETY: the caller guarantees `job` is valid until the wait.
+            let job = unsafe { &*job };
+            run_inline(group, count, |i| func(job, i));
+            self.shared.current_counters().add_run(count);
+            return;
+        }
+        // SAFETY: `fn(&J, usize)` and `unsafe fn(*const (), usize)` have the
+        // same ABI: `&J` and `*const ()` are ABI-compatible pointer types (both
+        // thin, `J: Sized`), and the call site passes the `job` pointer the
+        // caller vouched for, so the `&J` the callee sees is valid.
+        let erased = unsafe { mem::transmute::<fn(&J, usize), unsafe fn(*const (), usize)>(func) };
+        // SAFETY: the caller's contract is exactly `submit_range`'s.
+        unsafe {
+            self.shared
+                .submit_range(group.inner(), erased, job.cast::<()>(), count);
+        }
+    }
+
+    /// Runs `f(i)` for every `i` in `0..count`, in chunks of up to `grain`
+    /// consecutive indices claimed from a shared atomic cursor. The calling
+    /// thread participates; `min(workers() - 1, chunks - 1)` helper tasks
+    /// join it. Runs inline when `workers() == 1` or `count <= grain`.
+    /// Allocation-free.
+    ///
+    /// # Panics
+    ///
+    /// - If `grain == 0` (it could never make progress).
+    /// - If `f` panics: the first panic is re-raised after every helper has
+    ///   stopped. The chunk that panicked is abandoned and other chunks may
+    ///   not run; the pool stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let tally: Vec<AtomicUsize> = (0..257).map(|_| AtomicUsize::new(0)).collect();
+    /// pool.parallel_for(tally.len(), 16, |i| {
+    ///     tally[i].fetch_add(1, Ordering::Relaxed);
+    /// });
+    /// assert!(tally.iter().all(|t| t.load(Ordering::Relaxed) == 1));
+    /// ```
+    ///
+    /// ```should_panic
+    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// pool.parallel_for(10, 0, |_| {}); // panics: grain must be at least 1
+    /// ```
+    pub fn parallel_for<F: Fn(usize) + Sync>(&self, count: usize, grain: usize, f: F) {
+        assert!(
+            grain > 0,
+            "freyr-sched: parallel_for grain must be at least 1 (got 0, which could never make progress)"
+        );
+        if self.is_inline() || count <= grain {
+            for index in 0..count {
+                f(index);
+            }
+            return;
+        }
+        let chunks = count.div_ceil(grain);
+        let job = ForJob {
+            cursor: AtomicUsize::new(0),
+            count,
+            grain,
+            chunks,
+            f: &f,
+        };
+        let helpers = (self.workers - 1).min(chunks - 1);
+        let group = TaskGroup::new();
+        // SAFETY: `job` and `group` live on this stack frame until after the
+        // wait below, which runs on every path (the caller's own share runs
+        // under `catch_unwind`); `ForJob` is Sync because `F: Sync`.
+        unsafe { self.submit_indexed(&group, &job, helpers, ForJob::<F>::help) };
+        let mine = panic::catch_unwind(AssertUnwindSafe(|| job.run_chunks()));
+        let theirs = group.try_wait(self);
+        if let Err(payload) = mine {
+            panic::resume_unwind(payload);
+        }
+        if let Err(panic) = theirs {
+            panic::resume_unwind(panic.into_payload());
+        }
+    }
+
+    /// A cheap snapshot of the per-worker counters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// let pool = ThreadPool::new(2);
+    /// let group = TaskGroup::new();
+    /// fn nop(_: &(), _: usize) {}
+    /// // SAFETY: static job; `group` outlives the wait.
+    /// unsafe { pool.submit_indexed(&group, &(), 40, nop) };
+    /// group.wait(&pool);
+    /// assert_eq!(pool.metrics().total().tasks_run, 40);
+    /// ```
+    #[must_use]
+    pub fn metrics(&self) -> PoolMetrics {
+        self.shared.metrics()
+    }
+
+    /// The counters of the calling thread's slot.
+    pub(crate) fn current_counters(&self) -> &crate::metrics::Counters {
+        self.shared.current_counters()
+    }
+}
+
+/// Runs `f(0..count)` on this thread, catching each panic into `group` and
+/// carrying on with the next index.
+pub(crate) fn run_inline(group: &TaskGroup, count: usize, f: impl Fn(usize)) {
+    let mut next = 0;
+    while next < count {
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            while next < count {
+                let index = next;
+                next += 1;
+                f(index);
+            }
+        }));
+        match outcome {
+            Ok(()) => break,
+            Err(payload) => group.inner().record_panic(payload),
+        }
+    }
+}
+
+/// `parallel_for`'s shared state: a chunk cursor and the body.
+struct ForJob<'f, F> {
+    /// The next chunk to claim. Each thread overshoots `chunks` at most once,
+    /// so it cannot wrap unless `chunks` is within `MAX_WORKERS` of
+    /// `usize::MAX` (not a count anyone can run).
+    cursor: AtomicUsize,
+    count: usize,
+    grain: usize,
+    chunks: usize,
+    f: &'f F,
+}
+
+impl<F: Fn(usize) + Sync> ForJob<'_, F> {
+    /// Claims the next chunk index.
+    fn claim(&self) -> usize {
+        // MUTANT `cursor_load_store`: a load and a store instead of one RMW;
+        // two threads can claim the same chunk.
+        #[cfg(freyr_mutant = "cursor_load_store")]
+        {
+            let chunk = self.cursor.load(Ordering::Relaxed);
+            self.cursor.store(chunk + 1, Ordering::Relaxed);
+            chunk
+        }
+        #[cfg(not(freyr_mutant = "cursor_load_store"))]
+        self.cursor.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn run_chunks(&self) {
+        loop {
+            let chunk = self.claim();
+            if chunk >= self.chunks {
+                return;
+            }
+            let start = chunk * self.grain;
+            let end = start + self.grain.min(self.count - start);
+            for index in start..end {
+                (self.f)(index);
+            }
+        }
+    }
+
+    /// The helper task body (its index is irrelevant).
+    fn help(job: &Self, _helper: usize) {
+        job.run_chunks();
+    }
+}
+
+impl fmt::Debug for ThreadPool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ThreadPool")
+            .field("workers", &self.workers)
+            .finish_non_exhaustive()
+    }
+}
+
+// A panic that unwinds out of a pool method (a re-raised task panic) leaves
+// the pool consistent: all shared state is atomics and poison-ignoring locks,
+// and panics are re-raised only after the group completed.
+impl std::panic::UnwindSafe for ThreadPool {}
+impl std::panic::RefUnwindSafe for ThreadPool {}
+
+impl Drop for ThreadPool {
+    fn drop(&mut self) {
+        if self.threads.is_empty() {
+            return;
+        }
+        self.shared.shut_down();
+        for handle in self.threads.drain(..) {
+            // A worker never unwinds (tasks' panics are caught), so an error
+            // here would only repeat a panic already reported; ignore it.
+            let _ = handle.join();
+        }
+    }
+}

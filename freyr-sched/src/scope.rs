@@ -1,0 +1,220 @@
+//! Scoped task groups: tasks that borrow from the caller's stack.
+
+use core::fmt;
+use core::marker::PhantomData;
+use std::panic::{self, AssertUnwindSafe};
+
+use crate::group::TaskGroup;
+use crate::pool::ThreadPool;
+use crate::task::Task;
+
+/// A scope opened by [`ThreadPool::scope`]: tasks spawned into it may borrow
+/// anything that outlives the scope (`'scope`), and may spawn more tasks into
+/// it; `scope` returns only after all of them ran.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// let pool = freyr_sched::ThreadPool::new(3);
+/// let data = vec![1, 2, 3, 4];
+/// let sum = AtomicUsize::new(0);
+/// pool.scope(|s| {
+///     for x in &data {
+///         let sum = &sum;
+///         s.spawn(move |s| {
+///             sum.fetch_add(*x, Ordering::Relaxed);
+///             // Tasks may spawn more tasks into the same scope.
+///             s.spawn(move |_| {
+///                 sum.fetch_add(10 * x, Ordering::Relaxed);
+///             });
+///         });
+///     }
+/// });
+/// assert_eq!(sum.load(Ordering::Relaxed), 110);
+/// ```
+pub struct Scope<'scope, 'env: 'scope> {
+    pool: &'scope ThreadPool,
+    group: TaskGroup,
+    /// Invariant in `'scope` and `'env`, like `std::thread::Scope`.
+    scope: PhantomData<&'scope mut &'scope ()>,
+    env: PhantomData<&'env mut &'env ()>,
+}
+
+/// A spawned closure and the scope it runs in, boxed together so a queued
+/// task needs one pointer.
+struct Spawned<'scope, 'env, F> {
+    scope: *const Scope<'scope, 'env>,
+    f: F,
+}
+
+impl ThreadPool {
+    /// Opens a scope, calls `f` with it, and returns `f`'s result after every
+    /// task spawned into the scope (including tasks spawned by tasks) ran.
+    /// The calling thread helps run queued tasks while it waits.
+    ///
+    /// # Panics
+    ///
+    /// If `f` panics, its panic is re-raised after all tasks finished;
+    /// otherwise if a task panicked, the first task panic (original payload)
+    /// is re-raised. Other task panics are discarded. The pool stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let mut halves = [0u64; 2];
+    /// let (left, right) = halves.split_at_mut(1);
+    /// let n = pool.scope(|s| {
+    ///     s.spawn(|_| left[0] = (1..=50).sum());
+    ///     s.spawn(|_| right[0] = (51..=100).sum());
+    ///     7
+    /// });
+    /// assert_eq!(n, 7);
+    /// assert_eq!(halves[0] + halves[1], 5050);
+    /// ```
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let caught = std::panic::catch_unwind(|| {
+    ///     pool.scope(|s| {
+    ///         s.spawn(|_| panic!("task failed"));
+    ///     })
+    /// });
+    /// assert_eq!(caught.unwrap_err().downcast_ref::<&str>(), Some(&"task failed"));
+    /// pool.scope(|s| s.spawn(|_| {})); // still usable
+    /// ```
+    pub fn scope<'env, R>(
+        &self,
+        f: impl for<'scope> FnOnce(&'scope Scope<'scope, 'env>) -> R,
+    ) -> R {
+        let scope = Scope {
+            pool: self,
+            group: TaskGroup::new(),
+            scope: PhantomData,
+            env: PhantomData,
+        };
+        let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
+        let tasks = scope.group.try_wait(self);
+        match (result, tasks) {
+            (Err(payload), _) => panic::resume_unwind(payload),
+            (Ok(_), Err(panic)) => panic::resume_unwind(panic.into_payload()),
+            (Ok(value), Ok(())) => value,
+        }
+    }
+}
+
+impl<'scope, 'env> Scope<'scope, 'env> {
+    /// Queues `f` to run on the pool (inline at once for a pool of one). `f`
+    /// receives the scope, so it can spawn more tasks into it. One heap
+    /// allocation per call (the boxed closure); use
+    /// [`spawn_indexed`](Self::spawn_indexed) for allocation-free batches.
+    ///
+    /// A panic in `f` is caught and re-raised by [`ThreadPool::scope`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let count = AtomicUsize::new(0);
+    /// pool.scope(|s| {
+    ///     for _ in 0..10 {
+    ///         s.spawn(|_| {
+    ///             count.fetch_add(1, Ordering::Relaxed);
+    ///         });
+    ///     }
+    /// });
+    /// assert_eq!(count.load(Ordering::Relaxed), 10);
+    /// ```
+    pub fn spawn<F>(&'scope self, f: F)
+    where
+        F: FnOnce(&'scope Scope<'scope, 'env>) + Send + 'scope,
+    {
+        let Some(shared) = self.pool.shared() else {
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| f(self)));
+            if let Err(payload) = outcome {
+                self.group.inner().record_panic(payload);
+            }
+            self.pool.current_counters().add_run(1);
+            return;
+        };
+        let job = Box::into_raw(Box::new(Spawned { scope: self, f }));
+        let task = Task {
+            func: run_spawned::<'scope, 'env, F>,
+            job: job.cast_const().cast::<()>(),
+            start: 0,
+            end: 1,
+            group: self.group.inner(),
+        };
+        // SAFETY: `job` is a fresh Box that `run_spawned` frees exactly once
+        // (the task has exactly one index); the closure is `Send`; the scope
+        // (and with it the group) outlives the task because
+        // `ThreadPool::scope` waits for the group before returning, on every
+        // path.
+        unsafe { shared.submit_one(self.group.inner(), task) };
+    }
+
+    /// Queues `count` allocation-free indexed tasks sharing `job`; task `i`
+    /// calls `func(job, i)`. The safe, scoped form of
+    /// [`ThreadPool::submit_indexed`]: the borrow of `job` outlives the scope.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// let pool = freyr_sched::ThreadPool::new(3);
+    /// let tally: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
+    /// pool.scope(|s| {
+    ///     s.spawn_indexed(&tally, tally.len(), |tally, i| {
+    ///         tally[i].fetch_add(1, Ordering::Relaxed);
+    ///     });
+    /// });
+    /// assert!(tally.iter().all(|t| t.load(Ordering::Relaxed) == 1));
+    /// ```
+    pub fn spawn_indexed<J: Sync>(&self, job: &'scope J, count: usize, func: fn(&J, usize)) {
+        // SAFETY: `job` is borrowed for `'scope`, and the group is the scope's,
+        // which `ThreadPool::scope` waits for before `'scope` ends; the group
+        // lives inside the scope, which does not move while borrowed.
+        unsafe { self.pool.submit_indexed(&self.group, job, count, func) };
+    }
+
+    /// The pool this scope runs on.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// pool.scope(|s| assert_eq!(s.pool().workers(), 2));
+    /// ```
+    #[must_use]
+    pub fn pool(&self) -> &'scope ThreadPool {
+        self.pool
+    }
+}
+
+/// Runs a boxed scoped closure: the trampoline behind [`Scope::spawn`].
+///
+/// # Safety
+///
+/// `job` must come from `Box::into_raw(Box<Spawned<'scope, 'env, F>>)` in
+/// `Scope::spawn`, and this must be its only call; the scope must be alive.
+unsafe fn run_spawned<'scope, 'env: 'scope, F>(job: *const (), _index: usize)
+where
+    F: FnOnce(&'scope Scope<'scope, 'env>) + Send + 'scope,
+{
+    // SAFETY: per the contract, `job` is the unique owner of the box.
+    let spawned = unsafe { Box::from_raw(job.cast_mut().cast::<Spawned<'scope, 'env, F>>()) };
+    let Spawned { scope, f } = *spawned;
+    // SAFETY: the scope outlives its tasks (`ThreadPool::scope` waits).
+    f(unsafe { &*scope });
+}
+
+impl fmt::Debug for Scope<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Scope")
+            .field("workers", &self.pool.workers())
+            .field("group", &self.group)
+            .finish()
+    }
+}

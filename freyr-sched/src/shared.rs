@@ -1,0 +1,392 @@
+//! The state a pool shares with its workers: queues, overflow, sleep,
+//! shutdown. Submit, find (pop / steal), run, wait and the worker loop live
+//! here; the step numbers refer to `PROTOCOL.md`.
+
+use core::cell::Cell;
+use core::ptr;
+use std::panic::{self, AssertUnwindSafe};
+
+use crate::group::GroupInner;
+use crate::lcg::Lcg;
+use crate::metrics::{CachePadded, Counters, PoolMetrics};
+use crate::sleep::Sleep;
+use crate::sync::{
+    self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, SPIN_ROUNDS,
+};
+use crate::task::Task;
+
+/// Who the current thread is, as far as pools care.
+#[derive(Clone, Copy)]
+struct Context {
+    /// The pool this thread is a worker of (null for other threads).
+    pool: *const Shared,
+    /// Its worker index in that pool.
+    index: usize,
+    /// This producer's LCG state (0 = not seeded yet).
+    lcg: u64,
+}
+
+sync::thread_local! {
+    static CONTEXT: Cell<Context> = const {
+        Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0 })
+    };
+}
+
+/// Runs `f` with this thread's producer LCG, seeding it on first use.
+fn with_producer_lcg<R>(f: impl FnOnce(&mut Lcg) -> R) -> R {
+    CONTEXT.with(|cell| {
+        let mut context = cell.get();
+        if context.lcg == 0 {
+            context.lcg = sync::lcg_seed() | 1;
+        }
+        let mut lcg = Lcg::new(context.lcg);
+        let result = f(&mut lcg);
+        context.lcg = lcg.state();
+        cell.set(context);
+        result
+    })
+}
+
+pub(crate) struct Shared {
+    /// One bounded MPMC queue per background worker.
+    queues: Box<[CachePadded<Queue<Task>>]>,
+    /// Where a task goes when its queue is full. Nothing is ever dropped.
+    overflow: Injector<Task>,
+    sleep: Sleep,
+    shutdown: AtomicBool,
+    /// `counters[i]` for worker `i`; the last one for non-worker threads.
+    counters: Box<[CachePadded<Counters>]>,
+}
+
+impl Shared {
+    /// State for a pool of `workers` (>= 1) total threads: `workers - 1`
+    /// queues.
+    pub(crate) fn new(workers: usize) -> Self {
+        Shared {
+            queues: (1..workers)
+                .map(|_| CachePadded(Queue::new(QUEUE_CAPACITY)))
+                .collect(),
+            overflow: Injector::new(),
+            sleep: Sleep::new(),
+            shutdown: AtomicBool::new(false),
+            counters: (0..workers).map(|_| CachePadded::default()).collect(),
+        }
+    }
+
+    /// The worker index of the current thread, if it is a worker of this pool.
+    fn current_worker(&self) -> Option<usize> {
+        CONTEXT.with(|cell| {
+            let context = cell.get();
+            ptr::eq(context.pool, self).then_some(context.index)
+        })
+    }
+
+    fn external_slot(&self) -> usize {
+        self.counters.len() - 1
+    }
+
+    /// The counters of the current thread's slot (inline pools: slot 0).
+    pub(crate) fn current_counters(&self) -> &Counters {
+        let slot = self.current_worker().unwrap_or(self.external_slot());
+        &self.counters[slot].0
+    }
+
+    pub(crate) fn metrics(&self) -> PoolMetrics {
+        PoolMetrics {
+            workers: self.counters.iter().map(|c| c.0.snapshot()).collect(),
+        }
+    }
+
+    /// Submit step 2: puts `task` in the queue the producer's LCG picks, or
+    /// in the overflow queue when that one is full. Does not wake anyone.
+    fn enqueue(&self, task: Task, lcg: &mut Lcg) {
+        let queue = &self.queues[lcg.below(self.queues.len())].0;
+        if let Err(task) = queue.push(task) {
+            // MUTANT `overflow_drop`: a full queue silently loses the task.
+            #[cfg(not(freyr_mutant = "overflow_drop"))]
+            self.overflow.push(task);
+            #[cfg(freyr_mutant = "overflow_drop")]
+            let _ = task;
+        }
+    }
+
+    /// Submits one task (`start..end` must be `0..1`) to `group`.
+    ///
+    /// # Safety
+    ///
+    /// `task.job` must stay valid for `task.func` until the task ran, and
+    /// `group` (= `task.group`) must stay alive until its count is zero.
+    pub(crate) unsafe fn submit_one(&self, group: &GroupInner, task: Task) {
+        // Submit step 1 (count before publishing). MUTANT
+        // `increment_after_publish` counts after the push: the task can run
+        // and decrement first, and a waiter sees zero too early.
+        #[cfg(not(freyr_mutant = "increment_after_publish"))]
+        group.add(1);
+        with_producer_lcg(|lcg| self.enqueue(task, lcg));
+        #[cfg(freyr_mutant = "increment_after_publish")]
+        group.add(1);
+        self.sleep.new_work(1);
+    }
+
+    /// Submits indices `0..count` (`count >= 1`) of `job` to `group` as at
+    /// most `workers * PIECES_PER_WORKER` range tasks.
+    ///
+    /// # Safety
+    ///
+    /// As for [`submit_one`](Self::submit_one); `func(job, i)` must be sound
+    /// to call from any thread for every `i < count`.
+    pub(crate) unsafe fn submit_range(
+        &self,
+        group: &GroupInner,
+        func: unsafe fn(*const (), usize),
+        job: *const (),
+        count: usize,
+    ) {
+        group.add(count);
+        let pieces = count.min(self.counters.len() * PIECES_PER_WORKER);
+        let (base, extra) = (count / pieces, count % pieces);
+        with_producer_lcg(|lcg| {
+            let mut start = 0;
+            for piece in 0..pieces {
+                let len = base + usize::from(piece < extra);
+                let end = start + len;
+                let task = Task {
+                    func,
+                    job,
+                    start,
+                    end,
+                    group,
+                };
+                self.enqueue(task, lcg);
+                start = end;
+            }
+        });
+        self.sleep.new_work(pieces);
+    }
+
+    /// Find: own queue first, then the overflow queue, then the other
+    /// workers' queues starting at a pseudo-random victim.
+    fn find_task(&self, me: Option<usize>, slot: usize, lcg: &mut Lcg) -> Option<Task> {
+        if let Some(own) = me {
+            if let Some(task) = self.queues[own].0.pop() {
+                return Some(task);
+            }
+        }
+        if let Some(task) = self.overflow.pop() {
+            return Some(task);
+        }
+        let n = self.queues.len();
+        let first = lcg.below(n);
+        for k in 0..n {
+            let victim = (first + k) % n;
+            if Some(victim) == me {
+                continue;
+            }
+            if let Some(task) = self.queues[victim].0.pop() {
+                self.counters[slot].0.add_stolen();
+                return Some(task);
+            }
+        }
+        None
+    }
+
+    /// Whether any queue holds a task (park step 4's re-check).
+    fn has_work(&self) -> bool {
+        !self.overflow.is_empty() || self.queues.iter().any(|q| !q.0.is_empty())
+    }
+
+    /// Run: executes `task`'s indices, catching panics into its group, then
+    /// completes them. Splits off the upper half of the range while other
+    /// threads sleep.
+    fn run(&self, task: Task, slot: usize, lcg: &mut Lcg) {
+        let mut next = task.start;
+        let mut end = task.end;
+        // MUTANT `decrement_before_run`: completes the indices before they ran.
+        #[cfg(freyr_mutant = "decrement_before_run")]
+        // SAFETY: (mutant) the group is alive while its count is non-zero.
+        unsafe {
+            self.complete(task.group, end - next);
+        }
+        loop {
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+                self.run_range(&task, &mut next, &mut end, lcg)
+            }));
+            match outcome {
+                Ok(()) => break,
+                Err(payload) => {
+                    // SAFETY: the indices `next..end` (at least the one that
+                    // panicked) are still pending, so the group is alive.
+                    unsafe { (*task.group).record_panic(payload) };
+                    // MUTANT `no_decrement_on_panic`: a panicking task never
+                    // completes; its group's wait hangs.
+                    #[cfg(freyr_mutant = "no_decrement_on_panic")]
+                    return;
+                }
+            }
+        }
+        self.counters[slot].0.add_run(end - task.start);
+        #[cfg(not(freyr_mutant = "decrement_before_run"))]
+        // SAFETY: this thread owns the indices `task.start..end`: they were
+        // counted at submission and are completed exactly once, here.
+        unsafe {
+            self.complete(task.group, end - task.start);
+        }
+    }
+
+    fn run_range(&self, task: &Task, next: &mut usize, end: &mut usize, lcg: &mut Lcg) {
+        while *next < *end {
+            if *end - *next > 1 && self.sleep.has_sleepers() {
+                self.split(task, *next, end, lcg);
+            }
+            let index = *next;
+            *next += 1;
+            // SAFETY: the submitter guaranteed `func(job, i)` is sound for
+            // every `i` in the submitted range, until the group is done; the
+            // group is not done while this task's indices are pending.
+            unsafe { (task.func)(task.job, index) };
+        }
+    }
+
+    /// Split: hands `mid..end` to other threads, keeping `next..mid`.
+    #[cold]
+    fn split(&self, task: &Task, next: usize, end: &mut usize, lcg: &mut Lcg) {
+        let mid = next + (*end - next) / 2;
+        // MUTANT `split_overlap`: the upper half starts one index early, so
+        // index `mid - 1` runs twice.
+        #[cfg(freyr_mutant = "split_overlap")]
+        let upper_start = mid - 1;
+        #[cfg(not(freyr_mutant = "split_overlap"))]
+        let upper_start = mid;
+        let upper = Task {
+            start: upper_start,
+            end: *end,
+            ..*task
+        };
+        *end = mid;
+        self.enqueue(upper, lcg);
+        self.sleep.new_work(1);
+    }
+
+    /// Group completion: decrements and, when a sleeping waiter was
+    /// announced and the count hit zero, wakes the sleepers.
+    ///
+    /// # Safety
+    ///
+    /// As for [`GroupInner::complete`].
+    unsafe fn complete(&self, group: *const GroupInner, n: usize) {
+        // SAFETY: forwarded to the caller.
+        let wake = unsafe { GroupInner::complete(group, n) };
+        // MUTANT `no_wake_on_group_done`: the sleeping waiter is never told.
+        #[cfg(not(freyr_mutant = "no_wake_on_group_done"))]
+        if wake {
+            self.sleep.wake_all();
+        }
+        #[cfg(freyr_mutant = "no_wake_on_group_done")]
+        let _ = wake;
+    }
+
+    /// Wait: helps until `group` is done.
+    pub(crate) fn wait_until_done(&self, group: &GroupInner) {
+        let me = self.current_worker();
+        let slot = me.unwrap_or(self.external_slot());
+        let mut lcg = with_producer_lcg(|lcg| *lcg);
+        'help: while !group.is_done() {
+            if let Some(task) = self.find_task(me, slot, &mut lcg) {
+                self.run(task, slot, &mut lcg);
+                continue;
+            }
+            for _ in 0..SPIN_ROUNDS {
+                sync::spin_hint();
+                if group.is_done() {
+                    break 'help;
+                }
+                if let Some(task) = self.find_task(me, slot, &mut lcg) {
+                    self.run(task, slot, &mut lcg);
+                    continue 'help;
+                }
+            }
+            if !group.announce_sleeper() {
+                break;
+            }
+            self.sleep.sleep(&self.counters[slot].0, || {
+                !group.is_done() && !self.has_work()
+            });
+        }
+        group.clear_sleeper();
+        // Hand-off: a wake-up meant for a worker may have landed on this
+        // thread, which now leaves without searching again. Pass it on.
+        if self.sleep.has_sleepers() && self.has_work() {
+            self.sleep.new_work(1);
+        }
+        CONTEXT.with(|cell| {
+            let mut context = cell.get();
+            context.lcg = lcg.state();
+            cell.set(context);
+        });
+    }
+
+    /// Shutdown: workers drain the queues, then exit. Called once, by the
+    /// pool's `Drop`, before joining.
+    pub(crate) fn shut_down(&self) {
+        // MUTANT `shutdown_flag_after_notify`: wakes first, then sets the
+        // flag: a worker that re-checks in between sleeps forever.
+        #[cfg(not(freyr_mutant = "shutdown_flag_after_notify"))]
+        {
+            self.shutdown.store(true, Ordering::SeqCst);
+            self.sleep.wake_all();
+        }
+        #[cfg(freyr_mutant = "shutdown_flag_after_notify")]
+        {
+            self.sleep.wake_all();
+            self.shutdown.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn is_shut_down(&self) -> bool {
+        self.shutdown.load(Ordering::SeqCst)
+    }
+}
+
+/// The worker loop: find and run; spin; exit on shutdown once nothing is
+/// left; otherwise park.
+pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
+    if pin {
+        // Core 0 is left to the calling thread.
+        let _pinned = sync::pin_current_thread(index + 1);
+    }
+    let mut lcg = Lcg::new(sync::lcg_seed() | 1);
+    CONTEXT.with(|cell| {
+        cell.set(Context {
+            pool: &*shared,
+            index,
+            lcg: lcg.state(),
+        });
+    });
+    let counters = &shared.counters[index].0;
+    'work: loop {
+        if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
+            shared.run(task, index, &mut lcg);
+            continue;
+        }
+        for _ in 0..SPIN_ROUNDS {
+            sync::spin_hint();
+            if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
+                shared.run(task, index, &mut lcg);
+                continue 'work;
+            }
+        }
+        if shared.is_shut_down() {
+            break;
+        }
+        shared
+            .sleep
+            .sleep(counters, || !shared.has_work() && !shared.is_shut_down());
+    }
+    CONTEXT.with(|cell| {
+        cell.set(Context {
+            pool: ptr::null(),
+            index: 0,
+            lcg: 0,
+        });
+    });
+}
