@@ -1,0 +1,137 @@
+//! Chunk layout: over-aligned columns, zero-sized tags, the dense-chunk invariant, chunk reuse,
+//! and deterministic entity ids.
+
+use freyr_core::{CHUNK_CAPACITY, World};
+
+#[repr(align(64))]
+#[derive(Debug, PartialEq)]
+struct Aligned64(u8);
+
+#[derive(Debug, PartialEq)]
+struct Tag;
+
+const N: usize = if cfg!(miri) { CHUNK_CAPACITY + 3 } else { 3 * CHUNK_CAPACITY + 17 };
+
+#[test]
+fn over_aligned_component_is_aligned_in_every_chunk_and_after_moves() {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (1u8, Aligned64(i as u8), 2u16)));
+    world.insert(ids[5], (3u32,)).unwrap(); // moves a row to another archetype
+    let id = world.component_id::<Aligned64>().unwrap();
+    for archetype in world.archetypes().iter().filter(|a| a.has(id)) {
+        for chunk in archetype.chunks() {
+            let ptr = chunk.column_ptr(archetype.column_index(id).unwrap());
+            assert_eq!(ptr.as_ptr() as usize % 64, 0);
+            let column = chunk.column::<Aligned64>(id).unwrap();
+            assert_eq!(column.len(), chunk.len());
+        }
+    }
+    for (i, &e) in ids.iter().enumerate() {
+        let value = world.get::<Aligned64>(e).unwrap();
+        assert_eq!(value as *const Aligned64 as usize % 64, 0);
+        assert_eq!(value.0, i as u8);
+    }
+}
+
+#[test]
+fn zero_sized_tags_are_stored_without_bytes() {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (Tag, i as u32)));
+    let tag = world.component_id::<Tag>().unwrap();
+    assert_eq!(world.component_info(tag).layout().size(), 0);
+    let archetype = world.archetypes().iter().find(|a| a.has(tag)).unwrap();
+    for chunk in archetype.chunks() {
+        assert_eq!(chunk.column::<Tag>(tag).unwrap().len(), chunk.len());
+    }
+    assert_eq!(world.remove::<(Tag,)>(ids[0]), Ok((Tag,)));
+    assert!(world.get::<Tag>(ids[0]).is_err());
+    assert_eq!(world.get::<Tag>(ids[1]), Ok(&Tag));
+    world.check_invariants();
+}
+
+#[test]
+fn all_chunks_but_the_last_are_full_after_any_sequence() {
+    let mut world = World::new();
+    let mut ids = world.spawn_batch((0..N).map(|i| (i as u64,)));
+    // Pseudo-random despawns, inserts and removes.
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = |bound: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % bound as u64) as usize
+    };
+    for step in 0..N {
+        let i = next(ids.len());
+        match step % 4 {
+            0 => {
+                world.despawn(ids.swap_remove(i)).unwrap();
+            }
+            1 => world.insert(ids[i], (1u8,)).unwrap(),
+            2 => {
+                let _ = world.remove::<(u8,)>(ids[i]);
+            }
+            _ => ids.push(world.spawn((step as u64,))),
+        }
+        for archetype in world.archetypes() {
+            let lens: Vec<usize> = archetype.chunks().map(|c| c.len()).collect();
+            if let Some((last, full)) = lens.split_last() {
+                assert!(full.iter().all(|&l| l == CHUNK_CAPACITY), "{lens:?}");
+                assert!(*last >= 1);
+            }
+            assert_eq!(lens.iter().sum::<usize>(), archetype.len());
+            assert!(archetype.allocated_chunks() <= archetype.chunk_count() + 1, "at most one spare chunk");
+        }
+    }
+    world.check_invariants();
+}
+
+#[test]
+fn chunks_no_longer_needed_are_reused_or_freed() {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (i as u32,)));
+    let id = world.component_id::<u32>().unwrap();
+    let arch = world.archetypes().iter().position(|a| a.has(id)).unwrap();
+    assert_eq!(world.archetypes()[arch].allocated_chunks(), N.div_ceil(CHUNK_CAPACITY));
+    for &e in &ids {
+        world.despawn(e).unwrap();
+    }
+    assert_eq!(world.archetypes()[arch].allocated_chunks(), 1, "one spare kept for reuse");
+    world.spawn_batch((0..10u32).map(|i| (i,)));
+    assert_eq!(world.archetypes()[arch].allocated_chunks(), 1, "the spare was reused");
+    world.clear();
+    assert_eq!(world.archetypes()[arch].allocated_chunks(), 0);
+}
+
+#[test]
+fn entity_ids_are_a_pure_function_of_the_operations() {
+    fn run() -> Vec<u64> {
+        let mut world = World::new();
+        let mut out = Vec::new();
+        let a = world.spawn_batch((0..40u8).map(|i| (i,)));
+        for &e in a.iter().step_by(3) {
+            world.despawn(e).unwrap();
+        }
+        out.extend(world.spawn_batch((0..20u16).map(|i| (i,))).iter().map(|e| e.to_bits()));
+        out.extend((0..5).map(|_| world.spawn(()).to_bits()));
+        out
+    }
+    let first = run();
+    assert_eq!(first, run());
+    // Freed indices are reused last-freed first, with the next generation.
+    assert_eq!(first[0], (2u64 << 32) | 39);
+}
+
+#[test]
+fn spawn_batch_matches_repeated_spawn_ids() {
+    let mut batch = World::new();
+    let mut single = World::new();
+    for world in [&mut batch, &mut single] {
+        let ids = world.spawn_batch((0..10u8).map(|i| (i,)));
+        world.despawn(ids[2]).unwrap();
+        world.despawn(ids[7]).unwrap();
+    }
+    let from_batch = batch.spawn_batch((0..5u8).map(|i| (i,)));
+    let from_single: Vec<_> = (0..5u8).map(|i| single.spawn((i,))).collect();
+    assert_eq!(from_batch, from_single);
+}
