@@ -1,1 +1,83 @@
-//! Freyr queries: `each` / `each_async` over archetype chunks, the `Registry`, phases and sync points.
+//! Freyr queries: `each` / `each_async` over archetype chunks, the [`Registry`], phases, sync
+//! points and deterministic commands.
+//!
+//! Goals, in order:
+//!
+//! 1. **No data races from safe code.** A query names what it reads and writes; conflicting
+//!    access inside a query is rejected before it runs; work that conflicts with in-flight
+//!    parallel work waits for it (an implicit sync point); callbacks cannot reach the registry.
+//! 2. **The same world for every worker count.** Commands recorded by parallel tasks apply in
+//!    (launch, chunk, row, record) order; reductions combine in chunk order.
+//! 3. **Speed.** `each` is a pointer walk over chunk columns; `each_async` is one queue entry per
+//!    chunk, with no heap allocation per task.
+//!
+//! # Examples
+//!
+//! ```
+//! use freyr_query::{Phase, Registry};
+//!
+//! #[derive(Clone, Copy)]
+//! struct Pos(f32);
+//! #[derive(Clone, Copy)]
+//! struct Vel(f32);
+//! struct Lifetime(u32);
+//!
+//! let mut registry = Registry::with_workers(4);
+//! registry.spawn_batch((0..2000).map(|i| (Pos(0.0), Vel(i as f32), Lifetime(i % 3))));
+//!
+//! registry.add_system(Phase::Update, |r: &mut Registry, dt: f32| {
+//!     // Parallel: one task per 512-entity chunk.
+//!     r.query::<(&mut Pos, &Vel)>()
+//!         .with_label("Integrate")
+//!         .each_async(move |_, (p, v)| p.0 += v.0 * dt);
+//!     // Overlaps the integration: it touches only `Lifetime`.
+//!     r.query::<&mut Lifetime>().each_with(|e, life, ctx| {
+//!         if life.0 == 0 {
+//!             ctx.commands().despawn(e); // applied at the phase's sync point
+//!         } else {
+//!             life.0 -= 1;
+//!         }
+//!     });
+//! });
+//!
+//! registry.update(0.5);
+//! assert_eq!(registry.len(), 2000 - 667);
+//! let report = registry.profile();
+//! assert_eq!(report.label("Integrate").unwrap().tasks, 4);
+//! assert_eq!(report.implicit_syncs, 0); // the two queries were disjoint
+//! ```
+//!
+//! The chapters "Queries", "Parallel iteration" and "Golden rules" of the guide (`docs/`)
+//! describe the model in full.
+
+pub mod access;
+mod commands;
+mod error;
+mod fetch;
+mod filter;
+mod hash;
+mod iter;
+mod launch;
+mod profiler;
+mod query;
+mod registry;
+mod resources;
+mod state;
+mod system;
+mod view;
+
+pub use crate::commands::{Commands, Context};
+pub use crate::error::QueryError;
+pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};
+pub use crate::filter::{QueryFilter, With, Without};
+pub use crate::hash::{HashComponents, StableHash, StableHasher};
+pub use crate::launch::reduce::Reduction;
+pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
+pub use crate::query::Query;
+pub use crate::registry::Registry;
+pub use crate::resources::Resources;
+pub use crate::state::QueryState;
+pub use crate::system::{Phase, System};
+pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
+
+pub use freyr_core::Entity;

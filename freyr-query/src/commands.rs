@@ -1,0 +1,143 @@
+//! Structural changes recorded from callbacks: [`Commands`], and the [`Context`] that carries them
+//! together with a callback's read-only views.
+//!
+//! # Ordering
+//!
+//! Every query call that can record commands gets a launch number when it starts. An
+//! `each_async` call records into one buffer per chunk; a synchronous `each_with` call into one
+//! buffer. At the next sync point the buffers are applied in (launch number, chunk index) order,
+//! and each buffer in record order — which, because a chunk's rows run in order on one thread, is
+//! (row, record order). Worker count and completion order play no part, so the resulting world,
+//! spawned entity ids included, is the same for every worker count.
+//!
+//! # Panics in callbacks
+//!
+//! If a callback panics, the buffer of the chunk it was processing is cleared (its commands are
+//! discarded, never half-applied); the other chunks' commands are still applied at the sync
+//! point, and then the panic is re-raised there.
+//!
+//! # Stale entities
+//!
+//! A command naming an entity that no longer exists when it is applied (despawned by an earlier
+//! command, or never valid) is skipped and counted in
+//! [`ProfileReport::stale_commands`](crate::ProfileReport::stale_commands); it never touches the
+//! slot's new occupant.
+
+use freyr_core::{Bundle, CommandBuffer, Entity};
+
+use crate::view::ViewSet;
+
+/// Records spawns, despawns, inserts and removes from inside a callback; they apply at the next
+/// sync point (see the [module docs](self) for the order).
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::Registry;
+///
+/// struct Egg(u32);
+/// struct Chick(u32);
+///
+/// let mut registry = Registry::with_workers(4);
+/// for i in 0..3 {
+///     registry.spawn((Egg(i),));
+/// }
+/// registry.query::<&Egg>().each_async_with(|entity, egg, ctx| {
+///     let cmds = ctx.commands();
+///     cmds.despawn(entity);
+///     cmds.spawn((Chick(egg.0),));
+/// });
+/// registry.execute_tasks();
+/// assert_eq!(registry.query::<&Egg>().count(), 0);
+/// assert_eq!(registry.query::<&Chick>().count(), 3);
+/// ```
+pub struct Commands<'a> {
+    buffer: &'a mut CommandBuffer,
+}
+
+impl<'a> Commands<'a> {
+    pub(crate) fn new(buffer: &'a mut CommandBuffer) -> Self {
+        Commands { buffer }
+    }
+
+    /// Records a spawn. The returned handle is a placeholder: later commands recorded through
+    /// this same `Commands` (the same chunk of the same launch) may use it; the real entity id is
+    /// assigned when the buffer is applied.
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        self.buffer.spawn(bundle)
+    }
+
+    /// Records a despawn of `entity`.
+    pub fn despawn(&mut self, entity: Entity) {
+        self.buffer.despawn(entity);
+    }
+
+    /// Records inserting `bundle` into `entity` (overwriting components it already has).
+    pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        self.buffer.insert(entity, bundle);
+    }
+
+    /// Records removing the components of `B` from `entity`.
+    pub fn remove<B: Bundle>(&mut self, entity: Entity) {
+        self.buffer.remove::<B>(entity);
+    }
+
+    /// Number of commands recorded in this buffer so far.
+    pub fn len(&self) -> usize {
+        self.buffer.len()
+    }
+
+    /// Whether nothing was recorded in this buffer so far.
+    pub fn is_empty(&self) -> bool {
+        self.buffer.is_empty()
+    }
+}
+
+/// What a `*_with` callback gets besides its entity and items: the query's read-only views and a
+/// [`Commands`] handle.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::{Registry, Res};
+///
+/// struct Speed(f32);
+/// struct Pos(f32);
+///
+/// let mut registry = Registry::with_workers(1);
+/// registry.insert_resource(Speed(2.0));
+/// let e = registry.spawn((Pos(1.0),));
+/// registry
+///     .query::<&mut Pos>()
+///     .views::<(Res<Speed>,)>()
+///     .each_with(|_, pos, ctx| {
+///         let (speed,) = ctx.views();
+///         pos.0 *= speed.0;
+///     });
+/// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
+/// ```
+pub struct Context<'a, V: ViewSet = ()> {
+    views: V::Item<'a>,
+    commands: Commands<'a>,
+}
+
+impl<'a, V: ViewSet> Context<'a, V> {
+    pub(crate) fn new(views: V::Item<'a>, buffer: &'a mut CommandBuffer) -> Self {
+        Context {
+            views,
+            commands: Commands::new(buffer),
+        }
+    }
+
+    /// The views named by [`Query::views`](crate::Query::views), as a tuple.
+    #[inline]
+    pub fn views(&self) -> V::Item<'a> {
+        self.views
+    }
+
+    /// The commands handle of this chunk (async) or this call (sync).
+    #[inline]
+    pub fn commands(&mut self) -> &mut Commands<'a> {
+        &mut self.commands
+    }
+}

@@ -1,0 +1,253 @@
+//! Whole-world hashing for determinism checks: [`StableHasher`], [`StableHash`],
+//! [`HashComponents`] and [`Registry::world_hash`](crate::Registry::world_hash).
+//!
+//! The hash covers every live entity (sorted by id, so storage layout does not matter) and, for
+//! each, the presence and value of every component type named. Floats hash by their bits
+//! (`to_bits`), so `-0.0` and `0.0` differ and the hash is bit-exact. The hasher is FNV-1a 64,
+//! fixed forever, so hashes can be compared across runs, worker counts and builds.
+
+use freyr_core::{Component, Entity, World};
+
+use crate::access::{Access, AccessKind, TypeAccess};
+
+/// FNV-1a, 64-bit: a fixed, portable hash for comparing worlds.
+///
+/// # Examples
+///
+/// ```
+/// use core::hash::Hasher;
+/// use freyr_query::StableHasher;
+///
+/// let mut a = StableHasher::new();
+/// a.write(b"freyr");
+/// let mut b = StableHasher::new();
+/// b.write(b"freyr");
+/// assert_eq!(a.finish(), b.finish());
+/// assert_ne!(a.finish(), StableHasher::new().finish());
+/// ```
+#[derive(Clone, Debug)]
+pub struct StableHasher {
+    state: u64,
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+const FNV_PRIME: u64 = 0x0000_0100_0000_01b3;
+
+impl StableHasher {
+    /// A hasher in its initial state.
+    pub fn new() -> Self {
+        StableHasher { state: FNV_OFFSET }
+    }
+}
+
+impl Default for StableHasher {
+    fn default() -> Self {
+        StableHasher::new()
+    }
+}
+
+impl core::hash::Hasher for StableHasher {
+    fn finish(&self) -> u64 {
+        self.state
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.state ^= u64::from(b);
+            self.state = self.state.wrapping_mul(FNV_PRIME);
+        }
+    }
+}
+
+/// A value that hashes the same on every platform and run: integers as little-endian bytes,
+/// floats by their bits.
+///
+/// # Examples
+///
+/// ```
+/// use core::hash::Hasher;
+/// use freyr_query::{StableHash, StableHasher};
+///
+/// struct Pos {
+///     x: f32,
+///     y: f32,
+/// }
+/// impl StableHash for Pos {
+///     fn stable_hash(&self, h: &mut StableHasher) {
+///         self.x.stable_hash(h);
+///         self.y.stable_hash(h);
+///     }
+/// }
+///
+/// let mut a = StableHasher::new();
+/// Pos { x: 0.0, y: 1.0 }.stable_hash(&mut a);
+/// let mut b = StableHasher::new();
+/// Pos { x: -0.0, y: 1.0 }.stable_hash(&mut b);
+/// assert_ne!(a.finish(), b.finish()); // bit-exact
+/// ```
+pub trait StableHash {
+    /// Feeds `self` into `h`.
+    fn stable_hash(&self, h: &mut StableHasher);
+}
+
+macro_rules! impl_stable_hash_int {
+    ($($t:ty),*) => {$(
+        impl StableHash for $t {
+            fn stable_hash(&self, h: &mut StableHasher) {
+                core::hash::Hasher::write(h, &self.to_le_bytes());
+            }
+        }
+    )*};
+}
+
+impl_stable_hash_int!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128);
+
+impl StableHash for usize {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        (*self as u64).stable_hash(h);
+    }
+}
+
+impl StableHash for isize {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        (*self as i64).stable_hash(h);
+    }
+}
+
+impl StableHash for bool {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        u8::from(*self).stable_hash(h);
+    }
+}
+
+impl StableHash for char {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        u32::from(*self).stable_hash(h);
+    }
+}
+
+impl StableHash for f32 {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.to_bits().stable_hash(h);
+    }
+}
+
+impl StableHash for f64 {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.to_bits().stable_hash(h);
+    }
+}
+
+impl StableHash for Entity {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.to_bits().stable_hash(h);
+    }
+}
+
+impl StableHash for () {
+    fn stable_hash(&self, _h: &mut StableHasher) {}
+}
+
+impl<T: StableHash> StableHash for Option<T> {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        match self {
+            None => 0u8.stable_hash(h),
+            Some(v) => {
+                1u8.stable_hash(h);
+                v.stable_hash(h);
+            }
+        }
+    }
+}
+
+impl<T: StableHash, const N: usize> StableHash for [T; N] {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        for v in self {
+            v.stable_hash(h);
+        }
+    }
+}
+
+impl<T: StableHash> StableHash for [T] {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.len().stable_hash(h);
+        for v in self {
+            v.stable_hash(h);
+        }
+    }
+}
+
+impl<T: StableHash> StableHash for Vec<T> {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.as_slice().stable_hash(h);
+    }
+}
+
+/// The component types a world hash covers: a tuple of up to 12 `Component + StableHash` types.
+pub trait HashComponents: 'static {
+    /// Records the types read.
+    fn type_access(out: &mut TypeAccess);
+    /// Records the resolved component ids read.
+    fn access(world: &World, access: &mut Access);
+    /// Hashes presence and value of each type for `entity`.
+    fn hash_entity(world: &World, entity: Entity, h: &mut StableHasher);
+}
+
+macro_rules! impl_hash_components {
+    ($($name:ident),*) => {
+        impl<$($name: Component + StableHash),*> HashComponents for ($($name,)*) {
+            #[allow(unused_variables)]
+            fn type_access(out: &mut TypeAccess) {
+                $(out.add::<$name>(AccessKind::Read);)*
+            }
+            #[allow(unused_variables)]
+            fn access(world: &World, access: &mut Access) {
+                $(if let Some(id) = world.component_id::<$name>() {
+                    access.add_read(id);
+                })*
+            }
+            #[allow(unused_variables)]
+            fn hash_entity(world: &World, entity: Entity, h: &mut StableHasher) {
+                $(world.get::<$name>(entity).ok().stable_hash(h);)*
+            }
+        }
+    };
+}
+
+impl_hash_components!();
+impl_hash_components!(A);
+impl_hash_components!(A, B);
+impl_hash_components!(A, B, C);
+impl_hash_components!(A, B, C, D);
+impl_hash_components!(A, B, C, D, E);
+impl_hash_components!(A, B, C, D, E, F);
+impl_hash_components!(A, B, C, D, E, F, G);
+impl_hash_components!(A, B, C, D, E, F, G, H);
+impl_hash_components!(A, B, C, D, E, F, G, H, I);
+impl_hash_components!(A, B, C, D, E, F, G, H, I, J);
+impl_hash_components!(A, B, C, D, E, F, G, H, I, J, K);
+impl_hash_components!(A, B, C, D, E, F, G, H, I, J, K, L);
+
+impl<T: StableHash + ?Sized> StableHash for &T {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        (**self).stable_hash(h);
+    }
+}
+
+/// Hashes `world`: entity count, then every live entity in id order with its components `C`.
+pub(crate) fn hash_world<C: HashComponents>(world: &World) -> u64 {
+    let mut entities: Vec<Entity> = world
+        .archetypes()
+        .iter()
+        .flat_map(|a| a.chunks())
+        .flat_map(|c| c.entities().iter().copied())
+        .collect();
+    entities.sort_unstable_by_key(|e| (e.index(), e.generation()));
+    let mut h = StableHasher::new();
+    entities.len().stable_hash(&mut h);
+    for e in entities {
+        e.stable_hash(&mut h);
+        C::hash_entity(world, e, &mut h);
+    }
+    core::hash::Hasher::finish(&h)
+}

@@ -1,0 +1,98 @@
+//! The synchronous loops behind `each`, `each_chunk` and `each_with`: archetype creation order,
+//! then chunk, then row, on the calling thread.
+//!
+//! Per chunk the column base pointers are read once; the row loop is then a plain pointer walk
+//! that the compiler inlines the callback into (every function on this path is `#[inline]`).
+
+use freyr_core::{CommandBuffer, Entity, World};
+
+use crate::commands::Context;
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+use crate::state::QueryState;
+use crate::view::ViewSet;
+
+/// Calls `f` for every matched row.
+///
+/// # Safety
+///
+/// - `state` was updated against `world` (its matched archetypes exist in `world`);
+/// - no in-flight work conflicts with `Q`'s access, and nothing else touches the written columns
+///   until this returns (the caller holds the registry mutably).
+#[inline]
+pub(crate) unsafe fn each_row<Q, F, C>(world: &World, state: &QueryState<Q, F>, f: &mut C)
+where
+    Q: QueryData,
+    F: QueryFilter,
+    C: for<'w> FnMut(Entity, Q::Item<'w>),
+{
+    for matched in state.matched() {
+        let archetype = world.archetype(matched.id);
+        for chunk in archetype.chunks() {
+            let ptrs = Q::ptrs(matched.columns, chunk);
+            for (row, &entity) in chunk.entities().iter().enumerate() {
+                // SAFETY: `row < chunk.len()`; each row is fetched once and its items do not
+                // outlive the call (`f` is higher-ranked over `'w`); access is exclusive per the
+                // caller contract.
+                f(entity, unsafe { Q::item(ptrs, row) });
+            }
+        }
+    }
+}
+
+/// Calls `f` once per matched chunk with its entities and columns as slices.
+///
+/// # Safety
+///
+/// As for [`each_row`].
+#[inline]
+pub(crate) unsafe fn each_chunk<Q, F, C>(world: &World, state: &QueryState<Q, F>, f: &mut C)
+where
+    Q: QueryData,
+    F: QueryFilter,
+    C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
+{
+    for matched in state.matched() {
+        let archetype = world.archetype(matched.id);
+        for chunk in archetype.chunks() {
+            let ptrs = Q::ptrs(matched.columns, chunk);
+            // SAFETY: all `len` rows are initialised; the slices do not outlive the call; access
+            // is exclusive per the caller contract.
+            f(chunk.entities(), unsafe { Q::slice(ptrs, chunk.len()) });
+        }
+    }
+}
+
+/// Calls `f` for every matched row with a [`Context`] holding `views` and one command buffer.
+///
+/// # Safety
+///
+/// As for [`each_row`], and `views` came from `V::fetch` on `world` and the registry's resources,
+/// with `V`'s access checked too.
+#[inline]
+pub(crate) unsafe fn each_row_with<Q, F, V, C>(
+    world: &World,
+    state: &QueryState<Q, F>,
+    views: V::Fetch,
+    commands: &mut CommandBuffer,
+    f: &mut C,
+) where
+    Q: QueryData,
+    F: QueryFilter,
+    V: ViewSet,
+    C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
+{
+    // SAFETY: caller contract.
+    let views = unsafe { V::item(views) };
+    let mut ctx = Context::new(views, commands);
+    for matched in state.matched() {
+        let archetype = world.archetype(matched.id);
+        for chunk in archetype.chunks() {
+            let ptrs = Q::ptrs(matched.columns, chunk);
+            for (row, &entity) in chunk.entities().iter().enumerate() {
+                // SAFETY: as in `each_row`.
+                f(entity, unsafe { Q::item(ptrs, row) }, &mut ctx);
+            }
+        }
+    }
+}

@@ -1,0 +1,3 @@
+//! Synchronous iteration on the calling thread.
+
+pub(crate) mod each;

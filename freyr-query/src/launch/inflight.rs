@@ -1,0 +1,228 @@
+//! The registry's list of in-flight launches, and the rule deciding who waits for whom.
+//!
+//! # The soundness model
+//!
+//! A launch is registered here *before* its tasks are submitted and removed ("retired") only after
+//! its task group completed. Raw chunk column pointers reach tasks only through a registered
+//! launch's job. Every registry operation that touches the world first asks this list:
+//!
+//! | operation                                   | waits for in-flight launches that …        |
+//! |---------------------------------------------|--------------------------------------------|
+//! | query (`each`, `each_async`, …), `get_mut`  | write what it reads, or access what it writes |
+//! | `get::<T>`, `world_hash`                    | write `T` (the hashed types)               |
+//! | `world()`                                   | write anything                             |
+//! | replace / remove / mutably borrow resource `R` | read `R`                                |
+//! | spawn, despawn, insert, remove, `world_mut`, applying commands | (all of them)           |
+//!
+//! Waiting for a launch that was not waited for before is an *implicit sync point*; the profiler
+//! counts them. Disjoint work never waits. A launch's panic, caught when it is waited for, is kept
+//! with the launch and re-raised by the next explicit sync point (or [`Reduction::join`]).
+//!
+//! [`Reduction::join`]: crate::Reduction::join
+
+use core::any::{Any, TypeId};
+use core::cell::Cell;
+use core::ptr::NonNull;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use freyr_core::{CommandBuffer, ComponentId};
+use freyr_sched::ThreadPool;
+
+use crate::access::Access;
+use crate::launch::job::ErasedJob;
+use crate::profiler::Profiler;
+
+/// What a registry operation is about to do, for the conflict check.
+pub(crate) enum OpAccess<'a> {
+    /// Reads and writes the components in the access set.
+    Components(&'a Access),
+    /// Reads one component type.
+    ReadOne(ComponentId),
+    /// Writes one component type.
+    WriteOne(ComponentId),
+    /// Reads the whole world through `&World`.
+    WorldRead,
+    /// Writes (replaces, removes, mutably borrows) the resource with this type id.
+    ResourceWrite(TypeId),
+    /// Needs the world exclusively.
+    Exclusive,
+}
+
+impl OpAccess<'_> {
+    fn conflicts_with(&self, launch: &Access) -> bool {
+        match self {
+            OpAccess::Components(access) => access.conflicts_with(launch),
+            OpAccess::ReadOne(id) => launch.writes().contains(*id),
+            OpAccess::WriteOne(id) => launch.writes().contains(*id) || launch.reads().contains(*id),
+            OpAccess::WorldRead => launch.writes_anything(),
+            OpAccess::ResourceWrite(id) => launch.reads_resource(*id),
+            OpAccess::Exclusive => true,
+        }
+    }
+}
+
+/// One registered launch.
+pub(crate) struct Launch {
+    pub(crate) seq: u64,
+    access: Arc<Access>,
+    /// Owned `Box<dyn ErasedJob>`, held as a raw pointer so that moving the registry never
+    /// asserts uniqueness over memory the tasks are reading.
+    job: NonNull<dyn ErasedJob>,
+    pub(crate) tasks: usize,
+    pub(crate) label: Option<&'static str>,
+    started: Instant,
+    /// Whether the group was waited for (the tasks are finished).
+    waited: Cell<bool>,
+    /// The first panic of the launch's tasks, caught when waited for, until re-raised.
+    panic: Cell<Option<Box<dyn Any + Send>>>,
+}
+
+// SAFETY: the job is `Send` (`ErasedJob: Send`); the cells are only touched by the thread that
+// owns the registry (the registry is not `Sync`).
+unsafe impl Send for Launch {}
+
+impl Launch {
+    /// Registers a job.
+    ///
+    /// # Safety
+    ///
+    /// `job` must come from `Box::leak` (ownership passes to the launch, which frees it in
+    /// `retire` or on drop after its group completed).
+    pub(crate) unsafe fn new(
+        seq: u64,
+        access: Arc<Access>,
+        job: NonNull<dyn ErasedJob>,
+        tasks: usize,
+        label: Option<&'static str>,
+    ) -> Self {
+        Launch {
+            seq,
+            access,
+            job,
+            tasks,
+            label,
+            started: Instant::now(),
+            waited: Cell::new(false),
+            panic: Cell::new(None),
+        }
+    }
+
+    fn job(&self) -> &dyn ErasedJob {
+        // SAFETY: `job` came from `Box::leak` and is only freed in `retire`, which consumes the
+        // launch; until then shared access is what tasks have too.
+        unsafe { self.job.as_ref() }
+    }
+
+    /// Waits for the launch's tasks (helping the pool), keeping the first panic.
+    fn wait(&self, pool: &ThreadPool) {
+        if self.waited.get() {
+            return;
+        }
+        if let Err(panic) = self.job().group().try_wait(pool) {
+            self.panic.set(Some(panic.into_payload()));
+        }
+        self.waited.set(true);
+    }
+
+    /// Waits, then frees the job. Returns its command buffers (chunk order), its wall time and
+    /// the kept panic.
+    fn retire(self, pool: &ThreadPool) -> Retired {
+        self.wait(pool);
+        let wall = self.job().wall().unwrap_or_else(|| self.started.elapsed());
+        // SAFETY: the group completed (waited above), so no task references the job any more;
+        // `job` came from `Box::leak` and is reclaimed exactly once because `self` is consumed.
+        let job = unsafe { Box::from_raw(self.job.as_ptr()) };
+        let commands = job.finish();
+        Retired {
+            seq: self.seq,
+            commands,
+            wall,
+            tasks: self.tasks,
+            label: self.label,
+            panic: self.panic.take(),
+        }
+    }
+}
+
+/// What a retired launch leaves behind.
+pub(crate) struct Retired {
+    pub(crate) seq: u64,
+    pub(crate) commands: Vec<CommandBuffer>,
+    pub(crate) wall: Duration,
+    pub(crate) tasks: usize,
+    pub(crate) label: Option<&'static str>,
+    pub(crate) panic: Option<Box<dyn Any + Send>>,
+}
+
+/// The in-flight launches, in launch order.
+#[derive(Default)]
+pub(crate) struct InFlight {
+    launches: Vec<Launch>,
+}
+
+impl InFlight {
+    pub(crate) fn push(&mut self, launch: Launch) {
+        self.launches.push(launch);
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.launches.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.launches.is_empty()
+    }
+
+    /// Waits for every launch that conflicts with `op` (an implicit sync point when any of them
+    /// had not been waited for yet). Disjoint launches keep running.
+    pub(crate) fn wait_conflicting(
+        &self,
+        pool: &ThreadPool,
+        op: &OpAccess<'_>,
+        profiler: &Profiler,
+    ) {
+        let mut start = None;
+        for launch in &self.launches {
+            if !launch.waited.get() && op.conflicts_with(&launch.access) {
+                start.get_or_insert_with(Instant::now);
+                launch.wait(pool);
+            }
+        }
+        if let Some(start) = start {
+            profiler.record_implicit_sync(start.elapsed());
+        }
+    }
+
+    /// Retires every launch in launch order.
+    pub(crate) fn retire_all(&mut self, pool: &ThreadPool) -> Vec<Retired> {
+        // Wait for all first, so a slow early launch does not delay helping with later ones.
+        for launch in &self.launches {
+            launch.wait(pool);
+        }
+        self.launches.drain(..).map(|l| l.retire(pool)).collect()
+    }
+
+    /// Retires the launch numbered `seq`, if it is still in flight.
+    pub(crate) fn retire_one(&mut self, pool: &ThreadPool, seq: u64) -> Option<Retired> {
+        let index = self.launches.iter().position(|l| l.seq == seq)?;
+        Some(self.launches.remove(index).retire(pool))
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        // The registry retires everything (waiting with the pool) before its fields drop; this is
+        // the backstop if that path was cut short. It must not free a job under a running task,
+        // so it spins until each group reports completion (the pool field drops after this one,
+        // so its workers are still there to finish the tasks).
+        for launch in self.launches.drain(..) {
+            while !launch.job().group().is_done() {
+                std::thread::yield_now();
+            }
+            // SAFETY: the group completed, so no task references the job; it came from
+            // `Box::leak` and `launch` is consumed here, so it is reclaimed exactly once.
+            drop(unsafe { Box::from_raw(launch.job.as_ptr()) });
+        }
+    }
+}

@@ -1,0 +1,545 @@
+//! [`Query`]: a query built on the registry, and the ways to run it.
+
+use core::marker::PhantomData;
+use std::sync::Arc;
+use std::time::Instant;
+
+use freyr_core::{CommandBuffer, Entity};
+
+use crate::access::Access;
+use crate::commands::Context;
+use crate::error::QueryError;
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+use crate::iter::each;
+use crate::launch::callback::CallbackScope;
+use crate::launch::inflight::OpAccess;
+use crate::launch::job::{Plain, Reduce, WithContext};
+use crate::launch::reduce::{ReduceSlot, Reduction};
+use crate::launch::{self, LaunchCtx};
+use crate::registry::Registry;
+use crate::state::QueryState;
+use crate::view::ViewSet;
+
+/// The query's type parameters, for `PhantomData` (covariant, `Send`, `Sync`).
+type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
+
+/// A query over the registry's entities: fetch `Q` (e.g. `(&mut Position, &Velocity)`) from every
+/// entity whose archetype passes the filter `F`, with read-only views `V` for the `*_with`
+/// callbacks.
+///
+/// Built by [`Registry::query`] / [`Registry::query_filtered`]; refined with
+/// [`with_label`](Query::with_label) and [`views`](Query::views); consumed by one of the run
+/// methods:
+///
+/// | method                | where it runs                      | callback gets                         |
+/// |-----------------------|------------------------------------|---------------------------------------|
+/// | [`each`](Query::each)             | calling thread, in order | entity, items                         |
+/// | [`each_chunk`](Query::each_chunk) | calling thread, in order | entities slice, column slices         |
+/// | [`each_with`](Query::each_with)   | calling thread, in order | entity, items, [`Context`]            |
+/// | [`each_async`](Query::each_async) | one task per chunk       | entity, items                         |
+/// | [`each_async_with`](Query::each_async_with) | one task per chunk | entity, items, [`Context`]      |
+/// | [`each_async_reduce`](Query::each_async_reduce) | one task per chunk | accumulator, entity, items  |
+///
+/// Conflicting access inside the query (`(&mut A, &A)`) was rejected when the query was built.
+/// Every run method first waits for in-flight work that conflicts with this query's access (an
+/// implicit sync point); disjoint work keeps running.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::{Registry, Without};
+///
+/// struct Pos(f32);
+/// struct Vel(f32);
+/// struct Frozen;
+///
+/// let mut registry = Registry::with_workers(2);
+/// let a = registry.spawn((Pos(0.0), Vel(1.0)));
+/// let b = registry.spawn((Pos(0.0), Vel(1.0), Frozen));
+/// registry
+///     .query_filtered::<(&mut Pos, &Vel), Without<Frozen>>()
+///     .with_label("Integrate")
+///     .each(|_, (p, v)| p.0 += v.0);
+/// assert_eq!(registry.get::<Pos>(a).unwrap().0, 1.0);
+/// assert_eq!(registry.get::<Pos>(b).unwrap().0, 0.0);
+/// ```
+#[must_use = "a query does nothing until one of its run methods is called"]
+pub struct Query<'r, Q: QueryData, F: QueryFilter = (), V: ViewSet = ()> {
+    registry: &'r mut Registry,
+    label: Option<&'static str>,
+    _marker: PhantomData<QueryTypes<Q, F, V>>,
+}
+
+impl<'r, Q: QueryData, F: QueryFilter> Query<'r, Q, F, ()> {
+    pub(crate) fn new(registry: &'r mut Registry) -> Self {
+        Query {
+            registry,
+            label: None,
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
+    /// Names this query's work for the profiler (wall time, calls and tasks per label).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Hp(u32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn((Hp(3),));
+    /// registry.query::<&mut Hp>().with_label("Regen").each(|_, hp| hp.0 += 1);
+    /// assert_eq!(registry.profile().label("Regen").unwrap().calls, 1);
+    /// ```
+    pub fn with_label(mut self, label: &'static str) -> Self {
+        self.label = Some(label);
+        self
+    }
+
+    /// Adds read-only views for the `*_with` callbacks: a tuple of [`Read<T>`](crate::Read)
+    /// (random access to any entity's `T`) and [`Res<T>`](crate::Res) (a resource).
+    ///
+    /// # Panics
+    ///
+    /// If the query writes a viewed component type (naming it); see
+    /// [`try_views`](Query::try_views).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::{Read, Registry};
+    ///
+    /// struct Pos(f32);
+    /// struct Chase(freyr_core::Entity);
+    /// struct Gap(f32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// let target = registry.spawn((Pos(10.0),));
+    /// let hunter = registry.spawn((Pos(4.0), Chase(target), Gap(0.0)));
+    /// registry
+    ///     .query::<(&Pos, &Chase, &mut Gap)>()
+    ///     .views::<(Read<Pos>,)>()
+    ///     .each_with(|_, (pos, chase, gap), ctx| {
+    ///         let (positions,) = ctx.views();
+    ///         gap.0 = positions.get(chase.0).unwrap().0 - pos.0;
+    ///     });
+    /// assert_eq!(registry.get::<Gap>(hunter).unwrap().0, 6.0);
+    /// ```
+    pub fn views<V2: ViewSet>(self) -> Query<'r, Q, F, V2> {
+        match self.try_views::<V2>() {
+            Ok(q) => q,
+            Err(e) => panic!("freyr: {e}"),
+        }
+    }
+
+    /// Like [`views`](Query::views), reporting a conflict as an error.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::ConflictingAccess`] if the query writes a type that `V2` reads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::{Read, Registry};
+    ///
+    /// struct Pos(f32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// let err = registry
+    ///     .query::<&mut Pos>()
+    ///     .try_views::<(Read<Pos>,)>()
+    ///     .err()
+    ///     .unwrap();
+    /// assert!(err.to_string().contains("Pos"));
+    /// ```
+    pub fn try_views<V2: ViewSet>(self) -> Result<Query<'r, Q, F, V2>, QueryError> {
+        let mut types = QueryState::<Q, F>::type_access();
+        V2::type_access(&mut types);
+        types.check()?;
+        Ok(Query {
+            registry: self.registry,
+            label: self.label,
+            _marker: PhantomData,
+        })
+    }
+
+    /// Number of entities the query matches. Waits for nothing: in-flight work never changes
+    /// which entities exist.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::{Registry, With};
+    ///
+    /// struct A;
+    /// struct B;
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn((A,));
+    /// registry.spawn((A, B));
+    /// assert_eq!(registry.query::<&A>().count(), 2);
+    /// assert_eq!(registry.query_filtered::<&A, With<B>>().count(), 1);
+    /// ```
+    pub fn count(self) -> usize {
+        let reg = self.registry;
+        reg.guard("Query::count");
+        let world = reg.world.get();
+        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
+        state
+            .matched()
+            .iter()
+            .map(|m| world.archetype(m.id).len())
+            .sum()
+    }
+
+    /// The combined access of `Q` and `V`.
+    fn access(state: &QueryState<Q, F>, world: &freyr_core::World) -> Arc<Access> {
+        let mut extra = Access::new();
+        V::access(world, &mut extra);
+        if extra.reads().is_empty() && !extra.holds_world_ref() && extra.resources_empty() {
+            state.shared_access()
+        } else {
+            let mut access = state.access().clone();
+            access.extend(&extra);
+            Arc::new(access)
+        }
+    }
+
+    /// Calls `f(entity, items)` for every matching entity, on the calling thread, in archetype
+    /// creation order, then chunk order, then row order.
+    ///
+    /// The callback borrows nothing from the registry and may capture anything, `&mut` state
+    /// included; to change the world's structure it uses [`each_with`](Query::each_with)'s
+    /// commands.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Id(u32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn_batch((0..5).map(|i| (Id(i),)));
+    /// let mut order = Vec::new();
+    /// registry.query::<&Id>().each(|_, id| order.push(id.0));
+    /// assert_eq!(order, [0, 1, 2, 3, 4]);
+    /// ```
+    #[inline]
+    pub fn each<C>(self, mut f: C)
+    where
+        C: for<'w> FnMut(Entity, Q::Item<'w>),
+    {
+        let start = Instant::now();
+        let label = self.label;
+        let reg = self.registry;
+        reg.guard("Query::each");
+        let world = reg.world.get();
+        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
+        reg.inflight.wait_conflicting(
+            &reg.pool,
+            &OpAccess::Components(state.access()),
+            &reg.profiler,
+        );
+        {
+            let _scope = CallbackScope::enter(reg.id);
+            // SAFETY: the state was just updated against `world`; conflicting in-flight work was
+            // waited for; the registry is borrowed mutably for the whole call.
+            unsafe { each::each_row(world, state, &mut f) };
+        }
+        if let Some(label) = label {
+            reg.profiler.record_label(label, 0, start.elapsed());
+        }
+    }
+
+    /// Calls `f(entities, columns)` once per matching chunk, on the calling thread, in order; the
+    /// columns are slices (`&[T]` / `&mut [T]` / `Option<&[T]>`), so loops over them vectorise.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// #[derive(Clone, Copy)]
+    /// struct Pos(f32);
+    /// #[derive(Clone, Copy)]
+    /// struct Vel(f32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn_batch((0..1000).map(|_| (Pos(0.0), Vel(2.0))));
+    /// let mut calls = 0;
+    /// registry
+    ///     .query::<(&mut Pos, &Vel)>()
+    ///     .each_chunk(|entities, (pos, vel)| {
+    ///         calls += 1;
+    ///         assert_eq!(entities.len(), pos.len());
+    ///         for (p, v) in pos.iter_mut().zip(vel) {
+    ///             p.0 += v.0;
+    ///         }
+    ///     });
+    /// assert_eq!(calls, 2); // 512 + 488
+    /// let mut sum = 0.0;
+    /// registry.query::<&Pos>().each(|_, p| sum += p.0);
+    /// assert_eq!(sum, 2000.0);
+    /// ```
+    #[inline]
+    pub fn each_chunk<C>(self, mut f: C)
+    where
+        C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
+    {
+        let start = Instant::now();
+        let label = self.label;
+        let reg = self.registry;
+        reg.guard("Query::each_chunk");
+        let world = reg.world.get();
+        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
+        reg.inflight.wait_conflicting(
+            &reg.pool,
+            &OpAccess::Components(state.access()),
+            &reg.profiler,
+        );
+        {
+            let _scope = CallbackScope::enter(reg.id);
+            // SAFETY: as in `each`.
+            unsafe { each::each_chunk(world, state, &mut f) };
+        }
+        if let Some(label) = label {
+            reg.profiler.record_label(label, 0, start.elapsed());
+        }
+    }
+
+    /// Like [`each`](Query::each), with a [`Context`] giving the views `V` and a commands handle.
+    /// The commands apply at the next sync point, after those of earlier launches.
+    ///
+    /// # Panics
+    ///
+    /// If a [`Res<T>`](crate::Res) view names a missing resource (before anything runs). If `f`
+    /// panics, the panic propagates at once and this call's commands are discarded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Hp(i32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// let dead = registry.spawn((Hp(0),));
+    /// let alive = registry.spawn((Hp(5),));
+    /// registry.query::<&Hp>().each_with(|e, hp, ctx| {
+    ///     if hp.0 <= 0 {
+    ///         ctx.commands().despawn(e);
+    ///     }
+    /// });
+    /// assert!(registry.contains(dead)); // deferred to the sync point
+    /// registry.execute_tasks();
+    /// assert!(!registry.contains(dead));
+    /// assert!(registry.contains(alive));
+    /// ```
+    pub fn each_with<C>(self, mut f: C)
+    where
+        C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
+    {
+        let start = Instant::now();
+        let label = self.label;
+        let reg = self.registry;
+        reg.guard("Query::each_with");
+        let world = reg.world.get();
+        let views = V::fetch(world, &reg.resources).unwrap_or_else(|e| panic!("freyr: {e}"));
+        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
+        let access = Self::access(state, world);
+        reg.inflight
+            .wait_conflicting(&reg.pool, &OpAccess::Components(&access), &reg.profiler);
+        let seq = reg.next_seq;
+        reg.next_seq += 1;
+        let mut commands = CommandBuffer::new();
+        {
+            let _scope = CallbackScope::enter(reg.id);
+            // SAFETY: as in `each`; the views were fetched from this world and resources and their
+            // access was included in the wait above.
+            unsafe { each::each_row_with(world, state, views, &mut commands, &mut f) };
+        }
+        if !commands.is_empty() {
+            reg.pending.push((seq, vec![commands]));
+        }
+        if let Some(label) = label {
+            reg.profiler.record_label(label, 0, start.elapsed());
+        }
+    }
+
+    /// Launches one task per non-empty matching chunk and returns at once. Work on the calling
+    /// thread overlaps it; a sync point ([`Registry::execute_tasks`], or the end of the phase)
+    /// waits for it, and so does any later operation that conflicts with it (an implicit sync
+    /// point).
+    ///
+    /// The callback sees only its own entity's items and what it captured: it must be
+    /// `Fn + Send + Sync + 'static`, so it cannot capture `&mut` state or the registry:
+    ///
+    /// ```compile_fail
+    /// # use freyr_query::Registry;
+    /// # struct Pos(f32);
+    /// let mut registry = Registry::with_workers(2);
+    /// let mut count = 0;
+    /// registry.query::<&Pos>().each_async(|_, _| count += 1); // error: captures `&mut count`
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # use freyr_query::Registry;
+    /// # struct Pos(f32);
+    /// let mut registry = Registry::with_workers(2);
+    /// let other = registry.spawn((Pos(0.0),));
+    /// registry.query::<&mut Pos>().each_async(|_, p| {
+    ///     p.0 = registry.get::<Pos>(other).unwrap().0; // error: the registry is borrowed
+    /// });
+    /// ```
+    ///
+    /// ```compile_fail
+    /// # use freyr_query::Registry;
+    /// # struct Pos(f32);
+    /// let mut registry = Registry::with_workers(2);
+    /// let shared: &'static Registry = Box::leak(Box::new(Registry::with_workers(1)));
+    /// registry.query::<&Pos>().each_async(move |_, _| {
+    ///     let _ = shared.len(); // error: `Registry` is not `Sync`
+    /// });
+    /// ```
+    ///
+    /// A panic in the callback is caught; the chunk's remaining rows are skipped and the panic is
+    /// re-raised at the next sync point.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Pos(f32);
+    /// struct Vel(f32);
+    ///
+    /// let mut registry = Registry::with_workers(4);
+    /// registry.spawn_batch((0..10_000).map(|_| (Pos(0.0), Vel(1.5))));
+    /// let dt = 2.0;
+    /// registry
+    ///     .query::<(&mut Pos, &Vel)>()
+    ///     .each_async(move |_, (p, v)| p.0 += v.0 * dt);
+    /// registry.execute_tasks();
+    /// let mut ok = true;
+    /// registry.query::<&Pos>().each(|_, p| ok &= p.0 == 3.0);
+    /// assert!(ok);
+    /// ```
+    pub fn each_async<C>(self, f: C)
+    where
+        C: for<'w> Fn(Entity, Q::Item<'w>) + Send + Sync + 'static,
+    {
+        self.launch(Plain(f));
+    }
+
+    /// Like [`each_async`](Query::each_async), with a [`Context`] giving the views `V` and a
+    /// per-chunk commands handle. Commands apply at the sync point in (launch, chunk, row, record)
+    /// order; a panicking chunk's commands are discarded.
+    ///
+    /// # Panics
+    ///
+    /// If a [`Res<T>`](crate::Res) view names a missing resource (before anything runs).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::{Registry, Res};
+    ///
+    /// struct Hp(i32);
+    /// struct Poison(i32);
+    ///
+    /// let mut registry = Registry::with_workers(3);
+    /// registry.insert_resource(Poison(2));
+    /// registry.spawn_batch((0..100).map(|i| (Hp(i % 4),)));
+    /// registry
+    ///     .query::<&mut Hp>()
+    ///     .views::<(Res<Poison>,)>()
+    ///     .each_async_with(|e, hp, ctx| {
+    ///         let (poison,) = ctx.views();
+    ///         hp.0 -= poison.0;
+    ///         if hp.0 < 0 {
+    ///             ctx.commands().despawn(e);
+    ///         }
+    ///     });
+    /// registry.execute_tasks();
+    /// assert_eq!(registry.len(), 50);
+    /// ```
+    pub fn each_async_with<C>(self, f: C)
+    where
+        C: for<'w> Fn(Entity, Q::Item<'w>, &mut Context<'w, V>) + Send + Sync + 'static,
+    {
+        self.launch(WithContext(f));
+    }
+
+    /// A deterministic parallel reduction: each chunk folds its rows in order starting from
+    /// `identity()`, and the chunk results are combined in chunk order when the launch is retired.
+    /// The result is bit-identical for every worker count, float sums included.
+    ///
+    /// Returns a [`Reduction`] handle; [`Reduction::join`] waits for this launch only.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Energy(f32);
+    ///
+    /// let sum_with = |workers| {
+    ///     let mut registry = Registry::with_workers(workers);
+    ///     registry.spawn_batch((0..5000).map(|i| (Energy(1.0 / (i as f32 + 1.0)),)));
+    ///     registry
+    ///         .query::<&Energy>()
+    ///         .each_async_reduce(|| 0.0f32, |acc, _, e| acc + e.0, |a, b| a + b)
+    ///         .join(&mut registry)
+    /// };
+    /// assert_eq!(sum_with(1).to_bits(), sum_with(3).to_bits());
+    /// ```
+    pub fn each_async_reduce<A, I, Fo, Co>(self, identity: I, fold: Fo, combine: Co) -> Reduction<A>
+    where
+        A: Send + 'static,
+        I: Fn() -> A + Send + Sync + 'static,
+        Fo: for<'w> Fn(A, Entity, Q::Item<'w>) -> A + Send + Sync + 'static,
+        Co: Fn(A, A) -> A + Send + Sync + 'static,
+    {
+        let slot = ReduceSlot::pending();
+        let id = self.registry.id;
+        let kernel = Reduce {
+            identity,
+            fold,
+            combine,
+            out: Arc::clone(&slot),
+        };
+        let seq = self.launch(kernel);
+        Reduction::new(slot, seq, id)
+    }
+
+    fn launch<K: crate::launch::job::Kernel<Q, V>>(self, kernel: K) -> Option<u64> {
+        let label = self.label;
+        let reg = self.registry;
+        reg.guard("Query::each_async");
+        let world = reg.world.get();
+        let views = V::fetch(world, &reg.resources).unwrap_or_else(|e| panic!("freyr: {e}"));
+        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
+        let access = Self::access(state, world);
+        reg.inflight
+            .wait_conflicting(&reg.pool, &OpAccess::Components(&access), &reg.profiler);
+        let chunks = launch::chunk_table(world, state);
+        let ctx = LaunchCtx {
+            registry_id: reg.id,
+            pool: &reg.pool,
+            inflight: &mut reg.inflight,
+            profiler: &mut reg.profiler,
+            next_seq: &mut reg.next_seq,
+            label,
+        };
+        // SAFETY: `chunks` and `views` come from the current world and resources, after waiting
+        // for every in-flight launch that conflicts with `access`, which covers `Q` and `V`.
+        unsafe { launch::launch::<Q, V, K>(ctx, access, chunks, views, kernel) }
+    }
+}

@@ -1,0 +1,148 @@
+//! [`QueryState`]: a query's resolved ids, its matched archetypes and the cursor that lets it pick
+//! up new archetypes without rescanning old ones.
+
+use std::sync::Arc;
+
+use freyr_core::{ArchetypeId, World};
+
+use crate::access::{Access, TypeAccess};
+use crate::error::QueryError;
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+
+/// One archetype a query matched, with the column indices its fetch needs.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct MatchedArchetype<C> {
+    pub(crate) id: ArchetypeId,
+    pub(crate) columns: C,
+}
+
+/// The cached, incrementally refreshed state of a query `Q` with filter `F`.
+///
+/// ```text
+///  world.archetypes():  [ a0 | a1 | a2 | a3 | a4 ]   archetypes are only ever appended
+///                                          ^
+///                                        cursor = 4: a0..a3 examined, a4 is new
+///  matched:             [ a1, a3 ]        (in archetype creation order)
+/// ```
+///
+/// [`update`](QueryState::update) examines only the archetypes at and after `cursor`, because an
+/// archetype's component set never changes once created. The registry keeps one `QueryState` per
+/// `(Q, F)` pair, so a query built on every call costs a map lookup plus the new archetypes.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::Registry;
+///
+/// struct A;
+/// struct B;
+///
+/// let mut registry = Registry::with_workers(1);
+/// registry.spawn((A,));
+/// assert_eq!(registry.query::<&A>().count(), 1);
+/// let examined = registry.query_state::<&A, ()>().unwrap().archetypes_examined();
+///
+/// registry.spawn((A, B)); // a new archetype
+/// assert_eq!(registry.query::<&A>().count(), 2);
+/// let state = registry.query_state::<&A, ()>().unwrap();
+/// assert_eq!(state.matched_archetypes().count(), 2);
+/// assert_eq!(state.archetypes_examined(), examined + 1);
+/// ```
+pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
+    data: Q::State,
+    filter: F::State,
+    matched: Vec<MatchedArchetype<Q::Columns>>,
+    /// Number of archetypes (a prefix of `world.archetypes()`) already examined.
+    cursor: usize,
+    /// Total archetype examinations ever made; equals `cursor` unless ids were resolved late.
+    examined: usize,
+    access: Arc<Access>,
+}
+
+impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
+    /// Checks `Q` for conflicting access and resolves it against `world`, matching every
+    /// archetype that exists now.
+    ///
+    /// # Errors
+    ///
+    /// [`QueryError::ConflictingAccess`] if `Q` writes a type twice or writes and reads it,
+    /// naming that type.
+    pub fn new(world: &World) -> Result<Self, QueryError> {
+        Self::type_access().check()?;
+        let data = Q::init_state(world);
+        let filter = F::init_state(world);
+        let access = Arc::new(Self::component_access(&data));
+        let mut state = QueryState {
+            data,
+            filter,
+            matched: Vec::new(),
+            cursor: 0,
+            examined: 0,
+            access,
+        };
+        state.update(world);
+        Ok(state)
+    }
+
+    /// The types `Q` accesses.
+    pub fn type_access() -> TypeAccess {
+        let mut out = TypeAccess::new();
+        Q::type_access(&mut out);
+        out
+    }
+
+    fn component_access(data: &Q::State) -> Access {
+        let mut access = Access::new();
+        Q::component_access(data, &mut access);
+        access
+    }
+
+    /// Resolves late-registered component ids and matches the archetypes created since the last
+    /// update. Never re-examines an archetype already examined.
+    pub fn update(&mut self, world: &World) {
+        let data_changed = Q::resolve(&mut self.data, world);
+        F::resolve(&mut self.filter, world);
+        if data_changed {
+            self.access = Arc::new(Self::component_access(&self.data));
+        }
+        let archetypes = world.archetypes();
+        if self.cursor == archetypes.len() {
+            return;
+        }
+        for archetype in &archetypes[self.cursor..] {
+            self.examined += 1;
+            if Q::matches(&self.data, archetype) && F::matches(&self.filter, archetype) {
+                self.matched.push(MatchedArchetype {
+                    id: archetype.id(),
+                    columns: Q::columns(&self.data, archetype),
+                });
+            }
+        }
+        self.cursor = archetypes.len();
+    }
+
+    /// The matched archetypes, in creation order.
+    pub fn matched_archetypes(&self) -> impl ExactSizeIterator<Item = ArchetypeId> + '_ {
+        self.matched.iter().map(|m| m.id)
+    }
+
+    /// How many archetypes have been examined in total over this state's life. Without new
+    /// archetypes it does not grow, which is how tests prove that refreshes are incremental.
+    pub fn archetypes_examined(&self) -> usize {
+        self.examined
+    }
+
+    /// The resolved component access of `Q`.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    pub(crate) fn shared_access(&self) -> Arc<Access> {
+        Arc::clone(&self.access)
+    }
+
+    pub(crate) fn matched(&self) -> &[MatchedArchetype<Q::Columns>] {
+        &self.matched
+    }
+}
