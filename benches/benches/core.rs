@@ -1,9 +1,196 @@
-//! Criterion bench group `core` (being written; see the issue for the workloads).
-use criterion::{Criterion, criterion_group, criterion_main};
+//! Criterion bench group `core`: Freyr's storage against hecs and bevy_ecs (feature `compare`).
+//!
+//! Workloads, each with the shared component types of `freyr_benches`:
+//! - `spawn_batch_1m`: one `spawn_batch` of 1M (Position, Velocity) into an empty world;
+//! - `spawn_10k`: 10k `spawn` calls of (Transform, Position, Rotation, Velocity) into an empty world;
+//! - `add_remove_10k`: insert `Extra` into 10k (Position, Velocity) entities, then remove it;
+//! - `despawn_1m`: despawn every entity of a 1M (Position, Velocity) world.
+//!
+//! Setup (building the world) happens outside the measured part; the measured part is each
+//! scenario's `#[inline(never)] run`. Run: `cargo bench -p freyr-benches --bench core`
+//! (`--features compare` for the peers).
 
-fn bench(c: &mut Criterion) {
-    c.bench_function("core/noop", |b| b.iter(|| std::hint::black_box(1u32)));
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use freyr_benches::{Extra, Position, Rotation, Transform, Velocity, pos_vel};
+
+const BIG: usize = 1_000_000;
+const SMALL: usize = 10_000;
+
+fn four(i: usize) -> (Transform, Position, Rotation, Velocity) {
+    let (p, v) = pos_vel(i);
+    (Transform::IDENTITY, p, Rotation([0.0, i as f32, 0.0]), v)
 }
 
-criterion_group!(benches, bench);
+mod freyr {
+    use super::*;
+    use freyr_core::{Entity, World};
+
+    /// A world of `n` (Position, Velocity) entities and their ids.
+    pub fn world(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let ids = world.spawn_batch((0..n).map(pos_vel));
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+        world.spawn_batch((0..BIG).map(pos_vel))
+    }
+
+    #[inline(never)]
+    pub fn spawn_four(world: &mut World) {
+        for i in 0..SMALL {
+            black_box(world.spawn(four(i)));
+        }
+    }
+
+    #[inline(never)]
+    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.insert(e, (Extra(1.0),)).unwrap();
+        }
+        for &e in ids {
+            black_box(world.remove::<(Extra,)>(e).unwrap());
+        }
+    }
+
+    #[inline(never)]
+    pub fn despawn(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.despawn(e).unwrap();
+        }
+    }
+}
+
+#[cfg(feature = "compare")]
+mod hecs_peer {
+    use super::*;
+    use hecs::{Entity, World};
+
+    pub fn world(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let ids = world.spawn_batch((0..n).map(pos_vel)).collect();
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+        world.spawn_batch((0..BIG).map(pos_vel)).collect()
+    }
+
+    #[inline(never)]
+    pub fn spawn_four(world: &mut World) {
+        for i in 0..SMALL {
+            black_box(world.spawn(four(i)));
+        }
+    }
+
+    #[inline(never)]
+    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.insert_one(e, Extra(1.0)).unwrap();
+        }
+        for &e in ids {
+            black_box(world.remove_one::<Extra>(e).unwrap());
+        }
+    }
+
+    #[inline(never)]
+    pub fn despawn(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.despawn(e).unwrap();
+        }
+    }
+}
+
+#[cfg(feature = "compare")]
+mod bevy_peer {
+    use super::*;
+    use bevy_ecs::entity::Entity;
+    use bevy_ecs::world::World;
+
+    pub fn world(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let ids = world.spawn_batch((0..n).map(pos_vel)).collect();
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+        world.spawn_batch((0..BIG).map(pos_vel)).collect()
+    }
+
+    #[inline(never)]
+    pub fn spawn_four(world: &mut World) {
+        for i in 0..SMALL {
+            black_box(world.spawn(four(i)).id());
+        }
+    }
+
+    #[inline(never)]
+    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.entity_mut(e).insert(Extra(1.0));
+        }
+        for &e in ids {
+            world.entity_mut(e).remove::<Extra>();
+        }
+    }
+
+    #[inline(never)]
+    pub fn despawn(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            assert!(world.despawn(e));
+        }
+    }
+}
+
+/// Registers the four workloads for one implementation module.
+macro_rules! workloads {
+    ($group:expr, $name:literal, $m:ident) => {
+        $group.bench_function(concat!("spawn_batch_1m/", $name), |b| {
+            b.iter_batched_ref(
+                || $m::world(0).0,
+                |world| $m::spawn_batch(world),
+                BatchSize::PerIteration,
+            )
+        });
+        $group.bench_function(concat!("spawn_10k/", $name), |b| {
+            b.iter_batched_ref(|| $m::world(0).0, |world| $m::spawn_four(world), BatchSize::PerIteration)
+        });
+        $group.bench_function(concat!("add_remove_10k/", $name), |b| {
+            // The workload returns the world to its starting state, so one world serves all
+            // iterations (the first ones also build the archetypes and edges: warm-up).
+            let (mut world, ids) = $m::world(SMALL);
+            b.iter(|| $m::add_remove(&mut world, &ids))
+        });
+        $group.bench_function(concat!("despawn_1m/", $name), |b| {
+            b.iter_batched_ref(
+                || $m::world(BIG),
+                |(world, ids)| $m::despawn(world, ids),
+                BatchSize::PerIteration,
+            )
+        });
+    };
+}
+
+fn core(c: &mut Criterion) {
+    let mut group = c.benchmark_group("core");
+    group
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .sample_size(20);
+    workloads!(group, "freyr", freyr);
+    #[cfg(feature = "compare")]
+    {
+        workloads!(group, "hecs", hecs_peer);
+        workloads!(group, "bevy_ecs", bevy_peer);
+    }
+    group.finish();
+}
+
+criterion_group!(benches, core);
 criterion_main!(benches);
