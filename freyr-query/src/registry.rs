@@ -148,6 +148,8 @@ pub struct Registry {
     pub(crate) next_seq: u64,
     pub(crate) phase: Option<Phase>,
     in_update: bool,
+    /// Systems of the running phase (taken out of `systems` while they run).
+    running_systems: usize,
     /// Explicitly `!Sync`: the registry is driven from one thread at a time, and a callback that
     /// must be `Sync` can therefore never capture `&Registry`.
     _not_sync: PhantomData<Cell<()>>,
@@ -228,6 +230,7 @@ impl Registry {
             next_seq: 0,
             phase: None,
             in_update: false,
+            running_systems: 0,
             _not_sync: PhantomData,
         }
     }
@@ -797,7 +800,12 @@ impl Registry {
 
     /// Number of systems registered for `phase`.
     pub fn system_count(&self, phase: Phase) -> usize {
-        self.systems[phase.index()].len()
+        let running = if self.phase == Some(phase) {
+            self.running_systems
+        } else {
+            0
+        };
+        self.systems[phase.index()].len() + running
     }
 
     /// The phase currently running, if inside [`update`](Registry::update).
@@ -852,11 +860,13 @@ impl Registry {
             let start = Instant::now();
             self.phase = Some(phase);
             let mut systems = core::mem::take(&mut self.systems[phase.index()]);
+            self.running_systems = systems.len();
             let ran = panic::catch_unwind(AssertUnwindSafe(|| {
                 for system in systems.iter_mut() {
                     system.update(self, dt);
                 }
             }));
+            self.running_systems = 0;
             // Systems added while the phase ran go after the existing ones.
             let added = core::mem::replace(&mut self.systems[phase.index()], systems);
             self.systems[phase.index()].extend(added);

@@ -122,20 +122,21 @@ fn a_panicking_reduction_is_reraised_by_join() {
     let payload = catch_unwind(AssertUnwindSafe(|| sum.join(&mut registry))).unwrap_err();
     assert!(panic_message(&*payload).contains("reduce failed"));
     registry.execute_tasks();
-    let sum = registry
-        .query::<&Id>()
-        .each_async_reduce(|| 0u64, |acc, _, id| acc + u64::from(id.0), |a, b| a + b);
+    let sum = registry.query::<&Id>().each_async_reduce(
+        || 0u64,
+        |acc, _, id| acc + u64::from(id.0),
+        |a, b| a + b,
+    );
     assert_eq!(sum.join(&mut registry), (0..1300u64).sum::<u64>());
 }
 
 #[test]
 fn a_reduction_whose_panic_was_reraised_by_a_sync_point_reports_the_loss() {
     let mut registry = registry(2);
-    let sum = registry.query::<&Id>().each_async_reduce(
-        || 0u64,
-        |_, _, _| panic!("gone"),
-        |a, b| a + b,
-    );
+    let sum =
+        registry
+            .query::<&Id>()
+            .each_async_reduce(|| 0u64, |_, _, _| panic!("gone"), |a, b| a + b);
     assert!(catch_unwind(AssertUnwindSafe(|| registry.execute_tasks())).is_err());
     let payload = catch_unwind(AssertUnwindSafe(|| sum.join(&mut registry))).unwrap_err();
     assert!(panic_message(&*payload).contains("reduction result lost"));
@@ -181,7 +182,9 @@ fn system_panics_leave_the_registry_usable() {
     });
     let payload = catch_unwind(AssertUnwindSafe(|| registry.update(1.0))).unwrap_err();
     assert!(panic_message(&*payload).contains("system failed with 1300"));
-    registry.despawn(registry.world().archetypes()[1].chunk(0).entities()[0]).unwrap();
+    registry
+        .despawn(registry.world().archetypes()[1].chunk(0).entities()[0])
+        .unwrap();
     registry.update(1.0);
     assert_eq!(registry.system_count(Phase::PreUpdate), 1);
 }

@@ -23,13 +23,11 @@ fn async_commands_apply_in_launch_chunk_row_order_for_every_worker_count() {
             }
         });
         // Launch 2 (synchronous, after launch 1): one spawn.
-        registry
-            .query::<&Id>()
-            .each_with(|_, id, ctx| {
-                if id.0 == 0 {
-                    ctx.commands().spawn((Spawned(9999),));
-                }
-            });
+        registry.query::<&Id>().each_with(|_, id, ctx| {
+            if id.0 == 0 {
+                ctx.commands().spawn((Spawned(9999),));
+            }
+        });
         registry.execute_tasks();
         let mut spawned = Vec::new();
         registry
@@ -64,11 +62,13 @@ fn insert_and_remove_commands_change_archetypes_at_the_sync_point() {
     assert_eq!(registry.query::<&Marked>().count(), 0);
     registry.execute_tasks();
     assert_eq!(registry.query::<&Marked>().count(), 500);
-    registry.query::<(&Id, &Marked)>().each_async_with(|e, (id, _), ctx| {
-        if id.0 % 4 == 0 {
-            ctx.commands().remove::<(Marked,)>(e);
-        }
-    });
+    registry
+        .query::<(&Id, &Marked)>()
+        .each_async_with(|e, (id, _), ctx| {
+            if id.0 % 4 == 0 {
+                ctx.commands().remove::<(Marked,)>(e);
+            }
+        });
     registry.execute_tasks();
     assert_eq!(registry.query::<&Marked>().count(), 250);
     assert!(registry.get::<Marked>(es[2]).is_ok());

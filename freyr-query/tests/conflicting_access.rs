@@ -45,7 +45,10 @@ fn optional_write_conflicts_like_a_write() {
 fn try_query_reports_the_conflict_and_runs_nothing() {
     let mut registry = registry();
     let runs = Arc::new(AtomicUsize::new(0));
-    let err = registry.try_query::<(&Health, &mut Health)>().err().unwrap();
+    let err = registry
+        .try_query::<(&Health, &mut Health)>()
+        .err()
+        .unwrap();
     match &err {
         QueryError::ConflictingAccess { type_name, .. } => {
             assert_eq!(*type_name, core::any::type_name::<Health>());
@@ -53,7 +56,11 @@ fn try_query_reports_the_conflict_and_runs_nothing() {
         other => panic!("unexpected {other:?}"),
     }
     assert!(err.to_string().contains("Health"));
-    assert!(registry.query_state::<(&Health, &mut Health), ()>().is_none());
+    assert!(
+        registry
+            .query_state::<(&Health, &mut Health), ()>()
+            .is_none()
+    );
     // Reads of one type twice are fine, and the registry keeps working.
     let r = Arc::clone(&runs);
     registry

@@ -21,7 +21,10 @@ fn cached_query_picks_up_new_archetypes_without_rescanning() {
         registry.query::<&A>().each(|_, _| {});
     }
     assert_eq!(
-        registry.query_state::<&A, ()>().unwrap().archetypes_examined(),
+        registry
+            .query_state::<&A, ()>()
+            .unwrap()
+            .archetypes_examined(),
         examined
     );
 

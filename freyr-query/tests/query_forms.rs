@@ -24,7 +24,9 @@ fn setup() -> (Registry, Vec<Entity>) {
 
 fn collect_a<F: freyr_query::QueryFilter>(registry: &mut Registry) -> Vec<u32> {
     let mut out = Vec::new();
-    registry.query_filtered::<&A, F>().each(|_, a| out.push(a.0));
+    registry
+        .query_filtered::<&A, F>()
+        .each(|_, a| out.push(a.0));
     out.sort_unstable();
     out
 }
@@ -176,7 +178,10 @@ fn each_chunk_hands_out_columns_as_slices() {
     assert_eq!(lens, [512, 512, 476, 10]);
     let mut total = 0u64;
     registry.query::<&A>().each(|_, a| total += u64::from(a.0));
-    assert_eq!(total, (0..1500u64).sum::<u64>() + 1500 + (0..10u64).sum::<u64>());
+    assert_eq!(
+        total,
+        (0..1500u64).sum::<u64>() + 1500 + (0..10u64).sum::<u64>()
+    );
 }
 
 #[test]
