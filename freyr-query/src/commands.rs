@@ -28,7 +28,7 @@ use freyr_core::{Bundle, CommandBuffer, Entity};
 use crate::view::ViewSet;
 
 /// Records spawns, despawns, inserts and removes from inside a callback; they apply at the next
-/// sync point (see the [module docs](self) for the order).
+/// sync point in (launch, chunk, row, record) order, whatever the worker count.
 ///
 /// # Examples
 ///

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr_query::{QueryError, Read, Registry};
 
-struct Health(u32);
-struct Armor(u32);
+struct Health;
+struct Armor;
 
 fn registry() -> Registry {
     let mut registry = Registry::with_workers(2);
-    registry.spawn((Health(1), Armor(2)));
+    registry.spawn((Health, Armor));
     registry
 }
 

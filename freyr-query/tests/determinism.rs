@@ -114,9 +114,9 @@ fn simulate(workers: usize, ticks: u32) -> (u64, Vec<u32>, usize) {
                 age.0 += 1;
                 let roll = rand(e, tick, 1);
                 let cmds = ctx.commands();
-                if roll % 61 == 0 {
+                if roll.is_multiple_of(61) {
                     cmds.despawn(e);
-                } else if roll % 53 == 0 {
+                } else if roll.is_multiple_of(53) {
                     let child = cmds.spawn((
                         Pos {
                             x: (roll % 1000) as f32,
@@ -125,10 +125,10 @@ fn simulate(workers: usize, ticks: u32) -> (u64, Vec<u32>, usize) {
                         Vel { x: -0.5, y: 0.25 },
                         Age(0),
                     ));
-                    if roll % 2 == 0 {
+                    if roll.is_multiple_of(2) {
                         cmds.insert(child, (Marked(tick),));
                     }
-                } else if roll % 29 == 0 {
+                } else if roll.is_multiple_of(29) {
                     cmds.insert(e, (Marked(tick),));
                 }
             });

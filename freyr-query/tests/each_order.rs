@@ -4,7 +4,7 @@ use freyr_query::{Entity, Registry};
 
 struct Id(u32);
 struct Extra;
-struct Other(u8);
+struct Other;
 
 fn storage_order(registry: &Registry) -> Vec<Entity> {
     let world = registry.world();
@@ -30,7 +30,7 @@ fn each_follows_archetype_creation_then_chunk_then_row_order() {
         match i % 3 {
             0 => by_archetype[0].push(registry.spawn((Id(i),))),
             1 => by_archetype[1].push(registry.spawn((Id(i), Extra))),
-            _ => by_archetype[2].push(registry.spawn((Other(1), Id(i)))),
+            _ => by_archetype[2].push(registry.spawn((Other, Id(i)))),
         }
     }
     let expected: Vec<Entity> = by_archetype.concat();

@@ -147,13 +147,10 @@ fn a_callback_that_reaches_its_registry_through_shared_ownership_is_stopped() {
     while !tried.load(Ordering::SeqCst) {
         std::thread::yield_now();
     }
-    let mut guard = loop {
-        // The task's guard is dropped while unwinding (poisoning the mutex).
-        match registry.lock() {
-            Ok(g) => break g,
-            Err(poisoned) => break poisoned.into_inner(),
-        }
-    };
+    // The task's guard is dropped while unwinding, which poisons the mutex.
+    let mut guard = registry
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let payload = catch_unwind(AssertUnwindSafe(|| guard.execute_tasks())).unwrap_err();
     let msg = payload
         .downcast_ref::<String>()
