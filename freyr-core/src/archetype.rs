@@ -3,7 +3,6 @@
 use core::ptr::NonNull;
 
 use bitvec::slice::BitSlice;
-use bitvec::vec::BitVec;
 
 use crate::CHUNK_CAPACITY;
 use crate::chunk::{ChunkList, ChunkRef, ChunkTable};
@@ -178,7 +177,7 @@ impl Rows {
             None
         };
         self.len = last;
-        if self.len % CHUNK_CAPACITY == 0 {
+        if self.len.is_multiple_of(CHUNK_CAPACITY) {
             self.trim(table, 1);
         }
         moved
@@ -262,7 +261,10 @@ impl Drop for Rows {
 pub struct Archetype {
     id: ArchetypeId,
     components: Box<[ComponentId]>,
-    signature: BitVec<usize>,
+    /// Signature words: bit `i` (in `Lsb0` order) set iff `ComponentId(i)` is present.
+    signature: Box<[usize]>,
+    /// Number of meaningful signature bits (largest component index + 1).
+    bits: usize,
     pub(crate) rows: Rows,
     /// Bundle type -> index into the world's insert edges (target archetype + mappings).
     pub(crate) insert_edges: TypeIdMap<u32>,
@@ -281,14 +283,17 @@ impl Archetype {
         let (columns, layout) =
             crate::column::chunk_layout(components.iter().map(|&c| registry.info(c)));
         let bits = components.last().map_or(0, |c| c.index() + 1);
-        let mut signature = BitVec::repeat(false, bits);
+        // Built from plain words (bit i of word i / usize::BITS, `Lsb0` order) rather than with
+        // `BitVec::set`, whose pointer handling Miri's Stacked Borrows model rejects.
+        let mut words = vec![0usize; bits.div_ceil(usize::BITS as usize)];
         for c in components.iter() {
-            signature.set(c.index(), true);
+            words[c.index() / usize::BITS as usize] |= 1 << (c.index() % usize::BITS as usize);
         }
         Archetype {
             id,
             components,
-            signature,
+            signature: words.into_boxed_slice(),
+            bits,
             rows: Rows {
                 columns,
                 chunks: ChunkList::new(layout),
@@ -340,7 +345,7 @@ impl Archetype {
     /// ```
     #[inline]
     pub fn signature(&self) -> &BitSlice<usize> {
-        &self.signature
+        &BitSlice::from_slice(&self.signature)[..self.bits]
     }
 
     /// Whether the archetype has component `id`.
@@ -356,7 +361,13 @@ impl Archetype {
     /// ```
     #[inline]
     pub fn has(&self, id: ComponentId) -> bool {
-        self.signature.get(id.index()).is_some_and(|bit| *bit)
+        let (word, bit) = (
+            id.index() / usize::BITS as usize,
+            id.index() % usize::BITS as usize,
+        );
+        self.signature
+            .get(word)
+            .is_some_and(|w| w & (1 << bit) != 0)
     }
 
     /// The position of `id` in [`components`](Archetype::components), i.e. its column index.

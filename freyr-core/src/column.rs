@@ -77,8 +77,8 @@ pub(crate) fn chunk_layout<'a>(
 /// `src` is valid for reading and `dst` for writing `size` bytes, and the ranges do not overlap.
 #[inline(always)]
 pub(crate) unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
-    // SAFETY (all arms): the caller guarantees both ranges are valid for `size` bytes and do not
-    // overlap; unaligned accesses are used so no alignment is assumed.
+    // SAFETY: (all arms) the caller guarantees both ranges are valid for `size` bytes and do
+    // not overlap; unaligned accesses are used so no alignment is assumed.
     unsafe {
         match size {
             0 => {}

@@ -10,7 +10,11 @@ struct Aligned64(u8);
 #[derive(Debug, PartialEq)]
 struct Tag;
 
-const N: usize = if cfg!(miri) { CHUNK_CAPACITY + 3 } else { 3 * CHUNK_CAPACITY + 17 };
+const N: usize = if cfg!(miri) {
+    CHUNK_CAPACITY + 3
+} else {
+    3 * CHUNK_CAPACITY + 17
+};
 
 #[test]
 fn over_aligned_component_is_aligned_in_every_chunk_and_after_moves() {
@@ -80,7 +84,10 @@ fn all_chunks_but_the_last_are_full_after_any_sequence() {
                 assert!(*last >= 1);
             }
             assert_eq!(lens.iter().sum::<usize>(), archetype.len());
-            assert!(archetype.allocated_chunks() <= archetype.chunk_count() + 1, "at most one spare chunk");
+            assert!(
+                archetype.allocated_chunks() <= archetype.chunk_count() + 1,
+                "at most one spare chunk"
+            );
         }
     }
     world.check_invariants();
@@ -92,13 +99,24 @@ fn chunks_no_longer_needed_are_reused_or_freed() {
     let ids = world.spawn_batch((0..N).map(|i| (i as u32,)));
     let id = world.component_id::<u32>().unwrap();
     let arch = world.archetypes().iter().position(|a| a.has(id)).unwrap();
-    assert_eq!(world.archetypes()[arch].allocated_chunks(), N.div_ceil(CHUNK_CAPACITY));
+    assert_eq!(
+        world.archetypes()[arch].allocated_chunks(),
+        N.div_ceil(CHUNK_CAPACITY)
+    );
     for &e in &ids {
         world.despawn(e).unwrap();
     }
-    assert_eq!(world.archetypes()[arch].allocated_chunks(), 1, "one spare kept for reuse");
+    assert_eq!(
+        world.archetypes()[arch].allocated_chunks(),
+        1,
+        "one spare kept for reuse"
+    );
     world.spawn_batch((0..10u32).map(|i| (i,)));
-    assert_eq!(world.archetypes()[arch].allocated_chunks(), 1, "the spare was reused");
+    assert_eq!(
+        world.archetypes()[arch].allocated_chunks(),
+        1,
+        "the spare was reused"
+    );
     world.clear();
     assert_eq!(world.archetypes()[arch].allocated_chunks(), 0);
 }
@@ -112,7 +130,12 @@ fn entity_ids_are_a_pure_function_of_the_operations() {
         for &e in a.iter().step_by(3) {
             world.despawn(e).unwrap();
         }
-        out.extend(world.spawn_batch((0..20u16).map(|i| (i,))).iter().map(|e| e.to_bits()));
+        out.extend(
+            world
+                .spawn_batch((0..20u16).map(|i| (i,)))
+                .iter()
+                .map(|e| e.to_bits()),
+        );
         out.extend((0..5).map(|_| world.spawn(()).to_bits()));
         out
     }

@@ -28,7 +28,10 @@ fn stale_handle_is_no_such_entity_for_every_operation() {
     assert_eq!(world.entity_location(e), None);
     // The new occupant was never touched.
     assert_eq!(world.get::<u8>(reused), Ok(&2));
-    assert_eq!(world.get::<u16>(reused), Err(ComponentError::MissingComponent("u16")));
+    assert_eq!(
+        world.get::<u16>(reused),
+        Err(ComponentError::MissingComponent("u16"))
+    );
     assert_eq!(world.len(), 1);
 }
 
@@ -39,7 +42,7 @@ fn never_spawned_handle_is_no_such_entity() {
     assert_eq!(world.despawn(ghost), Err(NoSuchEntity));
     assert_eq!(world.get::<u8>(ghost), Err(ComponentError::NoSuchEntity));
     world.spawn(());
-    let wrong_generation = Entity::from_bits((9u64 << 32) | 0).unwrap();
+    let wrong_generation = Entity::from_bits(9u64 << 32).unwrap();
     assert_eq!(world.despawn(wrong_generation), Err(NoSuchEntity));
     assert_eq!(world.len(), 1);
 }
@@ -50,7 +53,10 @@ fn insert_into_stale_entity_drops_the_bundle() {
     let mut world = World::new();
     let e = world.spawn(());
     world.despawn(e).unwrap();
-    assert_eq!(world.insert(e, (Counted(drops.clone()),)), Err(NoSuchEntity));
+    assert_eq!(
+        world.insert(e, (Counted(drops.clone()),)),
+        Err(NoSuchEntity)
+    );
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
 
@@ -58,8 +64,14 @@ fn insert_into_stale_entity_drops_the_bundle() {
 fn missing_component_names_the_type_and_changes_nothing() {
     let mut world = World::new();
     let e = world.spawn((1u8, 2u32));
-    assert_eq!(world.get::<String>(e), Err(ComponentError::MissingComponent("alloc::string::String")));
-    assert_eq!(world.get_mut::<u16>(e), Err(ComponentError::MissingComponent("u16")));
+    assert_eq!(
+        world.get::<String>(e),
+        Err(ComponentError::MissingComponent("alloc::string::String"))
+    );
+    assert_eq!(
+        world.get_mut::<u16>(e),
+        Err(ComponentError::MissingComponent("u16"))
+    );
     let before = world.entity_location(e);
     assert_eq!(
         world.remove::<(u8, u16)>(e),
@@ -99,7 +111,10 @@ fn command_buffer_skips_and_counts_stale_targets() {
     commands.remove::<(u16,)>(alive); // missing, not stale
     commands.insert(alive, (6u16,));
     let report = commands.apply(&mut world);
-    assert_eq!((report.applied, report.skipped_stale, report.skipped_missing), (1, 3, 1));
+    assert_eq!(
+        (report.applied, report.skipped_stale, report.skipped_missing),
+        (1, 3, 1)
+    );
     assert_eq!(world.get::<u16>(alive), Ok(&6));
     // The slot's new occupant is never touched by commands aimed at the old handle.
     let occupant = world.spawn((9u8,));

@@ -13,7 +13,10 @@ struct Velocity(#[allow(dead_code)] [f32; 3]);
 /// A `/proc/self/status` field in kB.
 fn status_kb(field: &str) -> usize {
     let status = std::fs::read_to_string("/proc/self/status").expect("/proc/self/status");
-    let line = status.lines().find(|l| l.starts_with(field)).expect("field present");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with(field))
+        .expect("field present");
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 

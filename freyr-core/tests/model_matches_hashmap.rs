@@ -123,8 +123,17 @@ shape!((B,), [B], |c, r| (b(c, &mut r),));
 shape!((Tag,), [Tag], |c, r| (tag(c, &mut r),));
 shape!((A, B), [A, B], |c, r| (a(c, &mut r), b(c, &mut r)));
 shape!((C, Tag), [C, Tag], |c, r| (cc(c, &mut r), tag(c, &mut r)));
-shape!((A, B, Tag, C), [A, B, Tag, C], |c, r| (a(c, &mut r), b(c, &mut r), tag(c, &mut r), cc(c, &mut r)));
-shape!((B, C, A), [B, C, A], |c, r| (b(c, &mut r), cc(c, &mut r), a(c, &mut r)));
+shape!((A, B, Tag, C), [A, B, Tag, C], |c, r| (
+    a(c, &mut r),
+    b(c, &mut r),
+    tag(c, &mut r),
+    cc(c, &mut r)
+));
+shape!((B, C, A), [B, C, A], |c, r| (
+    b(c, &mut r),
+    cc(c, &mut r),
+    a(c, &mut r)
+));
 
 const SHAPES: usize = 8;
 
@@ -190,7 +199,11 @@ fn cmd() -> impl Strategy<Value = Cmd> {
 
 fn op() -> impl Strategy<Value = Op> {
     // Mostly small batches; a few cross a chunk boundary (512 rows).
-    let batch = if cfg!(miri) { (0usize..40).boxed() } else { prop_oneof![8 => 0usize..40, 1 => 500usize..600].boxed() };
+    let batch = if cfg!(miri) {
+        (0usize..40).boxed()
+    } else {
+        prop_oneof![8 => 0usize..40, 1 => 500usize..600].boxed()
+    };
     prop_oneof![
         6 => (0..SHAPES).prop_map(Op::Spawn),
         2 => (batch, 0..SHAPES, any::<bool>()).prop_map(|(n, s, exact)| Op::SpawnBatch(n, s, exact)),
@@ -227,15 +240,23 @@ impl Harness {
             assert_eq!(get_b.ok(), row.get(&Kind::B).copied(), "B of {e:?}");
             let get_c = self.world.get::<C>(e).map(|v| v.0);
             assert_eq!(get_c.ok(), row.get(&Kind::C).copied(), "C of {e:?}");
-            assert_eq!(self.world.get::<Tag>(e).is_ok(), row.contains_key(&Kind::Tag));
+            assert_eq!(
+                self.world.get::<Tag>(e).is_ok(),
+                row.contains_key(&Kind::Tag)
+            );
             if !row.contains_key(&Kind::A) {
-                assert!(matches!(self.world.get::<A>(e), Err(ComponentError::MissingComponent(n)) if n.ends_with("::A")));
+                assert!(
+                    matches!(self.world.get::<A>(e), Err(ComponentError::MissingComponent(n)) if n.ends_with("::A"))
+                );
             }
         }
         for &e in &self.seen {
             if !self.model.contains_key(&e) {
                 assert!(!self.world.contains(e));
-                assert_eq!(self.world.get::<C>(e).err(), Some(ComponentError::NoSuchEntity));
+                assert_eq!(
+                    self.world.get::<C>(e).err(),
+                    Some(ComponentError::NoSuchEntity)
+                );
                 assert_eq!(self.world.entity_location(e), None);
             }
         }
@@ -253,8 +274,15 @@ impl Harness {
                 assert_eq!(count, expected, "value {id} dropped {count} times");
             }
         });
-        let live_tags = self.model.values().filter(|r| r.contains_key(&Kind::Tag)).count() as u64;
-        assert_eq!(TAG_DROPS.with(Cell::get), self.counter.tags_made - live_tags);
+        let live_tags = self
+            .model
+            .values()
+            .filter(|r| r.contains_key(&Kind::Tag))
+            .count() as u64;
+        assert_eq!(
+            TAG_DROPS.with(Cell::get),
+            self.counter.tags_made - live_tags
+        );
     }
 }
 
@@ -298,12 +326,18 @@ fn insert<S: Shape>(h: &mut Harness, e: Entity) {
 }
 
 /// What removing `S` from `e` does in the model.
-fn remove_model<S: Shape>(model: &mut HashMap<Entity, Row>, e: Entity) -> Result<Row, ComponentError> {
+fn remove_model<S: Shape>(
+    model: &mut HashMap<Entity, Row>,
+    e: Entity,
+) -> Result<Row, ComponentError> {
     let row = model.get_mut(&e).ok_or(ComponentError::NoSuchEntity)?;
     if S::KINDS.iter().any(|k| !row.contains_key(k)) {
         return Err(ComponentError::MissingComponent("?"));
     }
-    Ok(S::KINDS.iter().map(|k| (*k, row.remove(k).unwrap())).collect())
+    Ok(S::KINDS
+        .iter()
+        .map(|k| (*k, row.remove(k).unwrap()))
+        .collect())
 }
 
 fn remove<S: Shape>(h: &mut Harness, e: Entity) {
@@ -317,13 +351,22 @@ fn remove<S: Shape>(h: &mut Harness, e: Entity) {
     }
 }
 
-fn record_spawn<S: Shape>(h: &mut Harness, buffer: &mut CommandBuffer, rows: &mut Vec<Row>) -> Entity {
+fn record_spawn<S: Shape>(
+    h: &mut Harness,
+    buffer: &mut CommandBuffer,
+    rows: &mut Vec<Row>,
+) -> Entity {
     let (bundle, row) = S::make(&mut h.counter);
     rows.push(row);
     buffer.spawn(bundle)
 }
 
-fn record_insert<S: Shape>(h: &mut Harness, buffer: &mut CommandBuffer, e: Entity, rows: &mut Vec<Row>) {
+fn record_insert<S: Shape>(
+    h: &mut Harness,
+    buffer: &mut CommandBuffer,
+    e: Entity,
+    rows: &mut Vec<Row>,
+) {
     let (bundle, row) = S::make(&mut h.counter);
     rows.push(row);
     buffer.insert(e, bundle);
@@ -333,7 +376,10 @@ fn record_remove<S: Shape>(buffer: &mut CommandBuffer, e: Entity) {
     buffer.remove::<S>(e);
 }
 
-fn model_remove<S: Shape>(model: &mut HashMap<Entity, Row>, e: Entity) -> Result<Row, ComponentError> {
+fn model_remove<S: Shape>(
+    model: &mut HashMap<Entity, Row>,
+    e: Entity,
+) -> Result<Row, ComponentError> {
     remove_model::<S>(model, e)
 }
 
@@ -425,7 +471,10 @@ fn commands(h: &mut Harness, cmds: &[Cmd]) {
             },
         }
     }
-    assert_eq!((report.applied, report.skipped_stale, report.skipped_missing), (applied, stale, missing));
+    assert_eq!(
+        (report.applied, report.skipped_stale, report.skipped_missing),
+        (applied, stale, missing)
+    );
 }
 
 fn run(ops: Vec<Op>) {
@@ -435,7 +484,10 @@ fn run(ops: Vec<Op>) {
         world: World::new(),
         model: HashMap::new(),
         seen: Vec::new(),
-        counter: Counter { next_c: 0, tags_made: 0 },
+        counter: Counter {
+            next_c: 0,
+            tags_made: 0,
+        },
     };
     for op in ops {
         match op {
@@ -443,7 +495,11 @@ fn run(ops: Vec<Op>) {
             Op::SpawnBatch(n, s, exact) => dispatch!(s, spawn_batch(&mut h, n, exact)),
             Op::Despawn(i) => {
                 if let Some(e) = h.pick(i) {
-                    let expected = if h.model.remove(&e).is_some() { Ok(()) } else { Err(NoSuchEntity) };
+                    let expected = if h.model.remove(&e).is_some() {
+                        Ok(())
+                    } else {
+                        Err(NoSuchEntity)
+                    };
                     assert_eq!(h.world.despawn(e), expected);
                 }
             }
@@ -459,7 +515,10 @@ fn run(ops: Vec<Op>) {
             }
             Op::GetMut(i) => {
                 if let Some(e) = h.pick(i) {
-                    match (h.world.get_mut::<C>(e), h.model.get_mut(&e).and_then(|r| r.get_mut(&Kind::C))) {
+                    match (
+                        h.world.get_mut::<C>(e),
+                        h.model.get_mut(&e).and_then(|r| r.get_mut(&Kind::C)),
+                    ) {
                         (Ok(c), Some(m)) => {
                             c.0 += 1000;
                             *m += 1000;

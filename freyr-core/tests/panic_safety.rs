@@ -35,7 +35,10 @@ fn counter() -> Arc<AtomicUsize> {
 }
 
 fn tracked(drops: &Arc<AtomicUsize>, bomb: bool) -> Tracked {
-    Tracked { drops: drops.clone(), bomb }
+    Tracked {
+        drops: drops.clone(),
+        bomb,
+    }
 }
 
 const N: usize = if cfg!(miri) { 20 } else { CHUNK_CAPACITY + 20 };
@@ -44,11 +47,17 @@ const N: usize = if cfg!(miri) { 20 } else { CHUNK_CAPACITY + 20 };
 fn panicking_drop_on_despawn_still_removes_the_entity() {
     let (drops, others) = (counter(), counter());
     let mut world = World::new();
-    let ids: Vec<_> = (0..N).map(|i| world.spawn((tracked(&drops, i == 3), Other(others.clone()), i))).collect();
+    let ids: Vec<_> = (0..N)
+        .map(|i| world.spawn((tracked(&drops, i == 3), Other(others.clone()), i)))
+        .collect();
     let result = catch_unwind(AssertUnwindSafe(|| world.despawn(ids[3])));
     assert!(result.is_err());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
-    assert_eq!(others.load(Ordering::SeqCst), 1, "the other column was still dropped");
+    assert_eq!(
+        others.load(Ordering::SeqCst),
+        1,
+        "the other column was still dropped"
+    );
     assert!(!world.contains(ids[3]));
     assert_eq!(world.len(), N - 1);
     world.check_invariants();
@@ -65,7 +74,9 @@ fn panicking_drop_on_overwrite_completes_the_insert() {
     let others = counter();
     let mut world = World::new();
     let e = world.spawn((tracked(&drops, true), 1u8));
-    let result = catch_unwind(AssertUnwindSafe(|| world.insert(e, (tracked(&drops, false), Other(others.clone())))));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        world.insert(e, (tracked(&drops, false), Other(others.clone())))
+    }));
     assert!(result.is_err());
     assert_eq!(drops.load(Ordering::SeqCst), 1, "old value dropped once");
     assert!(world.get::<Tracked>(e).is_ok_and(|t| !t.bomb));
@@ -74,7 +85,9 @@ fn panicking_drop_on_overwrite_completes_the_insert() {
     world.check_invariants();
     // Same archetype (pure overwrite) path.
     let f = world.spawn((tracked(&drops, true),));
-    let result = catch_unwind(AssertUnwindSafe(|| world.insert(f, (tracked(&drops, false),))));
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        world.insert(f, (tracked(&drops, false),))
+    }));
     assert!(result.is_err());
     assert_eq!(drops.load(Ordering::SeqCst), 2);
     world.check_invariants();
@@ -87,7 +100,9 @@ fn panicking_drop_on_overwrite_completes_the_insert() {
 fn panicking_drop_on_clear_empties_the_archetype() {
     let (drops, others) = (counter(), counter());
     let mut world = World::new();
-    let ids: Vec<_> = (0..N).map(|i| world.spawn((tracked(&drops, i == 1), Other(others.clone())))).collect();
+    let ids: Vec<_> = (0..N)
+        .map(|i| world.spawn((tracked(&drops, i == 1), Other(others.clone()))))
+        .collect();
     let result = catch_unwind(AssertUnwindSafe(|| world.clear()));
     assert!(result.is_err());
     assert_eq!(drops.load(Ordering::SeqCst), N);
@@ -123,7 +138,11 @@ fn panicking_drop_during_command_apply_leaves_world_and_buffer_valid() {
     assert!(catch_unwind(AssertUnwindSafe(|| commands.apply(&mut world))).is_err());
     assert!(commands.is_empty());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
-    assert_eq!(others.load(Ordering::SeqCst), 1, "the unapplied spawn's value was dropped");
+    assert_eq!(
+        others.load(Ordering::SeqCst),
+        1,
+        "the unapplied spawn's value was dropped"
+    );
     assert_eq!(world.len(), 1);
     world.check_invariants();
 }
@@ -165,12 +184,18 @@ fn repeated_component_type_panics_before_any_change() {
     };
     let message = |r: std::thread::Result<()>| -> String {
         let payload = r.unwrap_err();
-        payload.downcast_ref::<String>().cloned().unwrap_or_default()
+        payload
+            .downcast_ref::<String>()
+            .cloned()
+            .unwrap_or_default()
     };
     let m = message(catch_unwind(AssertUnwindSafe(|| {
         world.spawn((2u16, 3u16));
     })));
-    assert!(m.contains("contains component type `u16` more than once"), "{m}");
+    assert!(
+        m.contains("contains component type `u16` more than once"),
+        "{m}"
+    );
     check(&world);
     let m = message(catch_unwind(AssertUnwindSafe(|| {
         let _ = world.insert(e, (2u16, 1u8, 3u16));
