@@ -329,3 +329,68 @@ impl Access {
         .min()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use freyr_core::World;
+
+    fn ids(n: usize) -> Vec<ComponentId> {
+        struct C<const N: usize>;
+        let mut world = World::new();
+        let all = [
+            world.register::<C<0>>(),
+            world.register::<C<1>>(),
+            world.register::<C<2>>(),
+            world.register::<C<3>>(),
+        ];
+        all[..n].to_vec()
+    }
+
+    #[test]
+    fn a_write_replaces_a_read_of_the_same_component() {
+        let c = ids(2);
+        let mut a = Access::new();
+        a.add_read(c[0]);
+        a.add_write(c[0]);
+        a.add_read(c[0]);
+        assert!(a.writes().contains(c[0]));
+        assert!(!a.reads().contains(c[0]));
+        let mut reader = Access::new();
+        reader.add_read(c[0]);
+        assert!(a.conflicts_with(&reader) && reader.conflicts_with(&a));
+        assert_eq!(a.conflicting_component(&reader), Some(c[0].index()));
+    }
+
+    #[test]
+    fn extend_keeps_reads_and_writes_disjoint() {
+        let c = ids(3);
+        let mut a = Access::new();
+        a.add_write(c[1]);
+        let mut b = Access::new();
+        b.add_read(c[1]);
+        b.add_read(c[2]);
+        b.add_resource_read::<u8>();
+        b.set_world_ref();
+        a.extend(&b);
+        assert!(a.writes().contains(c[1]) && !a.reads().contains(c[1]));
+        assert!(a.reads().contains(c[2]));
+        assert!(a.reads_resource(TypeId::of::<u8>()) && a.holds_world_ref());
+        assert!(!a.resources_empty());
+    }
+
+    #[test]
+    fn component_sets_grow_and_intersect() {
+        let c = ids(4);
+        let mut s = ComponentSet::new();
+        assert!(s.is_empty());
+        s.insert(c[3]);
+        let mut t = ComponentSet::new();
+        t.insert(c[0]);
+        assert_eq!(s.first_common(&t), None);
+        t.insert(c[3]);
+        assert_eq!(s.first_common(&t), Some(c[3].index()));
+        s.remove(c[3]);
+        assert!(s.is_empty());
+    }
+}
