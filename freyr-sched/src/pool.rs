@@ -196,6 +196,7 @@ impl ThreadPoolBuilder {
             })?;
             pool.threads.push(handle);
         }
+        pool.shared.start_latch.wait_for(workers - 1);
         Ok(pool)
     }
 }

@@ -12,6 +12,7 @@ use crate::metrics::{CachePadded, Counters, PoolMetrics};
 use crate::sleep::Sleep;
 use crate::sync::{
     self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, SPIN_ROUNDS,
+    StartLatch,
 };
 use crate::task::Task;
 
@@ -27,9 +28,8 @@ struct Context {
 }
 
 sync::thread_local! {
-    static CONTEXT: Cell<Context> = const {
-        Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0 })
-    };
+    // No `const { .. }` initialiser: loom's `thread_local!` does not take one.
+    static CONTEXT: Cell<Context> = Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0 });
 }
 
 /// Runs `f` with this thread's producer LCG, seeding it on first use.
@@ -56,6 +56,8 @@ pub(crate) struct Shared {
     shutdown: AtomicBool,
     /// `counters[i]` for worker `i`; the last one for non-worker threads.
     counters: Box<[CachePadded<Counters>]>,
+    /// Counts workers that started running `worker_main`.
+    pub(crate) start_latch: StartLatch,
 }
 
 impl Shared {
@@ -70,6 +72,7 @@ impl Shared {
             sleep: Sleep::new(),
             shutdown: AtomicBool::new(false),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
+            start_latch: StartLatch::new(),
         }
     }
 
@@ -143,7 +146,9 @@ impl Shared {
         count: usize,
     ) {
         group.add(count);
-        let pieces = count.min(self.counters.len() * PIECES_PER_WORKER);
+        // One batch, a few ranges per background worker; the waiting caller
+        // steals its share, and idle threads split ranges further.
+        let pieces = count.min(self.queues.len() * PIECES_PER_WORKER);
         let (base, extra) = (count / pieces, count % pieces);
         with_producer_lcg(|lcg| {
             let mut start = 0;
@@ -362,6 +367,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             lcg: lcg.state(),
         });
     });
+    shared.start_latch.started();
     let counters = &shared.counters[index].0;
     'work: loop {
         if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
@@ -376,6 +382,13 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             }
         }
         if shared.is_shut_down() {
+            // Shutdown step 2: the flag was set after every submission, so
+            // this search sees whatever was queued before it; exit only
+            // when it finds nothing.
+            if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
+                shared.run(task, index, &mut lcg);
+                continue;
+            }
             break;
         }
         shared

@@ -14,7 +14,7 @@ pub(crate) use loom::thread_local;
 pub(crate) const QUEUE_CAPACITY: usize = 2;
 /// No spinning under loom: every spin round is just more interleavings.
 pub(crate) const SPIN_ROUNDS: u32 = 0;
-/// One piece per worker, so a batch of two indices is one range task that
+/// One piece per background worker: in a pool of two, a batch of two indices is one range task that
 /// has to be split at run time (the path model 8 checks).
 pub(crate) const PIECES_PER_WORKER: usize = 1;
 
@@ -115,4 +115,16 @@ where
 /// No pinning inside a model.
 pub(crate) fn pin_current_thread(_n: usize) -> bool {
     false
+}
+
+/// Under loom the start latch is a no-op: models start racing at once, and
+/// start-up is not part of the protocol being checked.
+pub(crate) struct StartLatch;
+
+impl StartLatch {
+    pub(crate) fn new() -> Self {
+        StartLatch
+    }
+    pub(crate) fn started(&self) {}
+    pub(crate) fn wait_for(&self, _n: usize) {}
 }

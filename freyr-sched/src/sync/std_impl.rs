@@ -15,7 +15,7 @@ pub(crate) const QUEUE_CAPACITY: usize = 1024;
 /// Failed search rounds an idle thread spins (with `spin_loop` hints) before
 /// it announces itself sleepy and parks.
 pub(crate) const SPIN_ROUNDS: u32 = 64;
-/// `submit_indexed` splits a batch into at most `workers * PIECES_PER_WORKER`
+/// `submit_indexed` splits a batch into at most `(workers - 1) * PIECES_PER_WORKER`
 /// range tasks up front; idle threads split further on demand.
 pub(crate) const PIECES_PER_WORKER: usize = 4;
 
@@ -109,5 +109,33 @@ pub(crate) fn pin_current_thread(n: usize) -> bool {
     match core_affinity::get_core_ids() {
         Some(cores) if !cores.is_empty() => core_affinity::set_for_current(cores[n % cores.len()]),
         _ => false,
+    }
+}
+
+/// Lets `ThreadPool::try_build` return only once every worker thread runs
+/// (and has its name), so thread counts and names are observable at once.
+pub(crate) struct StartLatch {
+    started: Mutex<usize>,
+    all_started: Condvar,
+}
+
+impl StartLatch {
+    pub(crate) fn new() -> Self {
+        StartLatch {
+            started: Mutex::new(0),
+            all_started: Condvar::new(),
+        }
+    }
+    /// Called by each worker as it starts.
+    pub(crate) fn started(&self) {
+        *super::lock(&self.started) += 1;
+        self.all_started.notify_all();
+    }
+    /// Blocks until `n` workers called [`started`](Self::started).
+    pub(crate) fn wait_for(&self, n: usize) {
+        let mut started = super::lock(&self.started);
+        while *started < n {
+            started = super::wait(&self.all_started, started);
+        }
     }
 }

@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# Loom model checking of freyr-sched's protocol, plus the mutants that prove
+# each model can fail. Called by .ci/run; runnable on its own from any
+# directory. Prints a per-step timing and a mutant table.
+#
+#  1. Builds loom-tests in --release with RUSTFLAGS="--cfg freyr_loom" in its
+#     own target dir and runs every model, each in its own process
+#     (cargo-nextest; loom aborts the process on a deadlock). All must pass.
+#  2. For each (mutant, model) pair, rebuilds freyr-sched with
+#     --cfg freyr_mutant="<mutant>" and runs that one model, which must FAIL
+#     (an assertion, an abort or a loom-detected deadlock all count). A model
+#     that passes with its mutant planted proves nothing: CI fails.
+#
+# Cost: the mutant cfg is injected by freyr-sched's build.rs from
+# FREYR_MUTANT (only under --cfg freyr_loom) rather than through RUSTFLAGS.
+# RUSTFLAGS is part of every crate's fingerprint, so changing it per mutant
+# would rebuild loom and its whole dependency tree (~30 s on 2 cores) ten
+# times; FREYR_MUTANT rebuilds only freyr-sched and loom-tests (~10 s).
+# RUSTFLAGS="--cfg freyr_loom --cfg freyr_mutant=\"name\"" works too (the code
+# is gated on the cfg either way), just slower.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export CARGO_TERM_COLOR=never
+export CARGO_TARGET_DIR="${FREYR_LOOM_TARGET_DIR:-$PWD/target/loom}"
+export RUSTFLAGS="--cfg freyr_loom"
+export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
+export LOOM_MAX_BRANCHES="${LOOM_MAX_BRANCHES:-10000}"
+unset FREYR_MUTANT
+# A model or mutant run that takes longer than this is a CI failure.
+MODEL_TIMEOUT="${FREYR_LOOM_MODEL_TIMEOUT:-300}"
+
+# mutant | test file | model (test name)
+PAIRS=(
+    "decrement_before_run|groups|every_task_runs_exactly_once_and_the_wait_returns_after_all"
+    "no_recheck_before_sleep|park|a_worker_parking_during_a_submission_never_misses_the_wake_up"
+    "pop_not_atomic|queues|owner_pop_and_thief_steal_of_the_last_task_take_it_exactly_once"
+    "overflow_drop|queues|a_full_queue_overflows_without_losing_a_task"
+    "increment_after_publish|groups|a_task_spawned_into_its_own_group_is_covered_by_the_wait"
+    "no_wake_on_group_done|groups|two_groups_waited_on_two_threads_each_return_after_their_own_work"
+    "no_decrement_on_panic|groups|a_panicking_task_is_re_raised_by_the_wait_and_the_counter_reaches_zero"
+    "split_overlap|queues|a_helping_waiter_and_a_stealing_worker_never_run_a_task_twice"
+    "shutdown_flag_after_notify|park|shutdown_racing_a_parked_worker_drains_and_joins_every_thread"
+    "cursor_load_store|parallel_for|parallel_for_claims_every_index_exactly_once_when_count_straddles_grain"
+)
+
+if cargo nextest --version >/dev/null 2>&1; then
+    HAVE_NEXTEST=1
+else
+    HAVE_NEXTEST=0
+    echo "::: loom: cargo-nextest not found; running each model in its own 'cargo test' process"
+fi
+
+start=$(date +%s)
+now() { date +%s; }
+
+build() {
+    cargo test --release -p freyr-loom-tests --no-run --quiet
+}
+
+# run_model FILE TEST: runs one model in its own process; returns its status.
+run_model() {
+    local file=$1 test=$2
+    if [[ $HAVE_NEXTEST == 1 ]]; then
+        timeout "$MODEL_TIMEOUT" cargo nextest run --release -p freyr-loom-tests \
+            --test "$file" --no-fail-fast --failure-output final --success-output never \
+            --status-level fail --final-status-level fail -E "test(=$test)"
+    else
+        timeout "$MODEL_TIMEOUT" cargo test --release -p freyr-loom-tests --test "$file" \
+            --quiet -- --exact "$test"
+    fi
+}
+
+echo "::: loom: target dir $CARGO_TARGET_DIR, LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS LOOM_MAX_BRANCHES=$LOOM_MAX_BRANCHES"
+t0=$(now)
+build
+echo "::: loom: build (models, no mutant) ok in $(($(now) - t0)) s"
+
+t0=$(now)
+if [[ $HAVE_NEXTEST == 1 ]]; then
+    timeout "$((MODEL_TIMEOUT * 4))" cargo nextest run --release -p freyr-loom-tests --no-fail-fast \
+        --success-output final
+else
+    for pair in "${PAIRS[@]}"; do
+        IFS='|' read -r _ file test <<<"$pair"
+        run_model "$file" "$test"
+    done
+fi
+echo "::: loom: all models pass in $(($(now) - t0)) s"
+
+failures=0
+table=()
+for pair in "${PAIRS[@]}"; do
+    IFS='|' read -r mutant file test <<<"$pair"
+    t0=$(now)
+    if ! FREYR_MUTANT=$mutant build; then
+        echo "::: loom: mutant $mutant does not build" >&2
+        exit 1
+    fi
+    tb=$(($(now) - t0))
+    t1=$(now)
+    set +e
+    FREYR_MUTANT=$mutant run_model "$file" "$test" >"$CARGO_TARGET_DIR/mutant-$mutant.log" 2>&1
+    status=$?
+    set -e
+    tr=$(($(now) - t1))
+    if [[ $status == 0 ]]; then
+        verdict="SURVIVED (model passed: CI failure)"
+        failures=$((failures + 1))
+        cat "$CARGO_TARGET_DIR/mutant-$mutant.log" >&2
+    elif [[ $status == 124 || $status == 137 ]]; then
+        verdict="TIMEOUT after ${MODEL_TIMEOUT} s (inconclusive: CI failure)"
+        failures=$((failures + 1))
+    else
+        log="$CARGO_TARGET_DIR/mutant-$mutant.log"
+        if grep -q 'model property violated' "$log"; then
+            how=$(grep -o -m1 'model property violated: .*' "$log")
+        elif grep -q '^deadlock' "$log"; then
+            how="loom: deadlock (a lost wake-up or a counter that never reaches zero)"
+        else
+            how="exit status $status"
+        fi
+        verdict="killed: $how"
+    fi
+    table+=("$(printf '%-27s %-13s %-6s %-6s %s' "$mutant" "$file" "${tb}s" "${tr}s" "$verdict")" "    model: $test")
+    echo "::: loom: mutant $mutant: $verdict"
+done
+
+# Leave the target dir built without mutants.
+build
+
+echo
+echo "::: loom: mutant table (every model must be killed by its mutant)"
+printf '%-27s %-13s %-6s %-6s %s\n' mutant "test file" build run verdict
+printf '%s\n' "${table[@]}"
+echo "::: loom: total $(($(now) - start)) s"
+if [[ $failures != 0 ]]; then
+    echo "::: loom: $failures mutant(s) not killed" >&2
+    exit 1
+fi

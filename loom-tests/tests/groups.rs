@@ -1,0 +1,107 @@
+//! Loom models of task-group completion, waiting and panic delivery
+//! (PROTOCOL.md "Group completion" and "Panic delivery").
+#![cfg(freyr_loom)]
+
+use std::panic::{self, AssertUnwindSafe};
+
+use freyr_loom_tests::{EXPECTED_PANIC, Tally, check, hit, require};
+use freyr_sched::{TaskGroup, ThreadPool};
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, Ordering};
+
+/// Model 1. Mutant `decrement_before_run` makes it fail.
+#[test]
+fn every_task_runs_exactly_once_and_the_wait_returns_after_all() {
+    check(|| {
+        let tally = Tally::new(2);
+        let group = TaskGroup::new();
+        let pool = ThreadPool::new(2);
+        // SAFETY: `tally` and `group` outlive the wait (and the pool, which
+        // is declared last so it is dropped first).
+        unsafe { pool.submit_indexed(&group, &tally, 2, hit) };
+        group.wait(&pool);
+        tally.assert_each_ran_once();
+    });
+}
+
+/// Model 5. Mutant `increment_after_publish` makes it fail.
+#[test]
+fn a_task_spawned_into_its_own_group_is_covered_by_the_wait() {
+    check(|| {
+        let parent_done = AtomicBool::new(false);
+        let child_done = AtomicBool::new(false);
+        let pool = ThreadPool::new(2);
+        pool.scope(|s| {
+            s.spawn(|s| {
+                s.spawn(|_| child_done.store(true, Ordering::Relaxed));
+                parent_done.store(true, Ordering::Relaxed);
+            });
+        });
+        require(parent_done.load(Ordering::Relaxed), || {
+            "scope returned before the parent task finished".into()
+        });
+        require(child_done.load(Ordering::Relaxed), || {
+            "scope returned before the child task ran".into()
+        });
+    });
+}
+
+/// Model 6. Mutant `no_wake_on_group_done` makes it fail.
+#[test]
+fn two_groups_waited_on_two_threads_each_return_after_their_own_work() {
+    check(|| {
+        let pool = Arc::new(ThreadPool::new(2));
+        let other = {
+            let pool = Arc::clone(&pool);
+            loom::thread::spawn(move || {
+                let tally = Tally::new(1);
+                let group = TaskGroup::new();
+                // SAFETY: `tally` and `group` outlive the wait.
+                unsafe { pool.submit_indexed(&group, &tally, 1, hit) };
+                group.wait(&pool);
+                tally.assert_each_ran_once();
+            })
+        };
+        let tally = Tally::new(1);
+        let group = TaskGroup::new();
+        // SAFETY: `tally` and `group` outlive the wait.
+        unsafe { pool.submit_indexed(&group, &tally, 1, hit) };
+        group.wait(&pool);
+        tally.assert_each_ran_once();
+        other.join().unwrap();
+    });
+}
+
+fn panic_on_zero(tally: &Tally, index: usize) {
+    if index == 0 {
+        panic!("{}", EXPECTED_PANIC);
+    }
+    tally.hit(index);
+}
+
+/// Model 7. Mutant `no_decrement_on_panic` makes it fail.
+#[test]
+fn a_panicking_task_is_re_raised_by_the_wait_and_the_counter_reaches_zero() {
+    check(|| {
+        let tally = Tally::new(2);
+        let group = TaskGroup::new();
+        let pool = ThreadPool::new(2);
+        // SAFETY: `tally` and `group` outlive the wait.
+        unsafe { pool.submit_indexed(&group, &tally, 2, panic_on_zero) };
+        let raised = panic::catch_unwind(AssertUnwindSafe(|| group.wait(&pool)));
+        let payload = raised.err();
+        let message = payload
+            .as_ref()
+            .and_then(|p| p.downcast_ref::<String>())
+            .map(String::as_str);
+        require(message == Some(EXPECTED_PANIC), || {
+            "the wait must re-raise the task's own panic payload".into()
+        });
+        require(group.is_done(), || "the panicking task must still complete".into());
+        let counts = tally.counts();
+        require(counts == [0, 1], || {
+            format!("the other task must run exactly once, got {counts:?}")
+        });
+        require(group.panicked() == 0, || "the wait must reset the group".into());
+    });
+}
