@@ -155,16 +155,17 @@ impl Rows {
         let (last_chunk, last_row) = (last / CHUNK_CAPACITY, last % CHUNK_CAPACITY);
         let moved = if (last_chunk, last_row) != (chunk, row) {
             let (dst, src) = (self.base(chunk), self.base(last_chunk));
-            for (index, column) in self.columns.iter().enumerate() {
-                // SAFETY: both rows are initialised rows of this archetype (`last < len`,
-                // and (chunk, row) is the vacated row) and distinct, so the ranges do not
-                // overlap; the last row's value is moved, and `len` shrinks below so it is not
-                // read or dropped again.
+            for column in self.columns.iter() {
+                let (offset, size) = (column.offset, column.size);
+                // SAFETY: both rows are initialised rows of this archetype (`last < len`, and
+                // (chunk, row) is the vacated row) and distinct, so the ranges do not overlap;
+                // the last row's value is moved, and `len` shrinks below so it is not read or
+                // dropped again.
                 unsafe {
                     copy_value(
-                        self.slot(src, index, last_row),
-                        self.slot(dst, index, row),
-                        column.size,
+                        src.as_ptr().wrapping_add(offset + last_row * size),
+                        dst.as_ptr().wrapping_add(offset + row * size),
+                        size,
                     )
                 };
             }

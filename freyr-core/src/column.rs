@@ -2,6 +2,7 @@
 
 use core::alloc::Layout;
 use core::any::TypeId;
+use core::mem::MaybeUninit;
 
 use crate::CHUNK_CAPACITY;
 use crate::component::{ComponentId, ComponentInfo, DropFn};
@@ -71,29 +72,32 @@ pub(crate) fn chunk_layout<'a>(
 }
 
 /// Moves one value of `size` bytes from `src` to `dst`, with fixed-size copies for the common
-/// small sizes so the hot row-move path does not call `memcpy`.
+/// small sizes so the hot row-move path does not call `memcpy`. Bytes are moved as
+/// `MaybeUninit`, so padding (uninitialised) bytes are copied without being read as integers.
 ///
 /// # Safety
 /// `src` is valid for reading and `dst` for writing `size` bytes, and the ranges do not overlap.
 #[inline(always)]
 pub(crate) unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
-    // SAFETY: (all arms) the caller guarantees both ranges are valid for `size` bytes and do
-    // not overlap; unaligned accesses are used so no alignment is assumed.
+    #[inline(always)]
+    unsafe fn fixed<const N: usize>(src: *const u8, dst: *mut u8) {
+        type Bytes<const N: usize> = MaybeUninit<[u8; N]>;
+        // SAFETY: the caller (`copy_value`'s caller) guarantees both ranges are valid for N
+        // bytes and do not overlap; unaligned `MaybeUninit` accesses assume no alignment and no
+        // initialisation.
+        unsafe {
+            dst.cast::<Bytes<N>>()
+                .write_unaligned(src.cast::<Bytes<N>>().read_unaligned())
+        }
+    }
+    // SAFETY: (all arms) `size` bytes are valid at both pointers (caller contract).
     unsafe {
         match size {
             0 => {}
-            4 => dst
-                .cast::<u32>()
-                .write_unaligned(src.cast::<u32>().read_unaligned()),
-            8 => dst
-                .cast::<u64>()
-                .write_unaligned(src.cast::<u64>().read_unaligned()),
-            12 => dst
-                .cast::<[u32; 3]>()
-                .write_unaligned(src.cast::<[u32; 3]>().read_unaligned()),
-            16 => dst
-                .cast::<u128>()
-                .write_unaligned(src.cast::<u128>().read_unaligned()),
+            4 => fixed::<4>(src, dst),
+            8 => fixed::<8>(src, dst),
+            12 => fixed::<12>(src, dst),
+            16 => fixed::<16>(src, dst),
             _ => core::ptr::copy_nonoverlapping(src, dst, size),
         }
     }

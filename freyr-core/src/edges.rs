@@ -5,27 +5,48 @@
 //! one plain copy per column.
 
 use crate::archetype::{Archetype, ArchetypeId};
-use crate::component::ComponentId;
+use crate::column::Column;
+use crate::component::{ComponentId, DropFn};
+
+/// One column's value moving between rows: byte offsets of the column in the source and target
+/// chunk layouts, and the value size. Row `r` of a column is at `base + offset + r * size`.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Move {
+    pub(crate) src: usize,
+    pub(crate) dst: usize,
+    pub(crate) size: usize,
+}
+
+/// Where one bundle element goes in (insert) or comes from (remove).
+#[derive(Copy, Clone)]
+pub(crate) struct Field {
+    /// Column byte offset in the target (insert) or source (remove) chunk layout.
+    pub(crate) offset: usize,
+    pub(crate) size: usize,
+    /// Insert only: the entity already has this component; the old value is swapped out and
+    /// dropped with `drop`.
+    pub(crate) overwrite: bool,
+    pub(crate) drop: Option<DropFn>,
+}
 
 /// Inserting bundle `B` into a row of the source archetype.
 pub(crate) struct InsertEdge {
     /// Where the row goes (the source itself when every component is already present).
     pub(crate) target: ArchetypeId,
-    /// Per bundle position: the target column, and whether the source already has it (the old
-    /// value is then overwritten and dropped).
-    pub(crate) fields: Box<[(u32, bool)]>,
-    /// Per source column: the target column its value moves to.
-    pub(crate) moves: Box<[u32]>,
+    /// Per bundle position, in tuple order.
+    pub(crate) fields: Box<[Field]>,
+    /// The source row's values that move to the target (zero-sized columns left out).
+    pub(crate) moves: Box<[Move]>,
 }
 
 /// Removing bundle `B` from a row of the source archetype.
 pub(crate) struct RemoveEdge {
     /// Where the row goes, or the type name of the first bundle component the source lacks.
     pub(crate) target: Result<ArchetypeId, &'static str>,
-    /// Per bundle position: the source column it is read from.
-    pub(crate) fields: Box<[u32]>,
-    /// Per target column: the source column its value comes from.
-    pub(crate) moves: Box<[u32]>,
+    /// Per bundle position: where it is read from in the source.
+    pub(crate) fields: Box<[Field]>,
+    /// The source row's values that stay with the entity (zero-sized columns left out).
+    pub(crate) moves: Box<[Move]>,
 }
 
 /// The sorted union of `source` and `bundle`.
@@ -45,11 +66,35 @@ pub(crate) fn difference(source: &[ComponentId], bundle: &[ComponentId]) -> Vec<
         .collect()
 }
 
-/// Column index of `id` in `archetype`, which must have it.
-fn column(archetype: &Archetype, id: ComponentId) -> u32 {
-    archetype
+/// The column of `id` in `archetype`, which must have it.
+fn column(archetype: &Archetype, id: ComponentId) -> &Column {
+    let index = archetype
         .column_index(id)
-        .expect("edge target has the component") as u32
+        .expect("edge archetype has the component");
+    &archetype.rows.columns[index]
+}
+
+/// The moves of components `ids` (present in both archetypes) from `src` rows to `dst` rows,
+/// leaving out zero-sized ones.
+fn moves(src: &Archetype, dst: &Archetype, ids: &[ComponentId]) -> Box<[Move]> {
+    ids.iter()
+        .map(|&c| (column(src, c), column(dst, c)))
+        .filter(|(s, _)| s.size != 0)
+        .map(|(s, d)| Move {
+            src: s.offset,
+            dst: d.offset,
+            size: s.size,
+        })
+        .collect()
+}
+
+fn field(column: &Column, overwrite: bool) -> Field {
+    Field {
+        offset: column.offset,
+        size: column.size,
+        overwrite,
+        drop: column.drop,
+    }
 }
 
 impl InsertEdge {
@@ -62,13 +107,9 @@ impl InsertEdge {
             target: target.id(),
             fields: bundle
                 .iter()
-                .map(|&c| (column(target, c), source.has(c)))
+                .map(|&c| field(column(target, c), source.has(c)))
                 .collect(),
-            moves: source
-                .components()
-                .iter()
-                .map(|&c| column(target, c))
-                .collect(),
+            moves: moves(source, target, source.components()),
         }
     }
 }
@@ -81,12 +122,11 @@ impl RemoveEdge {
     ) -> RemoveEdge {
         RemoveEdge {
             target: Ok(target.id()),
-            fields: bundle.iter().map(|&c| column(source, c)).collect(),
-            moves: target
-                .components()
+            fields: bundle
                 .iter()
-                .map(|&c| column(source, c))
+                .map(|&c| field(column(source, c), false))
                 .collect(),
+            moves: moves(source, target, target.components()),
         }
     }
 

@@ -580,59 +580,50 @@ impl World {
             None => self.init_insert_edge::<B>(found.archetype),
         };
         let edge = &self.insert_edges[edge];
-        let target = edge.target.index();
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         let mut bundle = ManuallyDrop::new(bundle);
         // SAFETY: `bundle` is a live tuple and `fields` has MAX_BUNDLE >= B::LEN entries.
         unsafe { B::field_ptrs(&mut *bundle, &mut fields) };
-        let (slots, columns) = if target == found.archetype {
+        let source = found.base.as_ptr();
+        if edge.target.index() == found.archetype {
             // Every component is present: swap the new values in place.
-            let rows = &self.archetypes[target].rows;
-            for (i, &(column, overwrite)) in edge.fields.iter().enumerate() {
-                debug_assert!(overwrite);
-                let size = rows.columns[column as usize].size;
-                // SAFETY: the slot holds the entity's live value of field i's type and the field
-                // is a live value in the bundle; distinct allocations, `size` bytes each. After
+            for (&field, f) in fields.iter().zip(edge.fields.iter()) {
+                let slot = source.wrapping_add(f.offset + found.row * f.size);
+                // SAFETY: the slot holds the entity's live value of this element's type and
+                // the field is a live value in the bundle: distinct, `size` bytes each. After
                 // the swap the row owns the new value and the bundle field the old one.
-                unsafe {
-                    core::ptr::swap_nonoverlapping(
-                        fields[i],
-                        rows.slot(found.base, column as usize, found.row),
-                        size,
-                    )
-                };
+                unsafe { core::ptr::swap_nonoverlapping(field, slot, f.size) };
             }
-            (&edge.fields, &rows.columns)
         } else {
-            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, edge.target.index());
             let (chunk, row) = dst.rows.prepare_push(edge.target, &mut self.chunks);
             // Nothing below can panic until the old values are dropped.
             let base = dst.rows.base(chunk);
+            let target = base.as_ptr();
             // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
             unsafe { Rows::write_entity(base, row, entity) };
-            for (from, &to) in edge.moves.iter().enumerate() {
-                let size = src.rows.columns[from].size;
+            for m in edge.moves.iter() {
                 // SAFETY: the source slot holds a live value that moves (the source row is
-                // removed below without dropping), the target slot is vacant, same type/size.
+                // removed below without dropping); the target slot of the same column type is
+                // vacant; offsets and sizes come from the two archetypes' layouts.
                 unsafe {
                     copy_value(
-                        src.rows.slot(found.base, from, found.row),
-                        dst.rows.slot(base, to as usize, row),
-                        size,
+                        source.wrapping_add(m.src + found.row * m.size),
+                        target.wrapping_add(m.dst + row * m.size),
+                        m.size,
                     )
                 };
             }
-            for (i, &(column, overwrite)) in edge.fields.iter().enumerate() {
-                let slot = dst.rows.slot(base, column as usize, row);
-                let size = dst.rows.columns[column as usize].size;
-                if overwrite {
+            for (&field, f) in fields.iter().zip(edge.fields.iter()) {
+                let slot = target.wrapping_add(f.offset + row * f.size);
+                if f.overwrite {
                     // SAFETY: the slot now holds the moved old value; swapping leaves the new
                     // value in the row and the old one in the bundle field (dropped below).
-                    unsafe { core::ptr::swap_nonoverlapping(fields[i], slot, size) };
+                    unsafe { core::ptr::swap_nonoverlapping(field, slot, f.size) };
                 } else {
-                    // SAFETY: vacant slot of field i's type; the field's value moves into it
-                    // (the bundle is ManuallyDrop, and this field is not dropped below).
-                    unsafe { copy_value(fields[i], slot, size) };
+                    // SAFETY: vacant slot of this element's type; the value moves into it (the
+                    // bundle is ManuallyDrop, and this field is not dropped below).
+                    unsafe { copy_value(field, slot, f.size) };
                 }
             }
             dst.rows.len += 1;
@@ -649,20 +640,17 @@ impl World {
                 src.rows
                     .swap_remove_nodrop(found.chunk, found.row, &mut self.chunks)
             {
-                self.entities.set_location(
-                    moved,
-                    Location {
-                        chunk: src_chunk_id,
-                        row: found.row as u32,
-                    },
-                );
+                let location = Location {
+                    chunk: src_chunk_id,
+                    row: found.row as u32,
+                };
+                self.entities.set_location(moved, location);
             }
-            (&edge.fields, &self.archetypes[target].rows.columns)
-        };
+        }
         // The world is consistent; drop the overwritten old values now held by the bundle.
-        for_each_finishing_on_panic(slots.len(), |i| {
-            let (column, overwrite) = slots[i];
-            if let (true, Some(drop)) = (overwrite, columns[column as usize].drop) {
+        for_each_finishing_on_panic(edge.fields.len(), |i| {
+            let f = &edge.fields[i];
+            if let (true, Some(drop)) = (f.overwrite, f.drop) {
                 // SAFETY: field i holds the old value swapped out of the row; it is dropped
                 // exactly once here and the bundle itself is never dropped.
                 unsafe { drop(fields[i], 1) };
@@ -701,35 +689,35 @@ impl World {
         };
         let edge = &self.remove_edges[edge];
         let target_id = edge.target.map_err(ComponentError::MissingComponent)?;
-        let target = target_id.index();
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
-        if target == found.archetype {
+        if target_id.index() == found.archetype {
             // Only the empty bundle removes nothing and stays.
             // SAFETY: B::LEN == 0 here (a non-empty bundle always leaves the archetype), so no
             // pointer is read.
             return Ok(unsafe { B::read(&fields[..B::LEN]) });
         }
-        let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+        let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target_id.index());
         let (chunk, row) = dst.rows.prepare_push(target_id, &mut self.chunks);
         // Nothing below can panic.
-        for (field, &column) in fields.iter_mut().zip(edge.fields.iter()) {
-            *field = src.rows.slot(found.base, column as usize, found.row);
+        let source = found.base.as_ptr();
+        for (field, f) in fields.iter_mut().zip(edge.fields.iter()) {
+            *field = source.wrapping_add(f.offset + found.row * f.size);
         }
         // SAFETY: each pointer is the entity's live value of the matching tuple element; they
         // are moved out here and the row is removed below without dropping them.
         let value = unsafe { B::read(&fields[..B::LEN]) };
         let base = dst.rows.base(chunk);
+        let target = base.as_ptr();
         // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
         unsafe { Rows::write_entity(base, row, entity) };
-        for (to, &from) in edge.moves.iter().enumerate() {
-            let size = dst.rows.columns[to].size;
-            // SAFETY: live source value moves to the vacant target slot of the same type; the
-            // source row is removed below without dropping.
+        for m in edge.moves.iter() {
+            // SAFETY: a live source value moves to the vacant target slot of the same column
+            // type; the source row is removed below without dropping.
             unsafe {
                 copy_value(
-                    src.rows.slot(found.base, from as usize, found.row),
-                    dst.rows.slot(base, to, row),
-                    size,
+                    source.wrapping_add(m.src + found.row * m.size),
+                    target.wrapping_add(m.dst + row * m.size),
+                    m.size,
                 )
             };
         }
