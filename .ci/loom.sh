@@ -115,7 +115,7 @@ for pair in "${PAIRS[@]}"; do
         log="$CARGO_TARGET_DIR/mutant-$mutant.log"
         if grep -q 'model property violated' "$log"; then
             how=$(grep -o -m1 'model property violated: .*' "$log")
-        elif grep -q '^deadlock' "$log"; then
+        elif grep -q 'deadlock; threads' "$log"; then
             how="loom: deadlock (a lost wake-up or a counter that never reaches zero)"
         else
             how="exit status $status"

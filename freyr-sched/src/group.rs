@@ -430,3 +430,69 @@ impl fmt::Debug for GroupPanic {
             .finish_non_exhaustive()
     }
 }
+
+#[cfg(all(test, not(freyr_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn completing_the_last_index_reports_a_sleeping_waiter() {
+        let group = GroupInner::new();
+        group.add(2);
+        assert!(group.announce_sleeper());
+        // SAFETY: two indices are pending and owned by this test.
+        assert!(!unsafe { GroupInner::complete(&group, 1) });
+        // SAFETY: one index is pending.
+        assert!(unsafe { GroupInner::complete(&group, 1) });
+        assert!(group.is_done());
+        group.clear_sleeper();
+        assert_eq!(group.state.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn completing_without_a_sleeper_reports_nothing() {
+        let group = GroupInner::new();
+        group.add(3);
+        // SAFETY: three indices are pending.
+        assert!(!unsafe { GroupInner::complete(&group, 3) });
+        assert!(group.is_done());
+    }
+
+    #[test]
+    fn announcing_on_a_done_group_sets_no_bit() {
+        let group = GroupInner::new();
+        assert!(!group.announce_sleeper());
+        assert_eq!(group.state.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn clearing_never_drops_the_bit_while_work_is_pending() {
+        let group = GroupInner::new();
+        group.add(1);
+        assert!(group.announce_sleeper());
+        group.clear_sleeper();
+        assert_eq!(group.state.load(Ordering::Relaxed), SLEEPER | 1);
+    }
+
+    #[test]
+    fn the_first_panic_is_kept_and_the_others_counted() {
+        let group = GroupInner::new();
+        group.record_panic(Box::new("first"));
+        group.record_panic(Box::new("second"));
+        group.record_panic(Box::new("third"));
+        assert_eq!(group.panicked(), 3);
+        let panic = group.take_panic().expect("a panic was recorded");
+        assert_eq!(panic.others(), 2);
+        assert_eq!(panic.payload().downcast_ref::<&str>(), Some(&"first"));
+        assert_eq!(group.panicked(), 0);
+        assert!(group.take_panic().is_none());
+    }
+
+    #[test]
+    #[should_panic(expected = "task group counter overflow")]
+    fn counter_overflow_is_caught() {
+        let group = GroupInner::new();
+        group.add(COUNT);
+        group.add(1);
+    }
+}

@@ -5,8 +5,8 @@
 //! 1. **Correct under any interleaving**: every task runs exactly once, a
 //!    wait returns only after its group's tasks ran, no wake-up is lost, a
 //!    panic is delivered to the waiter. The protocol is written down in
-//!    [`PROTOCOL.md`](https://example.invalid/freyr/freyr-sched/PROTOCOL.md)
-//!    (in this crate's directory) and model-checked by `loom-tests/`.
+//!    `PROTOCOL.md` next to the code (rendered here as the [`protocol`]
+//!    module) and model-checked by `loom-tests/`.
 //! 2. **Cheap dispatch**: a chunk task is a small `Copy` value in a bounded
 //!    MPMC queue (no heap allocation per task), a batch costs one
 //!    group-counter increment, and an idle pool parks (~0 CPU).
@@ -72,6 +72,9 @@ mod sleep;
 mod sync;
 mod task;
 mod worker_count;
+
+#[doc = include_str!("../PROTOCOL.md")]
+pub mod protocol {}
 
 pub use group::{GroupPanic, TaskGroup};
 pub use metrics::{PoolMetrics, WorkerMetrics};

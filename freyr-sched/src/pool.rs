@@ -506,3 +506,80 @@ impl Drop for ThreadPool {
         }
     }
 }
+
+#[cfg(all(test, not(freyr_loom)))]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicUsize;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn pools_and_groups_are_send_and_sync() {
+        assert_send_sync::<ThreadPool>();
+        assert_send_sync::<TaskGroup>();
+        assert_send_sync::<crate::Scope<'_, '_>>();
+    }
+
+    #[test]
+    fn a_pool_of_one_runs_a_batch_before_submit_returns() {
+        fn record(seen: &[AtomicUsize; 5], i: usize) {
+            seen[i].fetch_add(1, Ordering::Relaxed);
+        }
+        let pool = ThreadPool::new(1);
+        let seen: [AtomicUsize; 5] = Default::default();
+        let group = TaskGroup::new();
+        // SAFETY: `seen` and `group` outlive this test.
+        unsafe { pool.submit_indexed(&group, &seen, 5, record) };
+        assert!(seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+        assert!(group.is_done());
+        assert_eq!(pool.metrics().workers[0].tasks_run, 5);
+    }
+
+    #[test]
+    #[should_panic(expected = "grain must be at least 1")]
+    fn grain_zero_panics_on_an_inline_pool_too() {
+        ThreadPool::new(1).parallel_for(0, 0, |_| {});
+    }
+
+    #[test]
+    fn parallel_for_re_raises_and_the_pool_stays_usable() {
+        let pool = ThreadPool::new(3);
+        let caught = panic::catch_unwind(AssertUnwindSafe(|| {
+            pool.parallel_for(100, 7, |i| assert_ne!(i, 50, "index 50 fails"));
+        }));
+        assert!(caught.is_err());
+        let hits = AtomicUsize::new(0);
+        pool.parallel_for(100, 7, |_| {
+            hits.fetch_add(1, Ordering::Relaxed);
+        });
+        assert_eq!(hits.load(Ordering::Relaxed), 100);
+    }
+
+    #[test]
+    fn a_zero_count_batch_is_a_no_op() {
+        fn never(_: &(), _: usize) {
+            unreachable!("no index to run");
+        }
+        let pool = ThreadPool::new(2);
+        let group = TaskGroup::new();
+        // SAFETY: nothing is queued.
+        unsafe { pool.submit_indexed(&group, &(), 0, never) };
+        assert!(group.is_done());
+    }
+
+    #[test]
+    fn dropping_a_pool_drains_unwaited_tasks() {
+        fn bump(counter: &AtomicUsize, _: usize) {
+            counter.fetch_add(1, Ordering::Relaxed);
+        }
+        let counter = AtomicUsize::new(0);
+        let group = TaskGroup::new();
+        let pool = ThreadPool::new(3);
+        // SAFETY: `counter` and `group` outlive the pool, whose drop drains it.
+        unsafe { pool.submit_indexed(&group, &counter, 500, bump) };
+        drop(pool);
+        assert!(group.is_done());
+        assert_eq!(counter.load(Ordering::Relaxed), 500);
+    }
+}

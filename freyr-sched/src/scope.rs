@@ -218,3 +218,69 @@ impl fmt::Debug for Scope<'_, '_> {
             .finish()
     }
 }
+
+#[cfg(all(test, not(freyr_loom)))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::ThreadPool;
+
+    fn fan_out<'scope>(
+        s: &'scope super::Scope<'scope, '_>,
+        depth: u32,
+        leaves: &'scope AtomicUsize,
+    ) {
+        if depth == 0 {
+            leaves.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        s.spawn(move |s| fan_out(s, depth - 1, leaves));
+        s.spawn(move |s| fan_out(s, depth - 1, leaves));
+    }
+
+    #[test]
+    fn nested_spawns_are_all_waited_for() {
+        for workers in [1, 2, 4] {
+            let pool = ThreadPool::new(workers);
+            let leaves = AtomicUsize::new(0);
+            pool.scope(|s| fan_out(s, 8, &leaves));
+            assert_eq!(leaves.load(Ordering::Relaxed), 256, "workers = {workers}");
+        }
+    }
+
+    #[test]
+    fn a_scope_inside_a_task_helps_instead_of_deadlocking() {
+        let pool = ThreadPool::new(2);
+        let inner = AtomicUsize::new(0);
+        pool.scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|_| {
+                    pool.scope(|t| {
+                        for _ in 0..4 {
+                            t.spawn(|_| {
+                                inner.fetch_add(1, Ordering::Relaxed);
+                            });
+                        }
+                    });
+                });
+            }
+        });
+        assert_eq!(inner.load(Ordering::Relaxed), 16);
+    }
+
+    #[test]
+    fn the_callers_own_panic_wins_after_tasks_finish() {
+        let pool = ThreadPool::new(2);
+        let ran = AtomicUsize::new(0);
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            pool.scope(|s| {
+                s.spawn(|_| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+                panic!("caller");
+            })
+        }));
+        assert_eq!(caught.unwrap_err().downcast_ref::<&str>(), Some(&"caller"));
+        assert_eq!(ran.load(Ordering::Relaxed), 1);
+    }
+}

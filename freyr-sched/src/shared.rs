@@ -11,8 +11,7 @@ use crate::lcg::Lcg;
 use crate::metrics::{CachePadded, Counters, PoolMetrics};
 use crate::sleep::Sleep;
 use crate::sync::{
-    self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, SPIN_ROUNDS,
-    StartLatch,
+    self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, StartLatch,
 };
 use crate::task::Task;
 
@@ -29,6 +28,7 @@ struct Context {
 
 sync::thread_local! {
     // No `const { .. }` initialiser: loom's `thread_local!` does not take one.
+    #[allow(clippy::missing_const_for_thread_local)]
     static CONTEXT: Cell<Context> = Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0 });
 }
 
@@ -172,10 +172,10 @@ impl Shared {
     /// Find: own queue first, then the overflow queue, then the other
     /// workers' queues starting at a pseudo-random victim.
     fn find_task(&self, me: Option<usize>, slot: usize, lcg: &mut Lcg) -> Option<Task> {
-        if let Some(own) = me {
-            if let Some(task) = self.queues[own].0.pop() {
-                return Some(task);
-            }
+        if let Some(own) = me
+            && let Some(task) = self.queues[own].0.pop()
+        {
+            return Some(task);
         }
         if let Some(task) = self.overflow.pop() {
             return Some(task);
@@ -300,7 +300,7 @@ impl Shared {
                 self.run(task, slot, &mut lcg);
                 continue;
             }
-            for _ in 0..SPIN_ROUNDS {
+            for _ in 0..sync::spin_rounds() {
                 sync::spin_hint();
                 if group.is_done() {
                     break 'help;
@@ -374,7 +374,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             shared.run(task, index, &mut lcg);
             continue;
         }
-        for _ in 0..SPIN_ROUNDS {
+        for _ in 0..sync::spin_rounds() {
             sync::spin_hint();
             if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
                 shared.run(task, index, &mut lcg);
@@ -402,4 +402,77 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             lcg: 0,
         });
     });
+}
+
+#[cfg(all(test, not(freyr_loom)))]
+mod tests {
+    use super::*;
+    use crate::group::TaskGroup;
+    use std::sync::atomic::AtomicUsize;
+
+    fn bump(counter: &AtomicUsize, _index: usize) {
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn erased() -> unsafe fn(*const (), usize) {
+        // SAFETY: `fn(&AtomicUsize, usize)` and `unsafe fn(*const (), usize)`
+        // are ABI-compatible (thin pointer types), as in `submit_indexed`.
+        unsafe {
+            core::mem::transmute::<fn(&AtomicUsize, usize), unsafe fn(*const (), usize)>(bump)
+        }
+    }
+
+    /// A pool state with no threads: the test thread is the only helper.
+    #[test]
+    fn a_full_queue_spills_to_overflow_and_loses_nothing() {
+        let shared = Shared::new(2); // one queue, no worker threads here
+        let counter = AtomicUsize::new(0);
+        let group = TaskGroup::new();
+        let tasks = QUEUE_CAPACITY + 10;
+        for _ in 0..tasks {
+            // SAFETY: `counter` and `group` outlive the wait below.
+            unsafe {
+                shared.submit_one(
+                    group.inner(),
+                    Task {
+                        func: erased(),
+                        job: (&raw const counter).cast(),
+                        start: 0,
+                        end: 1,
+                        group: group.inner(),
+                    },
+                );
+            }
+        }
+        assert!(
+            !shared.overflow.is_empty(),
+            "the queue must have overflowed"
+        );
+        shared.wait_until_done(group.inner());
+        assert_eq!(counter.load(Ordering::Relaxed), tasks);
+        assert!(!shared.has_work());
+        assert_eq!(shared.metrics().total().tasks_run, tasks as u64);
+    }
+
+    #[test]
+    fn a_batch_is_a_few_ranges_covering_every_index_once() {
+        let shared = Shared::new(3); // two queues
+        let counter = AtomicUsize::new(0);
+        let group = TaskGroup::new();
+        // SAFETY: `counter` and `group` outlive the wait below.
+        unsafe { shared.submit_range(group.inner(), erased(), (&raw const counter).cast(), 1000) };
+        let mut lcg = Lcg::new(3);
+        let mut ranges = Vec::new();
+        while let Some(task) = shared.find_task(None, 2, &mut lcg) {
+            ranges.push((task.start, task.end));
+            // SAFETY: the indices were counted by `submit_range`.
+            unsafe { shared.complete(task.group, task.end - task.start) };
+        }
+        ranges.sort_unstable();
+        assert_eq!(ranges.len(), 2 * PIECES_PER_WORKER);
+        assert_eq!(ranges.first().map(|r| r.0), Some(0));
+        assert!(ranges.windows(2).all(|w| w[0].1 == w[1].0), "{ranges:?}");
+        assert_eq!(ranges.last().map(|r| r.1), Some(1000));
+        assert!(group.is_done());
+    }
 }

@@ -105,3 +105,41 @@ impl Sleep {
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
     }
 }
+
+#[cfg(all(test, not(freyr_loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn a_re_check_that_finds_work_does_not_park() {
+        let sleep = Sleep::new();
+        let counters = Counters::default();
+        sleep.sleep(&counters, || false);
+        assert_eq!(counters.snapshot().parks, 0);
+        assert!(!sleep.has_sleepers());
+    }
+
+    #[test]
+    fn new_work_wakes_a_sleeper() {
+        let sleep = Arc::new(Sleep::new());
+        let work = Arc::new(AtomicBool::new(false));
+        let sleeper = {
+            let (sleep, work) = (Arc::clone(&sleep), Arc::clone(&work));
+            std::thread::spawn(move || {
+                let counters = Counters::default();
+                while !work.load(Ordering::SeqCst) {
+                    sleep.sleep(&counters, || !work.load(Ordering::SeqCst));
+                }
+                counters.snapshot()
+            })
+        };
+        // Publish, then wake: exactly the submit steps 2-3.
+        work.store(true, Ordering::SeqCst);
+        sleep.new_work(1);
+        let metrics = sleeper.join().unwrap();
+        assert_eq!(metrics.parks, metrics.wakeups);
+        assert!(!sleep.has_sleepers());
+    }
+}

@@ -81,7 +81,10 @@ impl Tally {
     /// makes the tasks' increments visible, so a missing happens-before edge
     /// shows up as a stale count.
     pub fn counts(&self) -> Vec<usize> {
-        self.runs.iter().map(|r| r.load(Ordering::Relaxed)).collect()
+        self.runs
+            .iter()
+            .map(|r| r.load(Ordering::Relaxed))
+            .collect()
     }
 
     /// Asserts that every task ran exactly once.

@@ -97,11 +97,15 @@ fn a_panicking_task_is_re_raised_by_the_wait_and_the_counter_reaches_zero() {
         require(message == Some(EXPECTED_PANIC), || {
             "the wait must re-raise the task's own panic payload".into()
         });
-        require(group.is_done(), || "the panicking task must still complete".into());
+        require(group.is_done(), || {
+            "the panicking task must still complete".into()
+        });
         let counts = tally.counts();
         require(counts == [0, 1], || {
             format!("the other task must run exactly once, got {counts:?}")
         });
-        require(group.panicked() == 0, || "the wait must reset the group".into());
+        require(group.panicked() == 0, || {
+            "the wait must reset the group".into()
+        });
     });
 }

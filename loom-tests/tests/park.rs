@@ -40,7 +40,9 @@ fn a_worker_parking_during_a_submission_never_misses_the_wake_up() {
         }
         group.wait(&pool);
         let runs = job.runs.load(Ordering::Relaxed);
-        require(runs == 1, || format!("the task must run exactly once, ran {runs} times"));
+        require(runs == 1, || {
+            format!("the task must run exactly once, ran {runs} times")
+        });
     });
 }
 
@@ -56,7 +58,9 @@ fn shutdown_racing_a_parked_worker_drains_and_joins_every_thread() {
         // SAFETY: `tally` and `group` outlive the pool, whose drop drains it.
         unsafe { pool.submit_indexed(&group, &tally, 1, hit) };
         drop(pool);
-        require(group.is_done(), || "dropping the pool must drain queued tasks".into());
+        require(group.is_done(), || {
+            "dropping the pool must drain queued tasks".into()
+        });
         tally.assert_each_ran_once();
     });
 }

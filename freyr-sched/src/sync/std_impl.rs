@@ -15,6 +15,13 @@ pub(crate) const QUEUE_CAPACITY: usize = 1024;
 /// Failed search rounds an idle thread spins (with `spin_loop` hints) before
 /// it announces itself sleepy and parks.
 pub(crate) const SPIN_ROUNDS: u32 = 64;
+
+/// [`SPIN_ROUNDS`] as a call, so a loop over a zero count is not flagged as
+/// an empty range in the loom build.
+#[inline]
+pub(crate) fn spin_rounds() -> u32 {
+    SPIN_ROUNDS
+}
 /// `submit_indexed` splits a batch into at most `(workers - 1) * PIECES_PER_WORKER`
 /// range tasks up front; idle threads split further on demand.
 pub(crate) const PIECES_PER_WORKER: usize = 4;
