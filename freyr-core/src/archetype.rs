@@ -53,6 +53,8 @@ impl ArchetypeId {
 /// `reserve`). Removal moves the archetype's last row into the hole.
 pub(crate) struct Rows {
     pub(crate) columns: Box<[Column]>,
+    /// Whether any column has a drop function (skips the drop loop otherwise).
+    pub(crate) needs_drop: bool,
     pub(crate) chunks: ChunkList,
     pub(crate) len: usize,
 }
@@ -198,7 +200,7 @@ impl Rows {
     /// column by column, chunk by chunk. If a `Drop` panics the rest are still dropped.
     pub(crate) fn drop_values(&self, start: usize, end: usize) {
         let columns = self.columns.len();
-        if start >= end || self.columns.iter().all(|c| c.drop.is_none()) {
+        if start >= end || !self.needs_drop {
             return;
         }
         let first_chunk = start / CHUNK_CAPACITY;
@@ -223,6 +225,9 @@ impl Rows {
     /// other columns are still dropped.
     #[inline]
     pub(crate) fn drop_row(&self, chunk: usize, row: usize) {
+        if !self.needs_drop {
+            return;
+        }
         let base = self.base(chunk);
         for_each_finishing_on_panic(self.columns.len(), |column| {
             if let Some(drop) = self.columns[column].drop {
@@ -296,6 +301,7 @@ impl Archetype {
             signature: words.into_boxed_slice(),
             bits,
             rows: Rows {
+                needs_drop: columns.iter().any(|c| c.drop.is_some()),
                 columns,
                 chunks: ChunkList::new(layout),
                 len: 0,

@@ -139,6 +139,13 @@ pub struct ChunkRef<'a> {
     len: usize,
 }
 
+// SAFETY: a `ChunkRef` is a shared view (like `&'a [T]` for each column) of `Component` values,
+// which are `Sync`; it never hands out mutable access (`column_ptr` writes need exclusivity
+// established by the caller), so sending or sharing it across threads is as safe as `&[T]`.
+unsafe impl Send for ChunkRef<'_> {}
+// SAFETY: as above.
+unsafe impl Sync for ChunkRef<'_> {}
+
 impl<'a> ChunkRef<'a> {
     /// # Safety
     /// `base` is a chunk of `archetype` whose first `len` rows are initialised, and it stays

@@ -895,3 +895,26 @@ fn spawn_in<B: Bundle>(
     rows.len += 1;
     entity
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn storage_types_are_send_and_sync() {
+        assert_send_sync::<World>();
+        assert_send_sync::<Archetype>();
+        assert_send_sync::<crate::ChunkRef<'static>>();
+        assert_send_sync::<crate::CommandBuffer>();
+    }
+
+    #[test]
+    fn two_mut_returns_the_requested_pair() {
+        let mut items = [1, 2, 3];
+        let (a, b) = two_mut(&mut items, 2, 0);
+        core::mem::swap(a, b);
+        assert_eq!(items, [3, 2, 1]);
+    }
+}
