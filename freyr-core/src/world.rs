@@ -464,6 +464,11 @@ impl World {
         }
         let mut spawned = Vec::with_capacity(lower);
         let mut dst = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
+        // The next item is fetched before a chunk is made for it, so no empty chunk is left
+        // behind when the items end on a chunk boundary.
+        let Some(mut item) = iter.next() else {
+            return spawned;
+        };
         loop {
             // One chunk segment: the vacant rows `row..CHUNK_CAPACITY` of the last chunk.
             let (chunk, mut row) = rows.prepare_push(archetype, chunks);
@@ -472,14 +477,12 @@ impl World {
             for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
                 *d = base.as_ptr().wrapping_add(offset + row * size);
             }
-            while row < CHUNK_CAPACITY {
-                let Some(item) = iter.next() else {
-                    return spawned;
-                };
-                let entity = entities.alloc(Location {
+            loop {
+                let location = Location {
                     chunk: chunk_id,
                     row: row as u32,
-                });
+                };
+                let entity = entities.alloc(location);
                 // SAFETY: `row` is the vacant row `rows.len` of chunk `chunk` (prepare_push
                 // made it exist), and `dst[i]` points at column i's slot for that row: aligned
                 // (offset and size are multiples of the alignment) and vacant.
@@ -493,6 +496,14 @@ impl World {
                     *d = d.wrapping_add(size);
                 }
                 row += 1;
+                // User code: if it panics, every row so far is committed.
+                match iter.next() {
+                    Some(next) => item = next,
+                    None => return spawned,
+                }
+                if row == CHUNK_CAPACITY {
+                    break;
+                }
             }
         }
     }

@@ -158,3 +158,14 @@ fn spawn_batch_matches_repeated_spawn_ids() {
     let from_single: Vec<_> = (0..5u8).map(|i| single.spawn((i,))).collect();
     assert_eq!(from_batch, from_single);
 }
+
+#[test]
+fn batch_ending_on_a_chunk_boundary_allocates_no_extra_chunk() {
+    let mut world = World::new();
+    world.spawn_batch((0..2 * CHUNK_CAPACITY).map(|i| (i as u16,)).filter(|_| true));
+    world.spawn_batch((0..CHUNK_CAPACITY).map(|i| (i as u16,)));
+    let id = world.component_id::<u16>().unwrap();
+    let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
+    assert_eq!(arch.allocated_chunks(), 3);
+    assert_eq!(arch.chunk_count(), 3);
+}
