@@ -1,5 +1,6 @@
 //! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
 
+use core::any::TypeId;
 use core::ptr::NonNull;
 
 use bitvec::slice::BitSlice;
@@ -104,7 +105,8 @@ impl Rows {
         table.reserve(1);
         self.chunks.list.reserve(1);
         let id = table.alloc(archetype.0, index as u32);
-        self.chunks.push_new(id);
+        let base = self.chunks.push_new(id);
+        table.set_base(id, base);
     }
 
     /// Allocates chunks so that `additional` more rows fit without allocating.
@@ -276,7 +278,14 @@ pub struct Archetype {
     pub(crate) insert_edges: TypeIdMap<u32>,
     /// Bundle type -> index into the world's remove edges.
     pub(crate) remove_edges: TypeIdMap<u32>,
+    /// The last insert edge used: a hit skips the map lookup (repeated inserts of one bundle).
+    pub(crate) insert_cache: (TypeId, u32),
+    /// The last remove edge used.
+    pub(crate) remove_cache: (TypeId, u32),
 }
+
+/// Stands in for "no bundle" in the edge caches; it is not a `Bundle`, so it never matches.
+struct NoBundle;
 
 impl Archetype {
     /// Builds an empty archetype for the sorted component set `components`.
@@ -308,6 +317,8 @@ impl Archetype {
             },
             insert_edges: TypeIdMap::default(),
             remove_edges: TypeIdMap::default(),
+            insert_cache: (TypeId::of::<NoBundle>(), 0),
+            remove_cache: (TypeId::of::<NoBundle>(), 0),
         }
     }
 

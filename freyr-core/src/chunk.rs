@@ -38,8 +38,8 @@ impl ChunkList {
         }
     }
 
-    /// Allocates an uninitialised chunk with global id `id` and appends it.
-    pub(crate) fn push_new(&mut self, id: u32) {
+    /// Allocates an uninitialised chunk with global id `id`, appends it and returns its base.
+    pub(crate) fn push_new(&mut self, id: u32) -> NonNull<u8> {
         self.list.reserve(1);
         // SAFETY: `layout` has a non-zero size (it always holds the entity column).
         let ptr = unsafe { std::alloc::alloc(self.layout) };
@@ -47,6 +47,7 @@ impl ChunkList {
             std::alloc::handle_alloc_error(self.layout)
         };
         self.list.push(Chunk { base, id });
+        base
     }
 
     /// Frees the last chunk (its values must already be dropped or moved out) and returns its id.
@@ -65,12 +66,20 @@ impl Drop for ChunkList {
     }
 }
 
-/// Where a global chunk id points: archetype and chunk index inside it.
-#[derive(Copy, Clone, Debug, Default)]
+/// Where a global chunk id points: archetype, chunk index inside it, and the chunk's base (a
+/// copy of the owning [`ChunkList`]'s pointer, so a lookup by entity needs no further hops).
+#[derive(Copy, Clone, Debug)]
 pub(crate) struct ChunkEntry {
     pub(crate) archetype: u32,
     pub(crate) index: u32,
+    pub(crate) base: NonNull<u8>,
 }
+
+// SAFETY: the entry only copies a chunk pointer owned by a `ChunkList` (which is Send + Sync);
+// it is never dereferenced except under the same rules as the list's own pointer.
+unsafe impl Send for ChunkEntry {}
+// SAFETY: as above.
+unsafe impl Sync for ChunkEntry {}
 
 /// The world's global chunk ids (what an entity slot stores), reused LIFO.
 #[derive(Default)]
@@ -85,7 +94,12 @@ impl ChunkTable {
     /// # Panics
     /// When more than 2^22 chunks (2^31 rows) would exist at once.
     pub(crate) fn alloc(&mut self, archetype: u32, index: u32) -> u32 {
-        let entry = ChunkEntry { archetype, index };
+        let base = NonNull::dangling();
+        let entry = ChunkEntry {
+            archetype,
+            index,
+            base,
+        };
         if let Some(id) = self.free.pop() {
             self.entries[id as usize] = entry;
             id
@@ -97,6 +111,11 @@ impl ChunkTable {
             self.entries.push(entry);
             (self.entries.len() - 1) as u32
         }
+    }
+
+    /// Records the base of chunk `id` once it is allocated.
+    pub(crate) fn set_base(&mut self, id: u32, base: NonNull<u8>) {
+        self.entries[id as usize].base = base;
     }
 
     /// Makes room for `additional` more ids.

@@ -286,7 +286,7 @@ impl World {
         let archetype = entry.archetype as usize;
         let chunk = entry.index as usize;
         let row = location.row as usize;
-        let base = self.archetypes[archetype].rows.base(chunk);
+        let base = entry.base;
         // SAFETY: a live slot locates an initialised row of an existing chunk (world invariant:
         // every live entity's slot is updated whenever its row moves).
         let stored = unsafe { Rows::read_entity(base, row) };
@@ -583,12 +583,16 @@ impl World {
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
         let found = self.find(entity).ok_or(NoSuchEntity)?;
-        let edge = match self.archetypes[found.archetype]
-            .insert_edges
-            .get(&TypeId::of::<B>())
-        {
-            Some(&index) => index as usize,
-            None => self.init_insert_edge::<B>(found.archetype),
+        let source = &mut self.archetypes[found.archetype];
+        let edge = match source.insert_cache {
+            (ty, index) if ty == TypeId::of::<B>() => index as usize,
+            _ => match source.insert_edges.get(&TypeId::of::<B>()) {
+                Some(&index) => {
+                    source.insert_cache = (TypeId::of::<B>(), index);
+                    index as usize
+                }
+                None => self.init_insert_edge::<B>(found.archetype),
+            },
         };
         let edge = &self.insert_edges[edge];
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
@@ -691,12 +695,16 @@ impl World {
     /// ```
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
         let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
-        let edge = match self.archetypes[found.archetype]
-            .remove_edges
-            .get(&TypeId::of::<B>())
-        {
-            Some(&index) => index as usize,
-            None => self.init_remove_edge::<B>(found.archetype),
+        let source = &mut self.archetypes[found.archetype];
+        let edge = match source.remove_cache {
+            (ty, index) if ty == TypeId::of::<B>() => index as usize,
+            _ => match source.remove_edges.get(&TypeId::of::<B>()) {
+                Some(&index) => {
+                    source.remove_cache = (TypeId::of::<B>(), index);
+                    index as usize
+                }
+                None => self.init_remove_edge::<B>(found.archetype),
+            },
         };
         let edge = &self.remove_edges[edge];
         let target_id = edge.target.map_err(ComponentError::MissingComponent)?;
@@ -858,6 +866,7 @@ impl World {
             for (index, chunk) in rows.chunks.list.iter().enumerate() {
                 let entry = self.chunks.get(chunk.id);
                 assert_eq!((entry.archetype as usize, entry.index as usize), (a, index));
+                assert_eq!(entry.base, chunk.base);
             }
             for (index, chunk) in archetype.chunks().enumerate() {
                 if index + 1 < archetype.chunk_count() {

@@ -162,7 +162,11 @@ fn spawn_batch_matches_repeated_spawn_ids() {
 #[test]
 fn batch_ending_on_a_chunk_boundary_allocates_no_extra_chunk() {
     let mut world = World::new();
-    world.spawn_batch((0..2 * CHUNK_CAPACITY).map(|i| (i as u16,)).filter(|_| true));
+    world.spawn_batch(
+        (0..2 * CHUNK_CAPACITY)
+            .map(|i| (i as u16,))
+            .filter(|_| true),
+    );
     world.spawn_batch((0..CHUNK_CAPACITY).map(|i| (i as u16,)));
     let id = world.component_id::<u16>().unwrap();
     let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
