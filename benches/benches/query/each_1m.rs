@@ -1,0 +1,158 @@
+//! `each_1m`: `pos += vel * dt` over 1M (Position, Velocity) entities on the calling thread.
+
+use std::hint::black_box;
+
+use freyr_benches::{Position, Velocity, pos_vel};
+use freyr_query::Registry;
+
+use crate::{BIG, DT, Group};
+
+/// The update every implementation runs per entity.
+#[inline(always)]
+pub fn integrate(p: &mut Position, v: &Velocity, dt: f32) {
+    p.0[0] += v.0[0] * dt;
+    p.0[1] += v.0[1] * dt;
+    p.0[2] += v.0[2] * dt;
+}
+
+/// The baseline: two plain `Vec`s.
+pub struct PlainVec {
+    pos: Vec<Position>,
+    vel: Vec<Velocity>,
+}
+
+impl PlainVec {
+    pub fn new(n: usize) -> Self {
+        let (pos, vel) = (0..n).map(pos_vel).unzip();
+        PlainVec { pos, vel }
+    }
+
+    #[inline(never)]
+    pub fn run(&mut self) {
+        let dt = black_box(DT);
+        for (p, v) in self.pos.iter_mut().zip(&self.vel) {
+            integrate(p, v, dt);
+        }
+    }
+}
+
+/// Freyr: a registry and its cached query.
+pub struct Freyr {
+    registry: Registry,
+}
+
+impl Freyr {
+    pub fn new(n: usize, workers: usize) -> Self {
+        let mut registry = Registry::with_workers(workers);
+        registry.spawn_batch((0..n).map(pos_vel));
+        // Build the query state once, outside the measurement.
+        assert_eq!(registry.query::<(&mut Position, &Velocity)>().count(), n);
+        Freyr { registry }
+    }
+
+    /// `Query::each`.
+    #[inline(never)]
+    pub fn run_each(&mut self) {
+        let dt = black_box(DT);
+        self.registry
+            .query::<(&mut Position, &Velocity)>()
+            .each(|_, (p, v)| integrate(p, v, dt));
+    }
+
+    /// `Query::each_chunk`: the same with column slices.
+    #[inline(never)]
+    pub fn run_each_chunk(&mut self) {
+        let dt = black_box(DT);
+        self.registry
+            .query::<(&mut Position, &Velocity)>()
+            .each_chunk(|_, (pos, vel)| {
+                for (p, v) in pos.iter_mut().zip(vel) {
+                    integrate(p, v, dt);
+                }
+            });
+    }
+
+    /// `Query::each_async` on every worker, then the sync point.
+    #[inline(never)]
+    pub fn run_each_async(&mut self) {
+        let dt = black_box(DT);
+        self.registry
+            .query::<(&mut Position, &Velocity)>()
+            .each_async(move |_, (p, v)| integrate(p, v, dt));
+        self.registry.execute_tasks();
+    }
+}
+
+#[cfg(feature = "compare")]
+pub mod hecs_peer {
+    use super::*;
+
+    pub struct Hecs {
+        pub world: hecs::World,
+    }
+
+    impl Hecs {
+        pub fn new(n: usize) -> Self {
+            let mut world = hecs::World::new();
+            world.spawn_batch((0..n).map(pos_vel)).for_each(drop);
+            Hecs { world }
+        }
+
+        #[inline(never)]
+        pub fn run(&mut self) {
+            let dt = black_box(DT);
+            for (p, v) in self.world.query_mut::<(&mut Position, &Velocity)>() {
+                integrate(p, v, dt);
+            }
+        }
+    }
+}
+
+#[cfg(feature = "compare")]
+pub mod bevy_peer {
+    use super::*;
+    use bevy_ecs::query::QueryState;
+    use bevy_ecs::world::World;
+
+    pub struct Bevy {
+        pub world: World,
+        pub query: QueryState<(&'static mut Position, &'static Velocity)>,
+    }
+
+    impl Bevy {
+        pub fn new(n: usize) -> Self {
+            let mut world = World::new();
+            world.spawn_batch((0..n).map(pos_vel)).for_each(drop);
+            let query = world.query::<(&mut Position, &Velocity)>();
+            Bevy { world, query }
+        }
+
+        #[inline(never)]
+        pub fn run(&mut self) {
+            let dt = black_box(DT);
+            for (mut p, v) in self.query.iter_mut(&mut self.world) {
+                integrate(&mut p, v, dt);
+            }
+        }
+    }
+}
+
+pub fn register(group: &mut Group<'_>) {
+    let mut plain = PlainVec::new(BIG);
+    group.bench_function("each_1m/plain_vec", |b| b.iter(|| plain.run()));
+    drop(plain);
+    let mut freyr = Freyr::new(BIG, 1);
+    group.bench_function("each_1m/freyr_each", |b| b.iter(|| freyr.run_each()));
+    group.bench_function("each_1m/freyr_each_chunk", |b| {
+        b.iter(|| freyr.run_each_chunk())
+    });
+    drop(freyr);
+    #[cfg(feature = "compare")]
+    {
+        let mut hecs = hecs_peer::Hecs::new(BIG);
+        group.bench_function("each_1m/hecs", |b| b.iter(|| hecs.run()));
+        drop(hecs);
+        let mut bevy = bevy_peer::Bevy::new(BIG);
+        group.bench_function("each_1m/bevy_ecs", |b| b.iter(|| bevy.run()));
+    }
+}
