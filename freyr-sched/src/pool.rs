@@ -295,6 +295,7 @@ impl ThreadPool {
     /// group.wait(&pool);
     /// assert!(job.sums.iter().enumerate().all(|(i, s)| s.load(Ordering::Relaxed) == i as u64 * 2));
     /// ```
+    #[inline]
     pub unsafe fn submit_indexed<J: Sync>(
         &self,
         group: &TaskGroup,
@@ -415,6 +416,7 @@ impl ThreadPool {
 
 /// Runs `f(0..count)` on this thread, catching each panic into `group` and
 /// carrying on with the next index.
+#[inline]
 pub(crate) fn run_inline(group: &TaskGroup, count: usize, f: impl Fn(usize)) {
     let mut next = 0;
     while next < count {

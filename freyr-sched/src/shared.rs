@@ -9,7 +9,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::group::GroupInner;
 use crate::lcg::Lcg;
 use crate::metrics::{CachePadded, Counters, PoolMetrics};
-use crate::sleep::Sleep;
+use crate::sleep::{Sleep, Sleeper};
 use crate::sync::{
     self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, StartLatch,
 };
@@ -284,7 +284,7 @@ impl Shared {
         // MUTANT `no_wake_on_group_done`: the sleeping waiter is never told.
         #[cfg(not(freyr_mutant = "no_wake_on_group_done"))]
         if wake {
-            self.sleep.wake_all();
+            self.sleep.wake_group_waiters();
         }
         #[cfg(freyr_mutant = "no_wake_on_group_done")]
         let _ = wake;
@@ -300,8 +300,8 @@ impl Shared {
                 self.run(task, slot, &mut lcg);
                 continue;
             }
-            for _ in 0..sync::spin_rounds() {
-                sync::spin_hint();
+            for round in 0..sync::spin_rounds() {
+                sync::spin_hint(round);
                 if group.is_done() {
                     break 'help;
                 }
@@ -313,9 +313,10 @@ impl Shared {
             if !group.announce_sleeper() {
                 break;
             }
-            self.sleep.sleep(&self.counters[slot].0, || {
-                !group.is_done() && !self.has_work()
-            });
+            self.sleep
+                .sleep(Sleeper::GroupWaiter, &self.counters[slot].0, || {
+                    !group.is_done() && !self.has_work()
+                });
         }
         group.clear_sleeper();
         // Hand-off: a wake-up meant for a worker may have landed on this
@@ -374,8 +375,8 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             shared.run(task, index, &mut lcg);
             continue;
         }
-        for _ in 0..sync::spin_rounds() {
-            sync::spin_hint();
+        for round in 0..sync::spin_rounds() {
+            sync::spin_hint(round);
             if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
                 shared.run(task, index, &mut lcg);
                 continue 'work;
@@ -391,9 +392,9 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             }
             break;
         }
-        shared
-            .sleep
-            .sleep(counters, || !shared.has_work() && !shared.is_shut_down());
+        shared.sleep.sleep(Sleeper::Worker, counters, || {
+            !shared.has_work() && !shared.is_shut_down()
+        });
     }
     CONTEXT.with(|cell| {
         cell.set(Context {

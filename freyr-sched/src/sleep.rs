@@ -3,85 +3,143 @@
 //! refer to it.
 
 use crate::metrics::Counters;
-use crate::sync::{self, AtomicUsize, Condvar, Mutex, Ordering, fence};
+use crate::sync::{self, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
+
+/// Which condition variable a thread sleeps on.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Sleeper {
+    /// A background worker: woken by new work and by shutdown.
+    Worker,
+    /// A thread waiting for a task group: woken by new work (when no worker
+    /// can take it) and by any group's completion.
+    GroupWaiter,
+}
+
+/// The state under the sleep lock.
+struct State {
+    /// Workers blocked on `workers_cv`.
+    waiting_workers: usize,
+    /// Wake-ups granted to waiting workers and not yet taken.
+    worker_tokens: usize,
+    /// Group waiters blocked on `waiters_cv`.
+    waiting_waiters: usize,
+    /// Wake-ups granted to waiting group waiters and not yet taken.
+    waiter_tokens: usize,
+    /// Bumped by every broadcast (a group completed, or shutdown): every
+    /// sleeper of the broadcast's kind wakes without taking a token.
+    generation: u64,
+}
 
 /// The pool-wide sleep state shared by workers and waiting threads.
 pub(crate) struct Sleep {
     /// Threads that announced they are about to sleep or are sleeping
-    /// (workers and group waiters alike). Pushers read it to decide whether
-    /// a wake-up is needed at all; it is a hint that is exact where it
-    /// matters (see `announce`).
+    /// (workers and group waiters alike). Pushers read it (after a SeqCst
+    /// fence) to decide whether a wake-up may be needed at all.
     sleepers: AtomicUsize,
-    /// The wake-up epoch: bumped under the lock by every wake. A sleeper
-    /// waits only while the epoch is the one it saw when it re-checked for
-    /// work, under the same lock.
-    epoch: Mutex<u64>,
-    wakeup: Condvar,
+    /// Waiting threads without a token: a relaxed mirror of the lock state,
+    /// read by the splitting heuristic only.
+    wakeable: AtomicUsize,
+    state: Mutex<State>,
+    workers_cv: Condvar,
+    waiters_cv: Condvar,
 }
 
 impl Sleep {
     pub(crate) fn new() -> Self {
         Sleep {
             sleepers: AtomicUsize::new(0),
-            epoch: Mutex::new(0),
-            wakeup: Condvar::new(),
+            wakeable: AtomicUsize::new(0),
+            state: Mutex::new(State {
+                waiting_workers: 0,
+                worker_tokens: 0,
+                waiting_waiters: 0,
+                waiter_tokens: 0,
+                generation: 0,
+            }),
+            workers_cv: Condvar::new(),
+            waiters_cv: Condvar::new(),
         }
     }
 
-    /// Whether some thread is (about to be) asleep: then splitting work is
-    /// worthwhile. A relaxed hint, never used for correctness.
+    /// Whether some thread sleeps without a pending wake-up: then splitting
+    /// work is worthwhile. A relaxed hint, never used for correctness.
     #[inline]
     pub(crate) fn has_sleepers(&self) -> bool {
-        self.sleepers.load(Ordering::Relaxed) != 0
+        self.wakeable.load(Ordering::Relaxed) != 0
     }
 
-    /// Submit step 3: called after `tasks` new tasks were pushed. Wakes up to
-    /// `tasks` sleepers, and costs one fence and one load when nobody sleeps.
+    fn publish_wakeable(&self, state: &State) {
+        let waiting = state.waiting_workers + state.waiting_waiters;
+        let tokens = state.worker_tokens + state.waiter_tokens;
+        self.wakeable
+            .store(waiting.saturating_sub(tokens), Ordering::Relaxed);
+    }
+
+    /// Submit step 3: called after `tasks` new tasks were pushed. Grants up
+    /// to `tasks` wake-ups to sleepers that have none yet, workers first.
+    /// Costs one fence and one load when nobody sleeps.
     #[inline]
     pub(crate) fn new_work(&self, tasks: usize) {
         // Pairs with the fence in `sleep` (park step 2): either this load sees
         // the sleeper's announcement, or the sleeper's re-check sees the push.
         fence(Ordering::SeqCst);
-        let sleepers = self.sleepers.load(Ordering::Relaxed);
-        if sleepers != 0 {
-            self.wake(tasks, sleepers);
+        if self.sleepers.load(Ordering::Relaxed) != 0 {
+            self.wake(tasks);
         }
     }
 
     #[cold]
-    fn wake(&self, tasks: usize, sleepers: usize) {
-        let mut epoch = sync::lock(&self.epoch);
-        *epoch = epoch.wrapping_add(1);
-        if tasks >= sleepers {
-            self.wakeup.notify_all();
-        } else {
-            for _ in 0..tasks {
-                self.wakeup.notify_one();
-            }
-        }
+    fn wake(&self, tasks: usize) {
+        let mut state = sync::lock(&self.state);
+        let idle_workers = state.waiting_workers.saturating_sub(state.worker_tokens);
+        let to_workers = tasks.min(idle_workers);
+        let idle_waiters = state.waiting_waiters.saturating_sub(state.waiter_tokens);
+        let to_waiters = (tasks - to_workers).min(idle_waiters);
+        state.worker_tokens += to_workers;
+        state.waiter_tokens += to_waiters;
+        self.publish_wakeable(&state);
+        notify(&self.workers_cv, to_workers, idle_workers);
+        notify(&self.waiters_cv, to_waiters, idle_waiters);
+        // Nobody without a token is waiting: every announced sleeper either
+        // re-checks after this critical section (and sees the work) or
+        // already holds a token and will search when it wakes.
     }
 
-    /// Wakes every sleeper (group completion with a sleeping waiter, and
-    /// shutdown).
+    /// Group completion step 2: wakes every sleeping group waiter (each
+    /// re-checks its own group). Workers sleep on.
+    #[cold]
+    pub(crate) fn wake_group_waiters(&self) {
+        let mut state = sync::lock(&self.state);
+        state.generation = state.generation.wrapping_add(1);
+        self.waiters_cv.notify_all();
+    }
+
+    /// Shutdown step 1: wakes every sleeper.
     #[cold]
     pub(crate) fn wake_all(&self) {
-        let mut epoch = sync::lock(&self.epoch);
-        *epoch = epoch.wrapping_add(1);
-        self.wakeup.notify_all();
+        let mut state = sync::lock(&self.state);
+        state.generation = state.generation.wrapping_add(1);
+        self.workers_cv.notify_all();
+        self.waiters_cv.notify_all();
     }
 
-    /// Park steps 1-5: announce, fence, lock, re-check, wait for a new epoch.
-    /// `still_idle` re-checks every condition the caller waits for (queued
-    /// work, its group's completion, shutdown) and returns `true` when there
-    /// is still nothing to do; it runs under the sleep lock.
+    /// Park steps 1-5: announce, fence, lock, re-check, wait for a token or
+    /// a broadcast. `still_idle` re-checks every condition the caller waits
+    /// for (queued work, its group's completion, shutdown) and returns `true`
+    /// when there is still nothing to do; it runs under the sleep lock.
     #[cold]
-    pub(crate) fn sleep(&self, counters: &Counters, still_idle: impl FnOnce() -> bool) {
+    pub(crate) fn sleep(
+        &self,
+        kind: Sleeper,
+        counters: &Counters,
+        still_idle: impl FnOnce() -> bool,
+    ) {
         // 1. Announce: from here on a pusher that misses our re-check sees us.
         self.sleepers.fetch_add(1, Ordering::SeqCst);
         // 2. Order the announcement before the re-check's loads.
         fence(Ordering::SeqCst);
-        // 3. Lock: a waker's epoch bump happens entirely before or after.
-        let mut epoch = sync::lock(&self.epoch);
+        // 3. Lock: a waker's critical section is entirely before or after.
+        let mut state = sync::lock(&self.state);
         // 4. Re-check. MUTANT `no_recheck_before_sleep` skips it: a push that
         //    landed between our last search and the announcement (so its
         //    pusher saw no sleeper) is then never noticed.
@@ -93,16 +151,66 @@ impl Sleep {
             true
         };
         if idle {
-            // 5. Sleep until some waker bumps the epoch.
             counters.add_park();
-            let seen = *epoch;
-            while *epoch == seen {
-                epoch = sync::wait(&self.wakeup, epoch);
-            }
+            state = self.wait(kind, state);
             counters.add_wakeup();
         }
-        drop(epoch);
+        drop(state);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// 5. Sleep until granted a token or a broadcast of our kind.
+    fn wait<'a>(
+        &'a self,
+        kind: Sleeper,
+        mut state: MutexGuard<'a, State>,
+    ) -> MutexGuard<'a, State> {
+        let seen = state.generation;
+        match kind {
+            Sleeper::Worker => state.waiting_workers += 1,
+            Sleeper::GroupWaiter => state.waiting_waiters += 1,
+        }
+        self.publish_wakeable(&state);
+        let condvar = match kind {
+            Sleeper::Worker => &self.workers_cv,
+            Sleeper::GroupWaiter => &self.waiters_cv,
+        };
+        loop {
+            state = sync::wait(condvar, state);
+            let tokens = match kind {
+                Sleeper::Worker => &mut state.worker_tokens,
+                Sleeper::GroupWaiter => &mut state.waiter_tokens,
+            };
+            if *tokens > 0 {
+                *tokens -= 1;
+                break;
+            }
+            if state.generation != seen {
+                break;
+            }
+        }
+        match kind {
+            Sleeper::Worker => state.waiting_workers -= 1,
+            Sleeper::GroupWaiter => state.waiting_waiters -= 1,
+        }
+        // A thread that left on a broadcast may leave a token behind with
+        // nobody to take it; never grant more tokens than there are waiters.
+        state.worker_tokens = state.worker_tokens.min(state.waiting_workers);
+        state.waiter_tokens = state.waiter_tokens.min(state.waiting_waiters);
+        self.publish_wakeable(&state);
+        state
+    }
+}
+
+/// Wakes `n` of the `idle` threads waiting on `condvar` (all when `n` covers
+/// them: one syscall instead of many).
+fn notify(condvar: &Condvar, n: usize, idle: usize) {
+    if n > 0 && n >= idle {
+        condvar.notify_all();
+    } else {
+        for _ in 0..n {
+            condvar.notify_one();
+        }
     }
 }
 
@@ -116,7 +224,7 @@ mod tests {
     fn a_re_check_that_finds_work_does_not_park() {
         let sleep = Sleep::new();
         let counters = Counters::default();
-        sleep.sleep(&counters, || false);
+        sleep.sleep(Sleeper::Worker, &counters, || false);
         assert_eq!(counters.snapshot().parks, 0);
         assert!(!sleep.has_sleepers());
     }
@@ -130,7 +238,7 @@ mod tests {
             std::thread::spawn(move || {
                 let counters = Counters::default();
                 while !work.load(Ordering::SeqCst) {
-                    sleep.sleep(&counters, || !work.load(Ordering::SeqCst));
+                    sleep.sleep(Sleeper::Worker, &counters, || !work.load(Ordering::SeqCst));
                 }
                 counters.snapshot()
             })

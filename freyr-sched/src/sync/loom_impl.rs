@@ -94,7 +94,7 @@ pub(crate) fn available_parallelism() -> usize {
 }
 
 /// A spin round under loom is a yield, so loom can schedule the other threads.
-pub(crate) fn spin_hint() {
+pub(crate) fn spin_hint(_round: u32) {
     yield_now();
 }
 

@@ -12,12 +12,17 @@ pub(crate) use std::thread_local;
 /// Slots in each worker's bounded queue. A full queue spills to the overflow
 /// queue, so this bounds memory per worker (~40 KiB), not correctness.
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
-/// Failed search rounds an idle thread spins (with `spin_loop` hints) before
-/// it announces itself sleepy and parks.
-pub(crate) const SPIN_ROUNDS: u32 = 64;
+/// Failed search rounds an idle thread spends before it announces itself
+/// sleepy and parks: the first [`SPIN_HINT_ROUNDS`] with a `spin_loop` hint
+/// (~2 µs), the rest yielding the CPU (tens of µs on a busy machine). Long
+/// enough that back-to-back batches find the workers awake (no futex wake
+/// per batch), short enough that an idle pool is parked almost at once.
+pub(crate) const SPIN_ROUNDS: u32 = 96;
+/// The first rounds of [`SPIN_ROUNDS`] busy-wait; later ones yield.
+const SPIN_HINT_ROUNDS: u32 = 64;
 
-/// [`SPIN_ROUNDS`] as a call, so a loop over a zero count is not flagged as
-/// an empty range in the loom build.
+/// [`SPIN_ROUNDS`] as a call (the loom half's count is zero, and a loop over
+/// a constant empty range would be flagged there).
 #[inline]
 pub(crate) fn spin_rounds() -> u32 {
     SPIN_ROUNDS
@@ -79,9 +84,13 @@ pub(crate) fn available_parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// A busy-wait hint for one spin round.
-pub(crate) fn spin_hint() {
-    std::hint::spin_loop();
+/// Waits out spin round `round` of [`SPIN_ROUNDS`].
+pub(crate) fn spin_hint(round: u32) {
+    if round < SPIN_HINT_ROUNDS {
+        std::hint::spin_loop();
+    } else {
+        yield_now();
+    }
 }
 
 /// One step of the blocking backoff used where no pool is at hand
