@@ -149,6 +149,7 @@ impl Rows {
     /// Removes row (`chunk`, `row`) WITHOUT dropping its values (they were dropped or moved out
     /// already): moves the archetype's last row into the hole, shrinks `len`, frees surplus
     /// chunks. Returns the entity that moved into the hole, if any. Never runs user code.
+    #[inline]
     pub(crate) fn swap_remove_nodrop(
         &mut self,
         chunk: usize,

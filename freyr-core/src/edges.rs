@@ -37,6 +37,8 @@ pub(crate) struct InsertEdge {
     pub(crate) fields: Box<[Field]>,
     /// The source row's values that move to the target (zero-sized columns left out).
     pub(crate) moves: Box<[Move]>,
+    /// Whether some overwritten old value needs dropping.
+    pub(crate) drops_old: bool,
 }
 
 /// Removing bundle `B` from a row of the source archetype.
@@ -103,12 +105,14 @@ impl InsertEdge {
         target: &Archetype,
         bundle: &[ComponentId],
     ) -> InsertEdge {
+        let fields: Box<[Field]> = bundle
+            .iter()
+            .map(|&c| field(column(target, c), source.has(c)))
+            .collect();
         InsertEdge {
             target: target.id(),
-            fields: bundle
-                .iter()
-                .map(|&c| field(column(target, c), source.has(c)))
-                .collect(),
+            drops_old: fields.iter().any(|f| f.overwrite && f.drop.is_some()),
+            fields,
             moves: moves(source, target, source.components()),
         }
     }

@@ -85,6 +85,7 @@ impl core::fmt::Debug for World {
 }
 
 /// Mutable references to two distinct elements.
+#[inline]
 fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     assert_ne!(a, b);
     if a < b {
@@ -663,6 +664,9 @@ impl World {
             }
         }
         // The world is consistent; drop the overwritten old values now held by the bundle.
+        if !edge.drops_old {
+            return Ok(());
+        }
         for_each_finishing_on_panic(edge.fields.len(), |i| {
             let f = &edge.fields[i];
             if let (true, Some(drop)) = (f.overwrite, f.drop) {
