@@ -159,7 +159,11 @@ macro_rules! workloads {
             )
         });
         $group.bench_function(concat!("spawn_10k/", $name), |b| {
-            b.iter_batched_ref(|| $m::world(0).0, |world| $m::spawn_four(world), BatchSize::PerIteration)
+            b.iter_batched_ref(
+                || $m::world(0).0,
+                |world| $m::spawn_four(world),
+                BatchSize::PerIteration,
+            )
         });
         $group.bench_function(concat!("add_remove_10k/", $name), |b| {
             // The workload returns the world to its starting state, so one world serves all
