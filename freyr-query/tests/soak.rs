@@ -6,7 +6,7 @@
 //!
 //! Ignored by default. `.ci/run` runs it reduced:
 //! `FREYR_SOAK_TICKS=300 cargo test -p freyr-query --release --test soak -- --ignored`.
-//! Knobs: `FREYR_SOAK_TICKS` (default 3000), `FREYR_SOAK_SEED` (default fixed). On failure the
+//! Knobs: `FREYR_SOAK_TICKS` (default 10,000), `FREYR_SOAK_SEED` (default fixed). On failure the
 //! seed, tick and recent operations are printed; rerun with that seed to reproduce.
 //!
 //! The shadow model keys entities by an immutable `Serial` component, so it can predict the
@@ -962,9 +962,9 @@ impl Soak {
 }
 
 #[test]
-#[ignore = "soak: minutes at the default size; .ci/run runs it with FREYR_SOAK_TICKS=300"]
+#[ignore = "soak: ~25 s in release at the default size; .ci/run runs it with FREYR_SOAK_TICKS=300"]
 fn soak_random_queries_commands_and_panics_keep_the_world_valid() {
-    let ticks = env_u64("FREYR_SOAK_TICKS", 3000) as usize;
+    let ticks = env_u64("FREYR_SOAK_TICKS", 10_000) as usize;
     let seed = env_u64("FREYR_SOAK_SEED", 0x5EED_F4E7_0000_0004);
     quiet_planned_panics();
     let mut report = FailureReport {
