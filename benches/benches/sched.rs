@@ -3,12 +3,16 @@
 //! Scenarios (each at 1, 2 and the machine's worker count; override with
 //! `FREYR_BENCH_THREADS=1,4,16`):
 //! - `chunk_tasks_1954`: 1,954 empty tasks, one per 512-entity chunk of a million entities.
-//!   Freyr: the allocation-free chunk path (`submit_indexed` + `TaskGroup::wait`), and a scope
+//!   Freyr: the allocation-free chunk path (`submit_indexed` + `TaskGroup::wait`), the same
+//!   through `submit_job` (an `IndexedJob`, body inlined into the pool's batch loop), and a scope
 //!   with one spawn per task. Rayon: `par_iter().for_each` over 1,954 items (rayon splits the
 //!   range adaptively, so it runs fewer tasks), the same with `with_max_len(1)` (one task per
 //!   item, like Freyr), and `rayon::scope` spawning 1,954 tasks.
-//! - `parallel_for_1m`: one million trivial indices. Freyr: `parallel_for` with grain 1,024.
-//!   Rayon: `par_iter().with_min_len(1024).for_each`.
+//! - `parallel_for_1m`: one million trivial indices. Freyr: `parallel_for` with grain 1,024
+//!   (chunks of exactly 1,024 indices, several claimed per cursor RMW early on). Rayon:
+//!   `par_iter().with_min_len(1024).for_each` (what a rayon user writes for "grain": pieces of
+//!   at least 1,024, split adaptively, so in practice far larger), and `with_max_len(1024)`
+//!   (rayon held to Freyr's chunk shape: pieces of at most 1,024).
 //!
 //! Equal parallelism: a Freyr pool of `n` workers is `n - 1` threads plus the calling thread,
 //! which takes part; a rayon pool of `n` threads does not count its caller, so the rayon side
@@ -20,7 +24,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use freyr_sched::{TaskGroup, ThreadPool};
+use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
 use rayon::prelude::*;
 
 /// Chunks of 512 entities in a million: `ceil(1_000_000 / 512)`.
@@ -99,6 +103,26 @@ impl<'p> FreyrChunkTasks<'p> {
     }
 }
 
+/// The same 1,954 empty tasks as an [`IndexedJob`]: the body is inlined into the batch loop.
+struct EmptyChunkJob;
+
+impl IndexedJob for EmptyChunkJob {
+    #[inline]
+    fn run(&self, index: usize) {
+        black_box(index);
+    }
+}
+
+impl FreyrChunkTasks<'_> {
+    #[inline(never)]
+    fn run_job(&self) {
+        let job = EmptyChunkJob;
+        // SAFETY: `job` and `self.group` outlive `self.group.wait` below.
+        unsafe { self.pool.submit_job(&self.group, &job, CHUNK_TASKS) };
+        self.group.wait(self.pool);
+    }
+}
+
 /// 1,954 empty tasks spawned into a Freyr scope.
 #[inline(never)]
 fn freyr_scope_spawn(pool: &ThreadPool) {
@@ -154,6 +178,17 @@ fn rayon_parallel_for() {
         });
 }
 
+/// Rayon held to Freyr's chunk shape: pieces of at most `GRAIN` indices.
+#[inline(never)]
+fn rayon_parallel_for_max_len() {
+    (0..INDICES)
+        .into_par_iter()
+        .with_max_len(GRAIN)
+        .for_each(|i| {
+            black_box(i);
+        });
+}
+
 fn bench(c: &mut Criterion) {
     let counts = worker_counts();
     let pools: Vec<(usize, Pools)> = counts.iter().map(|&n| (n, Pools::new(n))).collect();
@@ -170,6 +205,12 @@ fn bench(c: &mut Criterion) {
             BenchmarkId::new("chunk_tasks_1954/freyr_submit_indexed", n),
             |b| {
                 b.iter(|| chunk_tasks.run());
+            },
+        );
+        group.bench_function(
+            BenchmarkId::new("chunk_tasks_1954/freyr_submit_job", n),
+            |b| {
+                b.iter(|| chunk_tasks.run_job());
             },
         );
         group.bench_function(
@@ -203,6 +244,9 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_function(BenchmarkId::new("parallel_for_1m/rayon", n), |b| {
             pools.rayon.install(|| b.iter(rayon_parallel_for));
+        });
+        group.bench_function(BenchmarkId::new("parallel_for_1m/rayon_max_len", n), |b| {
+            pools.rayon.install(|| b.iter(rayon_parallel_for_max_len));
         });
     }
     group.finish();

@@ -107,6 +107,28 @@ impl ProfileReport {
     pub fn tasks_stolen(&self) -> u64 {
         self.workers.iter().map(|w| w.tasks_stolen).sum()
     }
+
+    /// Per-thread busy time (pool counters, see [`WorkerMetrics::busy`]): `busy()[i]` is
+    /// background worker `i`, the last entry the non-worker threads.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Pos(f32);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.spawn_batch((0..5000).map(|i| (Pos(i as f32),)));
+    /// registry.query::<&mut Pos>().each_async(|_, p| p.0 += 1.0);
+    /// registry.execute_tasks();
+    /// let busy = registry.profile().busy();
+    /// assert_eq!(busy.len(), 2);
+    /// assert!(busy.iter().any(|b| !b.is_zero()));
+    /// ```
+    pub fn busy(&self) -> Vec<Duration> {
+        self.workers.iter().map(|w| w.busy).collect()
+    }
 }
 
 impl fmt::Display for ProfileReport {
@@ -150,11 +172,16 @@ impl fmt::Display for ProfileReport {
             self.implicit_syncs,
             self.implicit_sync_wait
         )?;
-        write!(
+        writeln!(
             f,
             "commands applied {}  stale {}  destroyed {}  panics {}",
             self.commands_applied, self.stale_commands, self.destroyed, self.panics
-        )
+        )?;
+        write!(f, "busy per thread (workers, then callers):")?;
+        for w in &self.workers {
+            write!(f, " {:.3?}", w.busy)?;
+        }
+        Ok(())
     }
 }
 
@@ -250,6 +277,7 @@ impl Profiler {
                     tasks_stolen: now.tasks_stolen.saturating_sub(base.tasks_stolen),
                     parks: now.parks.saturating_sub(base.parks),
                     wakeups: now.wakeups.saturating_sub(base.wakeups),
+                    busy: now.busy.saturating_sub(base.busy),
                 }
             })
             .collect();
@@ -266,6 +294,48 @@ impl Profiler {
             destroyed: self.destroyed,
             panics: self.panics,
             workers,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Instant;
+
+    use crate::Registry;
+
+    struct Value(u64);
+
+    /// Some real per-row work, so the tasks take measurable time.
+    fn churn(v: &mut Value) {
+        for _ in 0..64 {
+            v.0 = std::hint::black_box(v.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
+        }
+    }
+
+    #[test]
+    fn the_report_shows_per_thread_busy_time_after_real_work() {
+        for workers in [1, 2, 3] {
+            let mut registry = Registry::with_workers(workers);
+            registry.spawn_batch((0..20_000u64).map(|i| (Value(i),)));
+            registry.query::<&mut Value>().each_async(|_, v| churn(v));
+            registry.execute_tasks();
+            // A worker closes its busy episode when it next finds nothing, a moment after the
+            // last task finished; poll briefly for it.
+            let deadline = Instant::now() + std::time::Duration::from_secs(5);
+            let report = loop {
+                let report = registry.profile();
+                if report.busy().iter().any(|b| !b.is_zero()) || Instant::now() > deadline {
+                    break report;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            };
+            assert_eq!(report.busy().len(), workers, "{workers} workers");
+            assert!(
+                report.busy().iter().any(|b| !b.is_zero()),
+                "{workers} workers: no busy time after real work: {report}"
+            );
+            assert!(report.to_string().contains("busy per thread"));
         }
     }
 }

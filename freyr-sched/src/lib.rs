@@ -9,7 +9,8 @@
 //!    module) and model-checked by `loom-tests/`.
 //! 2. **Cheap dispatch**: a chunk task is a small `Copy` value in a bounded
 //!    MPMC queue (no heap allocation per task), a batch costs one
-//!    group-counter increment, and an idle pool parks (~0 CPU).
+//!    group-counter increment, an [`IndexedJob`]'s body is inlined into the
+//!    pool's batch loop (`submit_job`), and an idle pool parks (~0 CPU).
 //! 3. **No surprises**: a pool of one runs everything inline; `grain == 0`
 //!    is a clear panic, never a hang; dropping a pool joins its threads.
 //!
@@ -63,6 +64,7 @@
 //! under `freyr_loom` only). Neither cfg is meant for users.
 
 mod group;
+mod job;
 mod lcg;
 mod metrics;
 mod pool;
@@ -77,6 +79,7 @@ mod worker_count;
 pub mod protocol {}
 
 pub use group::{GroupPanic, TaskGroup};
+pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;

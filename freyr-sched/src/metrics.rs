@@ -1,6 +1,7 @@
 //! Per-worker statistics: relaxed counters, one cache line per worker.
 
 use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::time::{Duration, Instant};
 
 /// Aligns its content to 128 bytes (two cache lines on x86 with the adjacent
 /// line prefetcher), so one worker's counters never share a line with
@@ -16,6 +17,7 @@ pub(crate) struct Counters {
     pub(crate) tasks_stolen: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) wakeups: AtomicU64,
+    pub(crate) busy_nanos: AtomicU64,
 }
 
 impl Counters {
@@ -33,13 +35,37 @@ impl Counters {
     pub(crate) fn add_wakeup(&self) {
         self.wakeups.fetch_add(1, Relaxed);
     }
+    #[inline]
+    pub(crate) fn add_busy(&self, busy: Duration) {
+        let nanos = u64::try_from(busy.as_nanos()).unwrap_or(u64::MAX);
+        self.busy_nanos.fetch_add(nanos, Relaxed);
+    }
     pub(crate) fn snapshot(&self) -> WorkerMetrics {
         WorkerMetrics {
             tasks_run: self.tasks_run.load(Relaxed),
             tasks_stolen: self.tasks_stolen.load(Relaxed),
             parks: self.parks.load(Relaxed),
             wakeups: self.wakeups.load(Relaxed),
+            busy: Duration::from_nanos(self.busy_nanos.load(Relaxed)),
         }
+    }
+}
+
+/// Measures one busy episode: started when a thread finds work after being
+/// idle (or starts an inline batch), stopped when it next finds nothing.
+/// Two clock reads per episode, never per task.
+#[must_use]
+pub(crate) struct BusyClock(Instant);
+
+impl BusyClock {
+    #[inline]
+    pub(crate) fn start() -> Self {
+        BusyClock(Instant::now())
+    }
+    /// Adds the episode's length to `counters`.
+    #[inline]
+    pub(crate) fn stop(self, counters: &Counters) {
+        counters.add_busy(self.0.elapsed());
     }
 }
 
@@ -50,12 +76,20 @@ impl Counters {
 /// - `tasks_stolen`: queue entries taken from *another* worker's queue.
 /// - `parks`: times the thread went to sleep after finding no work.
 /// - `wakeups`: times it came back from such a sleep.
+/// - `busy`: wall time spent in *busy episodes*: an episode starts when the
+///   thread finds a task after having found none (or starts an inline batch,
+///   or its own share of a `parallel_for`) and ends the next time it finds
+///   nothing. It covers running tasks and the queue operations between
+///   back-to-back tasks; it excludes searching in vain, spinning and
+///   sleeping. Measured with two clock reads per episode, not per task. A
+///   task still running at snapshot time is not counted yet.
 ///
 /// # Examples
 ///
 /// ```
 /// let m = freyr_sched::WorkerMetrics::default();
 /// assert_eq!(m.tasks_run + m.tasks_stolen + m.parks + m.wakeups, 0);
+/// assert_eq!(m.busy, std::time::Duration::ZERO);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WorkerMetrics {
@@ -67,6 +101,8 @@ pub struct WorkerMetrics {
     pub parks: u64,
     /// Times this thread woke from a park.
     pub wakeups: u64,
+    /// Wall time this thread spent in busy episodes (see above).
+    pub busy: Duration,
 }
 
 /// A snapshot of a pool's per-worker counters, from
@@ -102,10 +138,18 @@ impl PoolMetrics {
     ///
     /// ```
     /// use freyr_sched::{PoolMetrics, WorkerMetrics};
-    /// let one = WorkerMetrics { tasks_run: 2, tasks_stolen: 1, parks: 0, wakeups: 0 };
+    /// use std::time::Duration;
+    /// let one = WorkerMetrics {
+    ///     tasks_run: 2,
+    ///     tasks_stolen: 1,
+    ///     parks: 0,
+    ///     wakeups: 0,
+    ///     busy: Duration::from_micros(5),
+    /// };
     /// let m = PoolMetrics { workers: vec![one, one] };
     /// assert_eq!(m.total().tasks_run, 4);
     /// assert_eq!(m.total().tasks_stolen, 2);
+    /// assert_eq!(m.total().busy, Duration::from_micros(10));
     /// ```
     #[must_use]
     pub fn total(&self) -> WorkerMetrics {
@@ -116,6 +160,7 @@ impl PoolMetrics {
                 tasks_stolen: acc.tasks_stolen + w.tasks_stolen,
                 parks: acc.parks + w.parks,
                 wakeups: acc.wakeups + w.wakeups,
+                busy: acc.busy + w.busy,
             })
     }
 }

@@ -7,8 +7,9 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::group::TaskGroup;
-use crate::metrics::PoolMetrics;
-use crate::shared::{Shared, worker_main};
+use crate::job::{IndexedJob, run_body_batch, run_job_batch};
+use crate::metrics::{CachePadded, PoolMetrics};
+use crate::shared::{Shared, close_episode, open_episode, worker_main};
 use crate::sync::{self, Arc, AtomicUsize, JoinHandle, Ordering};
 use crate::worker_count::resolve_worker_count;
 
@@ -265,6 +266,10 @@ impl ThreadPool {
     /// returns. Panics in tasks are caught and stored in `group`; the other
     /// tasks still run; [`TaskGroup::wait`] re-raises the first.
     ///
+    /// `func` is called through a function pointer, once per index; for
+    /// cheap tasks [`submit_job`](Self::submit_job) is faster (the body is
+    /// inlined into the pool's batch loop).
+    ///
     /// # Safety
     ///
     /// - `job` must point to a valid `J` that stays valid, and is not
@@ -309,8 +314,7 @@ impl ThreadPool {
         if self.is_inline() {
             // SAFETY: the caller guarantees `job` is valid until the wait.
             let job = unsafe { &*job };
-            run_inline(group, count, |i| func(job, i));
-            self.shared.current_counters().add_run(count);
+            self.run_inline_batch(group, count, |i| func(job, i));
             return;
         }
         // SAFETY: `fn(&J, usize)` and `unsafe fn(*const (), usize)` have the
@@ -318,25 +322,117 @@ impl ThreadPool {
         // thin, `J: Sized`), and the call site passes the `job` pointer the
         // caller vouched for, so the `&J` the callee sees is valid.
         let erased = unsafe { mem::transmute::<fn(&J, usize), unsafe fn(*const (), usize)>(func) };
-        // SAFETY: the caller's contract is exactly `submit_range`'s.
+        // SAFETY: the caller's contract is exactly `submit_range`'s:
+        // `run_body_batch` calls `erased(job, i)` = `func(&*job, i)` for
+        // indices below `count` only.
         unsafe {
-            self.shared
-                .submit_range(group.inner(), erased, job.cast::<()>(), count);
+            self.shared.submit_range(
+                group.inner(),
+                run_body_batch,
+                job.cast::<()>(),
+                Some(erased),
+                count,
+            );
         }
     }
 
-    /// Runs `f(i)` for every `i` in `0..count`, in chunks of up to `grain`
-    /// consecutive indices claimed from a shared atomic cursor. The calling
-    /// thread participates; `min(workers() - 1, chunks - 1)` helper tasks
-    /// join it. Runs inline when `workers() == 1` or `count <= grain`.
-    /// Allocation-free.
+    /// The fast chunk-task path: like [`submit_indexed`](Self::submit_indexed),
+    /// but the job is an [`IndexedJob`] whose `run` is monomorphised into the
+    /// scheduler's batch loop: no indirect call per index, so a batch of
+    /// cheap tasks costs about a plain loop plus the per-batch dispatch.
+    /// Queues `count` indices (task `i` calls `job.run(i)` once) as a few
+    /// `Copy` range values; no heap allocation.
+    ///
+    /// Returns at once. With `workers() == 1` the tasks run inline before it
+    /// returns. A panic in index `i` is caught and stored in `group`; the
+    /// job's other indices still run; [`TaskGroup::wait`] re-raises the first.
+    ///
+    /// # Safety
+    ///
+    /// - `job` must point to a valid `J` that stays valid, and is not
+    ///   mutated except through its own synchronisation, until
+    ///   `group.wait(self)` has returned (or `group.is_done()` was observed
+    ///   `true`); `J: Sync` (a supertrait of [`IndexedJob`]) makes the shared
+    ///   use from many threads sound.
+    /// - `group` must not be moved or forgotten before that (dropping it is
+    ///   fine: `TaskGroup`'s `Drop` blocks until its tasks finished).
+    /// - `job.run(i)` must be sound to call for every `i < count`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
+    ///
+    /// struct Tally(Vec<AtomicUsize>);
+    /// impl IndexedJob for Tally {
+    ///     fn run(&self, i: usize) {
+    ///         self.0[i].fetch_add(1, Ordering::Relaxed);
+    ///     }
+    /// }
+    /// let pool = ThreadPool::new(3);
+    /// let job = Tally((0..1954).map(|_| AtomicUsize::new(0)).collect());
+    /// let group = TaskGroup::new();
+    /// // SAFETY: `job` and `group` live until after the wait.
+    /// unsafe { pool.submit_job(&group, &job, 1954) };
+    /// group.wait(&pool);
+    /// assert!(job.0.iter().all(|t| t.load(Ordering::Relaxed) == 1));
+    /// assert_eq!(pool.metrics().total().tasks_run, 1954);
+    /// ```
+    #[inline]
+    pub unsafe fn submit_job<J: IndexedJob>(&self, group: &TaskGroup, job: *const J, count: usize) {
+        if count == 0 {
+            return;
+        }
+        if self.is_inline() {
+            // SAFETY: the caller guarantees `job` is valid until the wait.
+            let job = unsafe { &*job };
+            self.run_inline_batch(group, count, |i| job.run(i));
+            return;
+        }
+        // SAFETY: the caller's contract is exactly `submit_range`'s:
+        // `run_job_batch::<J>` reads `job` as the `J` it was created from and
+        // runs indices below `count` only.
+        unsafe {
+            self.shared.submit_range(
+                group.inner(),
+                run_job_batch::<J>,
+                job.cast::<()>(),
+                None,
+                count,
+            );
+        }
+    }
+
+    /// An inline pool's batch: runs every index on this thread, counting the
+    /// tasks and the busy time in this thread's slot.
+    #[inline]
+    fn run_inline_batch(&self, group: &TaskGroup, count: usize, f: impl Fn(usize)) {
+        let counters = self.shared.current_counters();
+        let episode = open_episode();
+        run_inline(group, count, f);
+        close_episode(episode, counters);
+        counters.add_run(count);
+    }
+
+    /// Runs `f(i)` for every `i` in `0..count`, in chunks of `grain`
+    /// consecutive indices (the last chunk may be shorter) claimed from a
+    /// shared atomic cursor. The calling thread participates;
+    /// `min(workers() - 1, chunks - 1)` helper tasks join it. Runs inline
+    /// when `workers() == 1` or `count <= grain`. Allocation-free.
+    ///
+    /// A claim takes one or more *whole consecutive chunks* in one cursor
+    /// RMW: a share of what is left (guided self-scheduling, about
+    /// `left / (4 * threads)` chunks, never less than one), so a large count
+    /// costs a few dozen cursor operations instead of one per chunk, and the
+    /// last claims are single chunks, which keeps the threads balanced.
     ///
     /// # Panics
     ///
     /// - If `grain == 0` (it could never make progress).
     /// - If `f` panics: the first panic is re-raised after every helper has
-    ///   stopped. The chunk that panicked is abandoned and other chunks may
-    ///   not run; the pool stays usable.
+    ///   stopped. The rest of the panicking thread's claim is abandoned and
+    ///   other chunks may not run; the pool stays usable.
     ///
     /// # Examples
     ///
@@ -366,20 +462,24 @@ impl ThreadPool {
             return;
         }
         let chunks = count.div_ceil(grain);
+        let helpers = (self.workers - 1).min(chunks - 1);
         let job = ForJob {
-            cursor: AtomicUsize::new(0),
+            cursor: CachePadded(AtomicUsize::new(0)),
             count,
             grain,
             chunks,
+            share_divisor: 4 * (helpers + 1),
             f: &f,
         };
-        let helpers = (self.workers - 1).min(chunks - 1);
         let group = TaskGroup::new();
         // SAFETY: `job` and `group` live on this stack frame until after the
         // wait below, which runs on every path (the caller's own share runs
         // under `catch_unwind`); `ForJob` is Sync because `F: Sync`.
-        unsafe { self.submit_indexed(&group, &job, helpers, ForJob::<F>::help) };
+        unsafe { self.submit_job(&group, &job, helpers) };
+        let counters = self.shared.current_counters();
+        let episode = open_episode();
         let mine = panic::catch_unwind(AssertUnwindSafe(|| job.run_chunks()));
+        close_episode(episode, counters);
         let theirs = group.try_wait(self);
         if let Err(payload) = mine {
             panic::resume_unwind(payload);
@@ -436,48 +536,66 @@ pub(crate) fn run_inline(group: &TaskGroup, count: usize, f: impl Fn(usize)) {
 
 /// `parallel_for`'s shared state: a chunk cursor and the body.
 struct ForJob<'f, F> {
-    /// The next chunk to claim. Each thread overshoots `chunks` at most once,
-    /// so it cannot wrap unless `chunks` is within `MAX_WORKERS` of
-    /// `usize::MAX` (not a count anyone can run).
-    cursor: AtomicUsize,
+    /// The next chunk to claim, on its own cache line: every claim writes
+    /// it, and the read-only fields below must not bounce with it.
+    cursor: CachePadded<AtomicUsize>,
     count: usize,
     grain: usize,
     chunks: usize,
+    /// A claim takes `left / share_divisor` chunks (at least one).
+    share_divisor: usize,
     f: &'f F,
 }
 
 impl<F: Fn(usize) + Sync> ForJob<'_, F> {
-    /// Claims the next chunk index.
-    fn claim(&self) -> usize {
+    /// Claims the next whole chunks `first..stop` (empty when the cursor ran
+    /// past the end, cut short at `chunks`). Every chunk index is returned by
+    /// exactly one RMW. Overshoot: past `chunks` the cursor grows only by the
+    /// claim that crosses it and by one failing claim per thread, each at
+    /// most `chunks / share_divisor + 1`, so it stays below
+    /// `2 * chunks + 2 * MAX_WORKERS` and cannot wrap while
+    /// `chunks <= usize::MAX / 4` (beyond that every claim is one chunk).
+    fn claim(&self) -> (usize, usize) {
+        let left = self
+            .chunks
+            .saturating_sub(self.cursor.0.load(Ordering::Relaxed));
+        let want = if self.chunks <= usize::MAX / 4 {
+            (left / self.share_divisor).max(1)
+        } else {
+            1
+        };
         // MUTANT `cursor_load_store`: a load and a store instead of one RMW;
         // two threads can claim the same chunk.
         #[cfg(freyr_mutant = "cursor_load_store")]
-        {
-            let chunk = self.cursor.load(Ordering::Relaxed);
-            self.cursor.store(chunk + 1, Ordering::Relaxed);
-            chunk
-        }
+        let first = {
+            let first = self.cursor.0.load(Ordering::Relaxed);
+            self.cursor.0.store(first + want, Ordering::Relaxed);
+            first
+        };
         #[cfg(not(freyr_mutant = "cursor_load_store"))]
-        self.cursor.fetch_add(1, Ordering::Relaxed)
+        let first = self.cursor.0.fetch_add(want, Ordering::Relaxed);
+        (first, first.saturating_add(want).min(self.chunks))
     }
 
     fn run_chunks(&self) {
         loop {
-            let chunk = self.claim();
-            if chunk >= self.chunks {
+            let (first, stop) = self.claim();
+            if first >= stop {
                 return;
             }
-            let start = chunk * self.grain;
-            let end = start + self.grain.min(self.count - start);
+            let start = first * self.grain;
+            let end = stop.saturating_mul(self.grain).min(self.count);
             for index in start..end {
                 (self.f)(index);
             }
         }
     }
+}
 
-    /// The helper task body (its index is irrelevant).
-    fn help(job: &Self, _helper: usize) {
-        job.run_chunks();
+/// The helper task body (its index is irrelevant).
+impl<F: Fn(usize) + Sync> IndexedJob for ForJob<'_, F> {
+    fn run(&self, _helper: usize) {
+        self.run_chunks();
     }
 }
 

@@ -5,6 +5,7 @@ use core::marker::PhantomData;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::group::TaskGroup;
+use crate::job::run_body_batch;
 use crate::pool::ThreadPool;
 use crate::task::Task;
 
@@ -141,8 +142,9 @@ impl<'scope, 'env> Scope<'scope, 'env> {
         };
         let job = Box::into_raw(Box::new(Spawned { scope: self, f }));
         let task = Task {
-            func: run_spawned::<'scope, 'env, F>,
+            run: run_body_batch,
             job: job.cast_const().cast::<()>(),
+            body: Some(run_spawned::<'scope, 'env, F>),
             start: 0,
             end: 1,
             group: self.group.inner(),

@@ -8,12 +8,18 @@ use std::panic::{self, AssertUnwindSafe};
 
 use crate::group::GroupInner;
 use crate::lcg::Lcg;
-use crate::metrics::{CachePadded, Counters, PoolMetrics};
+use crate::metrics::{BusyClock, CachePadded, Counters, PoolMetrics};
 use crate::sleep::{Sleep, Sleeper};
 use crate::sync::{
     self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, StartLatch,
 };
-use crate::task::Task;
+use crate::task::{RunBatch, RunIndex, Task};
+
+/// The most indices a range runs between two looks for sleeping threads
+/// (run step 2). Batches start at one index and double, so a range of
+/// heavy indices is offered for splitting after 1, 3, 7, 15 indices, then
+/// every 16; a range of trivial indices pays one check per 16.
+pub(crate) const MAX_BATCH: usize = 16;
 
 /// Who the current thread is, as far as pools care.
 #[derive(Clone, Copy)]
@@ -24,12 +30,14 @@ struct Context {
     index: usize,
     /// This producer's LCG state (0 = not seeded yet).
     lcg: u64,
+    /// A busy episode is open on this thread (see [`open_episode`]).
+    busy: bool,
 }
 
 sync::thread_local! {
     // No `const { .. }` initialiser: loom's `thread_local!` does not take one.
     #[allow(clippy::missing_const_for_thread_local)]
-    static CONTEXT: Cell<Context> = Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0 });
+    static CONTEXT: Cell<Context> = Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0, busy: false });
 }
 
 /// Runs `f` with this thread's producer LCG, seeding it on first use.
@@ -45,6 +53,34 @@ fn with_producer_lcg<R>(f: impl FnOnce(&mut Lcg) -> R) -> R {
         cell.set(context);
         result
     })
+}
+
+/// Opens a busy episode on this thread (the `busy` metric), unless one is
+/// already open: a wait, inline batch or `parallel_for` nested inside a task
+/// is part of that task's episode, and is not counted twice.
+pub(crate) fn open_episode() -> Option<BusyClock> {
+    CONTEXT.with(|cell| {
+        let mut context = cell.get();
+        if context.busy {
+            return None;
+        }
+        context.busy = true;
+        cell.set(context);
+        Some(BusyClock::start())
+    })
+}
+
+/// Closes the episode `open_episode` opened (a no-op for `None`), adding its
+/// length to `counters`.
+pub(crate) fn close_episode(episode: Option<BusyClock>, counters: &Counters) {
+    if let Some(clock) = episode {
+        clock.stop(counters);
+        CONTEXT.with(|cell| {
+            let mut context = cell.get();
+            context.busy = false;
+            cell.set(context);
+        });
+    }
 }
 
 pub(crate) struct Shared {
@@ -117,7 +153,7 @@ impl Shared {
     ///
     /// # Safety
     ///
-    /// `task.job` must stay valid for `task.func` until the task ran, and
+    /// `task.job` must stay valid for `task.run` until the task ran, and
     /// `group` (= `task.group`) must stay alive until its count is zero.
     pub(crate) unsafe fn submit_one(&self, group: &GroupInner, task: Task) {
         // Submit step 1 (count before publishing). MUTANT
@@ -136,13 +172,15 @@ impl Shared {
     ///
     /// # Safety
     ///
-    /// As for [`submit_one`](Self::submit_one); `func(job, i)` must be sound
-    /// to call from any thread for every `i < count`.
+    /// As for [`submit_one`](Self::submit_one); `run` must be sound to call
+    /// (with a task carrying `job` and `body`) from any thread for every batch
+    /// of indices below `count`.
     pub(crate) unsafe fn submit_range(
         &self,
         group: &GroupInner,
-        func: unsafe fn(*const (), usize),
+        run: RunBatch,
         job: *const (),
+        body: Option<RunIndex>,
         count: usize,
     ) {
         group.add(count);
@@ -156,8 +194,9 @@ impl Shared {
                 let len = base + usize::from(piece < extra);
                 let end = start + len;
                 let task = Task {
-                    func,
+                    run,
                     job,
+                    body,
                     start,
                     end,
                     group,
@@ -238,17 +277,22 @@ impl Shared {
         }
     }
 
+    /// Runs `*next..*end` in batches of 1, 2, 4, ... up to [`MAX_BATCH`]
+    /// indices; between batches, splits off the upper half while some thread
+    /// sleeps without a wake-up (run step 2).
     fn run_range(&self, task: &Task, next: &mut usize, end: &mut usize, lcg: &mut Lcg) {
+        let mut batch = 1;
         while *next < *end {
             if *end - *next > 1 && self.sleep.has_sleepers() {
                 self.split(task, *next, end, lcg);
             }
-            let index = *next;
-            *next += 1;
-            // SAFETY: the submitter guaranteed `func(job, i)` is sound for
-            // every `i` in the submitted range, until the group is done; the
-            // group is not done while this task's indices are pending.
-            unsafe { (task.func)(task.job, index) };
+            let stop = (*end).min(next.saturating_add(batch));
+            // SAFETY: the submitter guaranteed `run` is sound for every batch
+            // of the submitted range, until the group is done; the group is
+            // not done while this task's indices are pending, and this thread
+            // owns `*next..stop` (split hands out only `mid..end`).
+            unsafe { (task.run)(task, next, stop) };
+            batch = (batch * 2).min(MAX_BATCH);
         }
     }
 
@@ -290,34 +334,52 @@ impl Shared {
         let _ = wake;
     }
 
+    /// Runs `task`, opening a busy episode first if none is open.
+    #[inline]
+    fn run_in_episode(
+        &self,
+        task: Task,
+        slot: usize,
+        lcg: &mut Lcg,
+        episode: &mut Option<BusyClock>,
+    ) {
+        if episode.is_none() {
+            *episode = open_episode();
+        }
+        self.run(task, slot, lcg);
+    }
+
     /// Wait: helps until `group` is done.
     pub(crate) fn wait_until_done(&self, group: &GroupInner) {
         let me = self.current_worker();
         let slot = me.unwrap_or(self.external_slot());
         let mut lcg = with_producer_lcg(|lcg| *lcg);
+        let counters = &self.counters[slot].0;
+        let mut episode = None;
         'help: while !group.is_done() {
             if let Some(task) = self.find_task(me, slot, &mut lcg) {
-                self.run(task, slot, &mut lcg);
+                self.run_in_episode(task, slot, &mut lcg, &mut episode);
                 continue;
             }
+            close_episode(episode.take(), counters);
             for round in 0..sync::spin_rounds() {
                 sync::spin_hint(round);
                 if group.is_done() {
                     break 'help;
                 }
                 if let Some(task) = self.find_task(me, slot, &mut lcg) {
-                    self.run(task, slot, &mut lcg);
+                    self.run_in_episode(task, slot, &mut lcg, &mut episode);
                     continue 'help;
                 }
             }
             if !group.announce_sleeper() {
                 break;
             }
-            self.sleep
-                .sleep(Sleeper::GroupWaiter, &self.counters[slot].0, || {
-                    !group.is_done() && !self.has_work()
-                });
+            self.sleep.sleep(Sleeper::GroupWaiter, counters, || {
+                !group.is_done() && !self.has_work()
+            });
         }
+        close_episode(episode, counters);
         group.clear_sleeper();
         // Hand-off: a wake-up meant for a worker may have landed on this
         // thread, which now leaves without searching again. Pass it on.
@@ -366,19 +428,22 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             pool: &*shared,
             index,
             lcg: lcg.state(),
+            busy: false,
         });
     });
     shared.start_latch.started();
     let counters = &shared.counters[index].0;
+    let mut episode = None;
     'work: loop {
         if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
-            shared.run(task, index, &mut lcg);
+            shared.run_in_episode(task, index, &mut lcg, &mut episode);
             continue;
         }
+        close_episode(episode.take(), counters);
         for round in 0..sync::spin_rounds() {
             sync::spin_hint(round);
             if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
-                shared.run(task, index, &mut lcg);
+                shared.run_in_episode(task, index, &mut lcg, &mut episode);
                 continue 'work;
             }
         }
@@ -387,7 +452,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             // this search sees whatever was queued before it; exit only
             // when it finds nothing.
             if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
-                shared.run(task, index, &mut lcg);
+                shared.run_in_episode(task, index, &mut lcg, &mut episode);
                 continue;
             }
             break;
@@ -401,6 +466,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             pool: ptr::null(),
             index: 0,
             lcg: 0,
+            busy: false,
         });
     });
 }
@@ -409,6 +475,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
 mod tests {
     use super::*;
     use crate::group::TaskGroup;
+    use crate::job::run_body_batch;
     use std::sync::atomic::AtomicUsize;
 
     fn bump(counter: &AtomicUsize, _index: usize) {
@@ -436,8 +503,9 @@ mod tests {
                 shared.submit_one(
                     group.inner(),
                     Task {
-                        func: erased(),
+                        run: run_body_batch,
                         job: (&raw const counter).cast(),
+                        body: Some(erased()),
                         start: 0,
                         end: 1,
                         group: group.inner(),
@@ -461,7 +529,15 @@ mod tests {
         let counter = AtomicUsize::new(0);
         let group = TaskGroup::new();
         // SAFETY: `counter` and `group` outlive the wait below.
-        unsafe { shared.submit_range(group.inner(), erased(), (&raw const counter).cast(), 1000) };
+        unsafe {
+            shared.submit_range(
+                group.inner(),
+                run_body_batch,
+                (&raw const counter).cast(),
+                Some(erased()),
+                1000,
+            );
+        };
         let mut lcg = Lcg::new(3);
         let mut ranges = Vec::new();
         while let Some(task) = shared.find_task(None, 2, &mut lcg) {

@@ -1,13 +1,13 @@
-//! Dispatching chunk tasks through `submit_indexed` performs no heap allocation per task: with
-//! a counting global allocator, dispatching (and waiting for) 10,000 tasks allocates no more
-//! than dispatching 100 does, plus a small constant, on every pool size.
+//! Dispatching chunk tasks through `submit_indexed` or `submit_job` performs no heap allocation
+//! per task: with a counting global allocator, dispatching (and waiting for) 10,000 tasks
+//! allocates no more than dispatching 100 does, plus a small constant, on every pool size.
 //!
 //! This binary holds a single test because the allocator counts process-wide.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_sched::{TaskGroup, ThreadPool};
+use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
 
 /// The system allocator, counting every allocation (and reallocation) from any thread.
 struct Counting;
@@ -72,10 +72,23 @@ fn task(job: &Job, index: usize) {
     job.sum.fetch_add(index, Ordering::Relaxed);
 }
 
+impl IndexedJob for Job {
+    fn run(&self, index: usize) {
+        task(self, index);
+    }
+}
+
+/// Which chunk-task entry point a dispatch goes through.
+#[derive(Clone, Copy, Debug)]
+enum Path {
+    SubmitIndexed,
+    SubmitJob,
+}
+
 /// Allocations made while `count` tasks are dispatched and waited for (the job and the group
 /// are built before counting starts, as a query builds them once per launch), and the sizes of
 /// the first few of them.
-fn allocations_for(pool: &ThreadPool, count: usize) -> (usize, Vec<usize>) {
+fn allocations_for(pool: &ThreadPool, path: Path, count: usize) -> (usize, Vec<usize>) {
     let job = Job {
         sum: AtomicUsize::new(0),
     };
@@ -86,7 +99,12 @@ fn allocations_for(pool: &ThreadPool, count: usize) -> (usize, Vec<usize>) {
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     WINDOW_START.store(before, Ordering::SeqCst);
     // SAFETY: `job` and `group` outlive `group.wait` below and are not moved before it.
-    unsafe { pool.submit_indexed(&group, &job, count, task) };
+    unsafe {
+        match path {
+            Path::SubmitIndexed => pool.submit_indexed(&group, &job, count, task),
+            Path::SubmitJob => pool.submit_job(&group, &job, count),
+        }
+    };
     group.wait(pool);
     let after = ALLOCATIONS.load(Ordering::SeqCst);
     WINDOW_START.store(usize::MAX, Ordering::SeqCst);
@@ -99,7 +117,7 @@ fn allocations_for(pool: &ThreadPool, count: usize) -> (usize, Vec<usize>) {
     (after - before, sizes)
 }
 
-fn dispatch_allocates_nothing_per_task(workers: usize) {
+fn dispatch_allocates_nothing_per_task(workers: usize, path: Path) {
     // The counter itself works (a test that cannot see allocations proves nothing).
     let before = ALLOCATIONS.load(Ordering::SeqCst);
     let boxed = std::hint::black_box(Box::new(1u64));
@@ -109,14 +127,14 @@ fn dispatch_allocates_nothing_per_task(workers: usize) {
     let pool = ThreadPool::new(workers);
     // Warm up: first-use allocations (thread-locals, lazily built buffers) are not per task.
     for _ in 0..3 {
-        let _ = allocations_for(&pool, LARGE);
+        let _ = allocations_for(&pool, path, LARGE);
     }
     let mut small = Vec::new();
     let mut large = Vec::new();
     let mut large_sizes = Vec::new();
     for _ in 0..5 {
-        small.push(allocations_for(&pool, SMALL).0);
-        let (n, sizes) = allocations_for(&pool, LARGE);
+        small.push(allocations_for(&pool, path, SMALL).0);
+        let (n, sizes) = allocations_for(&pool, path, LARGE);
         large.push(n);
         large_sizes.extend(sizes);
     }
@@ -124,7 +142,7 @@ fn dispatch_allocates_nothing_per_task(workers: usize) {
     let large_max = *large.iter().max().unwrap();
     assert!(
         large_max <= small_max + CONSTANT_SLACK && large_max <= CONSTANT_SLACK,
-        "{workers} workers: dispatching {LARGE} tasks allocated {large:?} times \
+        "{workers} workers, {path:?}: dispatching {LARGE} tasks allocated {large:?} times \
          (first sizes in bytes: {large_sizes:?}), {SMALL} tasks {small:?} times: \
          allocation grows with the task count"
     );
@@ -136,6 +154,8 @@ fn chunk_task_dispatch_allocates_nothing_per_task() {
     // this one measures. Two workers is the sharpest case: a single 1,024-slot queue, so any
     // runaway splitting spills into the overflow queue, which allocates blocks.
     for workers in [1, 2, 8] {
-        dispatch_allocates_nothing_per_task(workers);
+        for path in [Path::SubmitIndexed, Path::SubmitJob] {
+            dispatch_allocates_nothing_per_task(workers, path);
+        }
     }
 }

@@ -5,7 +5,7 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use freyr_loom_tests::{EXPECTED_PANIC, Tally, check, hit, require};
-use freyr_sched::{TaskGroup, ThreadPool};
+use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 
@@ -72,22 +72,29 @@ fn two_groups_waited_on_two_threads_each_return_after_their_own_work() {
     });
 }
 
-fn panic_on_zero(tally: &Tally, index: usize) {
-    if index == 0 {
-        panic!("{}", EXPECTED_PANIC);
+/// Index 0 panics, the others record their run. An [`IndexedJob`], so this
+/// model goes through `submit_job`'s monomorphised batch runner (the other
+/// models use `submit_indexed`'s per-index function; the protocol is the same).
+struct PanicOnZero(Tally);
+
+impl IndexedJob for PanicOnZero {
+    fn run(&self, index: usize) {
+        if index == 0 {
+            panic!("{}", EXPECTED_PANIC);
+        }
+        self.0.hit(index);
     }
-    tally.hit(index);
 }
 
 /// Model 7. Mutant `no_decrement_on_panic` makes it fail.
 #[test]
 fn a_panicking_task_is_re_raised_by_the_wait_and_the_counter_reaches_zero() {
     check(|| {
-        let tally = Tally::new(2);
+        let job = PanicOnZero(Tally::new(2));
         let group = TaskGroup::new();
         let pool = ThreadPool::new(2);
-        // SAFETY: `tally` and `group` outlive the wait.
-        unsafe { pool.submit_indexed(&group, &tally, 2, panic_on_zero) };
+        // SAFETY: `job` and `group` outlive the wait.
+        unsafe { pool.submit_job(&group, &job, 2) };
         let raised = panic::catch_unwind(AssertUnwindSafe(|| group.wait(&pool)));
         let payload = raised.err();
         let message = payload
@@ -100,7 +107,7 @@ fn a_panicking_task_is_re_raised_by_the_wait_and_the_counter_reaches_zero() {
         require(group.is_done(), || {
             "the panicking task must still complete".into()
         });
-        let counts = tally.counts();
+        let counts = job.0.counts();
         require(counts == [0, 1], || {
             format!("the other task must run exactly once, got {counts:?}")
         });
