@@ -1,6 +1,7 @@
 //! The shared job of one `each_async` call: the chunk table, the callback ("kernel"), the views,
-//! one output slot per chunk and the task group. Tasks are `(run_task, &job, chunk index)`
-//! values queued by freyr-sched's `submit_indexed`: no heap allocation per task.
+//! one output slot per chunk and the task group. The job is an [`IndexedJob`] queued by
+//! freyr-sched's `submit_job` (a few `Copy` range values, `run_task` inlined into the pool's
+//! batch loop): no heap allocation per task.
 //!
 //! ```text
 //!  Box<Job>  (one allocation per call, plus the chunk table and the slot vector)
@@ -19,7 +20,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use freyr_core::{CommandBuffer, Entity};
-use freyr_sched::TaskGroup;
+use freyr_sched::{IndexedJob, TaskGroup};
 
 use crate::commands::Context;
 use crate::fetch::{ColumnPtr, QueryData};
@@ -242,7 +243,9 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         }
     }
 
-    /// The task body: `submit_indexed` calls it once per chunk index.
+    /// The task body: runs chunk `index` (the pool calls it once per chunk index, through
+    /// [`IndexedJob::run`], monomorphised into its batch loop).
+    #[inline]
     pub(crate) fn run_task(job: &Self, index: usize) {
         let _scope = CallbackScope::enter(job.registry_id);
         let chunk = &job.chunks[index];
@@ -257,6 +260,13 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         if let Some(timing) = &job.timing {
             timing.task_done();
         }
+    }
+}
+
+impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> IndexedJob for Job<Q, V, K> {
+    #[inline]
+    fn run(&self, index: usize) {
+        Job::run_task(self, index);
     }
 }
 

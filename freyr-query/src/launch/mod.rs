@@ -109,8 +109,7 @@ where
     //   and retirement (or the registry's Drop) waits for the group first;
     // - `Job` is `Sync`: tasks share it read-only except for their own slot.
     unsafe {
-        ctx.pool
-            .submit_indexed(&(*job_ptr).group, job_ptr, tasks, Job::<Q, V, K>::run_task);
+        ctx.pool.submit_job(&(*job_ptr).group, job_ptr, tasks);
     }
     ctx.profiler.record_launch(tasks);
     Some(seq)
