@@ -2,15 +2,17 @@
 //!
 //! A queued [`Task`] names a *batch runner*: a function that runs indices
 //! `*next..end` of its job in order and keeps `*next` one past the last
-//! index it started, even when one of them unwinds. The scheduler calls it
-//! with batches of a few indices and looks for idle threads (to split the
-//! range) between batches, not between indices (`PROTOCOL.md`, "Run").
+//! index it started, even when one of them unwinds. It looks for idle
+//! threads between batches of up to [`MAX_BATCH`] indices, not between
+//! indices, and returns early when the range should be split
+//! (`PROTOCOL.md`, "Run").
 //!
 //! - [`IndexedJob`] jobs get a runner monomorphised for the job type, so the
 //!   per-index body is inlined into the loop: no indirect call per index.
 //! - `submit_indexed`'s `fn(&J, usize)` jobs and scoped spawns share one
 //!   runner that calls the task's `body` function pointer per index.
 
+use crate::sleep::Sleep;
 use crate::task::Task;
 
 /// A job whose indices run as allocation-free pool tasks, through
@@ -47,11 +49,20 @@ pub trait IndexedJob: Sync {
     fn run(&self, index: usize);
 }
 
-/// Runs `f(i)` for `i` in `*next..end`, in order. `*next` is left one past
-/// the last index started, also when `f` unwinds (a drop guard writes it
-/// back), so the caller can resume after a panicking index.
+/// The most indices run between two looks for sleeping threads (run step
+/// 2). Batches start at one index and double, so a range of heavy indices is
+/// offered for splitting after 1, 3, 7, 15 indices, then every 16; a range
+/// of trivial indices pays one relaxed load per 16.
+pub(crate) const MAX_BATCH: usize = 16;
+
+/// Runs `f(i)` for `i` in `*next..end`, in order, in batches of 1, 2, 4, ...
+/// up to [`MAX_BATCH`] indices. Between batches, if two or more indices
+/// remain and `sleep` reports a thread blocked without a wake-up, it returns
+/// early so the scheduler can split the rest of the range. `*next` is left
+/// one past the last index started, also when `f` unwinds (a drop guard
+/// writes it back), so the caller can resume after a panicking index.
 #[inline]
-pub(crate) fn run_indices(next: &mut usize, end: usize, mut f: impl FnMut(usize)) {
+pub(crate) fn run_indices(next: &mut usize, end: usize, sleep: &Sleep, mut f: impl FnMut(usize)) {
     /// Keeps the loop counter in a register; writes it back on the way out
     /// (normal or unwinding).
     struct Progress<'a> {
@@ -65,10 +76,27 @@ pub(crate) fn run_indices(next: &mut usize, end: usize, mut f: impl FnMut(usize)
         }
     }
     let mut progress = Progress { at: *next, next };
-    while progress.at < end {
-        let index = progress.at;
-        progress.at = index + 1;
-        f(index);
+    let mut batch = 1;
+    loop {
+        let stop = end.min(progress.at.saturating_add(batch));
+        while progress.at < stop {
+            let index = progress.at;
+            progress.at = index + 1;
+            f(index);
+        }
+        if end - progress.at < 2 {
+            // The last index (if any) runs without another look.
+            if progress.at < end {
+                let index = progress.at;
+                progress.at = index + 1;
+                f(index);
+            }
+            return;
+        }
+        if sleep.has_sleepers() {
+            return;
+        }
+        batch = (batch * 2).min(MAX_BATCH);
     }
 }
 
@@ -79,11 +107,16 @@ pub(crate) fn run_indices(next: &mut usize, end: usize, mut f: impl FnMut(usize)
 /// `task.job` must point to a live `J`, and every index in `*next..end` must
 /// be one the submitter allowed (below the submitted count) and owned by the
 /// caller (not run by anyone else).
-pub(crate) unsafe fn run_job_batch<J: IndexedJob>(task: &Task, next: &mut usize, end: usize) {
+pub(crate) unsafe fn run_job_batch<J: IndexedJob>(
+    task: &Task,
+    next: &mut usize,
+    end: usize,
+    sleep: &Sleep,
+) {
     // SAFETY: per the contract, `task.job` points to a live `J`; `J: Sync`
     // makes the shared reference sound on this thread.
     let job = unsafe { &*task.job.cast::<J>() };
-    run_indices(next, end, |index| job.run(index));
+    run_indices(next, end, sleep, |index| job.run(index));
 }
 
 /// The batch runner of tasks that carry a per-index `body` function
@@ -93,12 +126,12 @@ pub(crate) unsafe fn run_job_batch<J: IndexedJob>(task: &Task, next: &mut usize,
 ///
 /// `task.body` must be `Some(f)` where `f(task.job, i)` is sound for every
 /// `i` in `*next..end`, and those indices must be owned by the caller.
-pub(crate) unsafe fn run_body_batch(task: &Task, next: &mut usize, end: usize) {
+pub(crate) unsafe fn run_body_batch(task: &Task, next: &mut usize, end: usize, sleep: &Sleep) {
     let Some(body) = task.body else {
         unreachable!("freyr-sched: a body-batch task always carries its body");
     };
     // SAFETY: per the contract, `body(job, i)` is sound for these indices.
-    run_indices(next, end, |index| unsafe { body(task.job, index) });
+    run_indices(next, end, sleep, |index| unsafe { body(task.job, index) });
 }
 
 #[cfg(all(test, not(freyr_loom)))]
@@ -108,15 +141,17 @@ mod tests {
 
     #[test]
     fn progress_is_written_back_on_completion_and_on_unwind() {
+        let sleep = Sleep::new();
         let mut next = 2;
         let mut seen = Vec::new();
-        run_indices(&mut next, 6, |i| seen.push(i));
-        assert_eq!((next, seen.as_slice()), (6, &[2, 3, 4, 5][..]));
+        run_indices(&mut next, 40, &sleep, |i| seen.push(i));
+        assert_eq!(next, 40);
+        assert_eq!(seen, (2..40).collect::<Vec<_>>());
 
         let mut next = 0;
         let mut ran = Vec::new();
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            run_indices(&mut next, 5, |i| {
+            run_indices(&mut next, 5, &sleep, |i| {
                 ran.push(i);
                 assert_ne!(i, 2, "index 2 fails");
             });

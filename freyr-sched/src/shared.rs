@@ -15,12 +15,6 @@ use crate::sync::{
 };
 use crate::task::{RunBatch, RunIndex, Task};
 
-/// The most indices a range runs between two looks for sleeping threads
-/// (run step 2). Batches start at one index and double, so a range of
-/// heavy indices is offered for splitting after 1, 3, 7, 15 indices, then
-/// every 16; a range of trivial indices pays one check per 16.
-pub(crate) const MAX_BATCH: usize = 16;
-
 /// Who the current thread is, as far as pools care.
 #[derive(Clone, Copy)]
 struct Context {
@@ -277,22 +271,19 @@ impl Shared {
         }
     }
 
-    /// Runs `*next..*end` in batches of 1, 2, 4, ... up to [`MAX_BATCH`]
-    /// indices; between batches, splits off the upper half while some thread
-    /// sleeps without a wake-up (run step 2).
+    /// Runs `*next..*end`; the batch runner returns early when some thread
+    /// sleeps without a wake-up, and then the upper half is split off (run
+    /// step 2).
     fn run_range(&self, task: &Task, next: &mut usize, end: &mut usize, lcg: &mut Lcg) {
-        let mut batch = 1;
         while *next < *end {
             if *end - *next > 1 && self.sleep.has_sleepers() {
                 self.split(task, *next, end, lcg);
             }
-            let stop = (*end).min(next.saturating_add(batch));
             // SAFETY: the submitter guaranteed `run` is sound for every batch
             // of the submitted range, until the group is done; the group is
             // not done while this task's indices are pending, and this thread
-            // owns `*next..stop` (split hands out only `mid..end`).
-            unsafe { (task.run)(task, next, stop) };
-            batch = (batch * 2).min(MAX_BATCH);
+            // owns `*next..*end` (split hands out only `mid..end`).
+            unsafe { (task.run)(task, next, *end, &self.sleep) };
         }
     }
 

@@ -1,10 +1,13 @@
 //! The queued unit of work: a small `Copy` value, never a heap allocation.
 
 use crate::group::GroupInner;
+use crate::sleep::Sleep;
 
 /// A batch runner: runs indices `*next..end` of `task`'s job in order,
-/// leaving `*next` one past the last index it started (also on unwind).
-pub(crate) type RunBatch = unsafe fn(task: &Task, next: &mut usize, end: usize);
+/// leaving `*next` one past the last index it started (also on unwind); it
+/// may return early, between batches, when `sleep` reports an idle thread
+/// (then the scheduler splits and calls it again).
+pub(crate) type RunBatch = unsafe fn(task: &Task, next: &mut usize, end: usize, sleep: &Sleep);
 
 /// A per-index function: runs index `i` of the type-erased job.
 pub(crate) type RunIndex = unsafe fn(job: *const (), index: usize);
@@ -22,9 +25,9 @@ pub(crate) type RunIndex = unsafe fn(job: *const (), index: usize);
 /// ```
 ///
 /// A batch of `count` indices is queued as a few such ranges; the thread
-/// that runs a range calls `run` on batches of up to `MAX_BATCH` indices and,
-/// between batches, splits off the upper half while others sleep (see
-/// `PROTOCOL.md`, "Run"). The group counter counts *indices*, so splitting
+/// that runs a range calls `run`, which looks for sleeping threads between
+/// batches of up to `MAX_BATCH` indices and returns early so that the
+/// thread splits off the upper half (see `PROTOCOL.md`, "Run"). The group counter counts *indices*, so splitting
 /// never touches it.
 #[derive(Clone, Copy)]
 pub(crate) struct Task {
