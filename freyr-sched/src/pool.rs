@@ -1,6 +1,7 @@
 //! The thread pool: construction, the chunk-task path, `parallel_for`,
 //! metrics, and shutdown.
 
+use core::any::Any;
 use core::fmt;
 use core::mem;
 use std::io;
@@ -430,9 +431,11 @@ impl ThreadPool {
     /// # Panics
     ///
     /// - If `grain == 0` (it could never make progress).
-    /// - If `f` panics: the first panic is re-raised after every helper has
-    ///   stopped. The rest of the panicking thread's claim is abandoned and
-    ///   other chunks may not run; the pool stays usable.
+    /// - If `f` panics: the panic is caught, every other index still runs
+    ///   exactly once (the panicking thread resumes at the next index of its
+    ///   claim), and once every helper has stopped the first panic caught on
+    ///   the calling thread is re-raised (else the first one caught by a
+    ///   helper). The others are dropped. The pool stays usable.
     ///
     /// # Examples
     ///
@@ -456,8 +459,8 @@ impl ThreadPool {
             "freyr-sched: parallel_for grain must be at least 1 (got 0, which could never make progress)"
         );
         if self.is_inline() || count <= grain {
-            for index in 0..count {
-                f(index);
+            if let Some(payload) = run_catching(0, count, &f) {
+                panic::resume_unwind(payload);
             }
             return;
         }
@@ -473,15 +476,15 @@ impl ThreadPool {
         };
         let group = TaskGroup::new();
         // SAFETY: `job` and `group` live on this stack frame until after the
-        // wait below, which runs on every path (the caller's own share runs
-        // under `catch_unwind`); `ForJob` is Sync because `F: Sync`.
+        // wait below, which runs on every path (`run_chunks` catches the
+        // caller's own panics); `ForJob` is Sync because `F: Sync`.
         unsafe { self.submit_job(&group, &job, helpers) };
         let counters = self.shared.current_counters();
         let episode = open_episode();
-        let mine = panic::catch_unwind(AssertUnwindSafe(|| job.run_chunks()));
+        let mine = job.run_chunks();
         close_episode(episode, counters);
         let theirs = group.try_wait(self);
-        if let Err(payload) = mine {
+        if let Some(payload) = mine {
             panic::resume_unwind(payload);
         }
         if let Err(panic) = theirs {
@@ -577,25 +580,60 @@ impl<F: Fn(usize) + Sync> ForJob<'_, F> {
         (first, first.saturating_add(want).min(self.chunks))
     }
 
-    fn run_chunks(&self) {
+    /// Claims and runs chunks until none are left. A panic in `f(i)` is
+    /// caught and the run resumes at `i + 1`, so every claimed index runs;
+    /// returns the first panic this thread caught.
+    fn run_chunks(&self) -> Option<Box<dyn Any + Send + 'static>> {
+        let mut first_panic = None;
         loop {
             let (first, stop) = self.claim();
             if first >= stop {
-                return;
+                return first_panic;
             }
             let start = first * self.grain;
             let end = stop.saturating_mul(self.grain).min(self.count);
-            for index in start..end {
-                (self.f)(index);
+            if let Some(payload) = run_catching(start, end, self.f) {
+                first_panic.get_or_insert(payload);
             }
         }
     }
 }
 
-/// The helper task body (its index is irrelevant).
+/// Runs `f(i)` for `i` in `start..end` in order. A panic in `f(i)` is caught
+/// and the run resumes at `i + 1`; returns the first panic caught.
+#[inline]
+fn run_catching<F: Fn(usize)>(
+    start: usize,
+    end: usize,
+    f: &F,
+) -> Option<Box<dyn Any + Send + 'static>> {
+    let mut first_panic = None;
+    let mut next = start;
+    while next < end {
+        // The landing pad costs nothing until a panic; `next` is already past
+        // the panicking index when the unwind arrives here.
+        let run = panic::catch_unwind(AssertUnwindSafe(|| {
+            while next < end {
+                let index = next;
+                next += 1;
+                f(index);
+            }
+        }));
+        if let Err(payload) = run {
+            first_panic.get_or_insert(payload);
+        }
+    }
+    first_panic
+}
+
+/// The helper task body (its index is irrelevant). A panic caught while
+/// running chunks is re-raised once this helper has no chunk left, so its
+/// group records it.
 impl<F: Fn(usize) + Sync> IndexedJob for ForJob<'_, F> {
     fn run(&self, _helper: usize) {
-        self.run_chunks();
+        if let Some(payload) = self.run_chunks() {
+            panic::resume_unwind(payload);
+        }
     }
 }
 
