@@ -23,8 +23,8 @@ pub use freyr_core::{
 
 // Scheduling.
 pub use freyr_sched::{
-    GroupPanic, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool, ThreadPoolBuilder,
-    WorkerMetrics, resolve_worker_count,
+    GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
+    ThreadPoolBuilder, WorkerMetrics, resolve_worker_count,
 };
 
 // Queries, the registry, systems and profiling.
