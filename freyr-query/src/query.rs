@@ -529,7 +529,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         let access = Self::access(state, world);
         reg.inflight
             .wait_conflicting(&reg.pool, &OpAccess::Components(&access), &reg.profiler);
-        let chunks = launch::chunk_table(world, state);
+        let spans = launch::Spans::new(world, state);
         let ctx = LaunchCtx {
             registry_id: reg.id,
             pool: &reg.pool,
@@ -538,8 +538,10 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
             next_seq: &mut reg.next_seq,
             label,
         };
-        // SAFETY: `chunks` and `views` come from the current world and resources, after waiting
-        // for every in-flight launch that conflicts with `access`, which covers `Q` and `V`.
-        unsafe { launch::launch::<Q, V, K>(ctx, access, chunks, views, kernel) }
+        // SAFETY: `world` is the registry's boxed world; `spans` and `views` come from it and the
+        // current resources, after waiting for every in-flight launch that conflicts with
+        // `access`, which covers `Q` and `V`; `launch` registers the launch in `reg.inflight`,
+        // so every later structural change waits for it.
+        unsafe { launch::launch::<Q, V, K>(ctx, access, world, spans, views, kernel) }
     }
 }

@@ -71,7 +71,6 @@ pub(crate) struct Launch {
     job: NonNull<dyn ErasedJob>,
     pub(crate) tasks: usize,
     pub(crate) label: Option<&'static str>,
-    started: Instant,
     /// Whether the group was waited for (the tasks are finished).
     waited: Cell<bool>,
     /// The first panic of the launch's tasks, caught when waited for, until re-raised.
@@ -102,7 +101,6 @@ impl Launch {
             job,
             tasks,
             label,
-            started: Instant::now(),
             waited: Cell::new(false),
             panic: Cell::new(None),
         }
@@ -129,7 +127,9 @@ impl Launch {
     /// the kept panic.
     fn retire(self, pool: &ThreadPool) -> Retired {
         self.wait(pool);
-        let wall = self.job().wall().unwrap_or_else(|| self.started.elapsed());
+        // Only labelled launches are timed (their job stamps the wall time), and only their wall
+        // time is booked, so unlabelled launches read no clock at all.
+        let wall = self.job().wall().unwrap_or_default();
         // SAFETY: the group completed (waited above), so no task references the job any more;
         // `job` came from `Box::leak` and is reclaimed exactly once because `self` is consumed.
         let job = unsafe { Box::from_raw(self.job.as_ptr()) };

@@ -1,29 +1,38 @@
-//! The shared job of one `each_async` call: the chunk table, the callback ("kernel"), the views,
-//! one output slot per chunk and the task group. The job is an [`IndexedJob`] queued by
+//! The shared job of one `each_async` call: the task spans (one per matched archetype with
+//! chunks), the callback ("kernel"), the views, one output slot per chunk and the task group. The job is an [`IndexedJob`] queued by
 //! freyr-sched's `submit_job` (a few `Copy` range values, `run_task` inlined into the pool's
 //! batch loop): no heap allocation per task.
 //!
 //! ```text
-//!  Box<Job>  (one allocation per call, plus the chunk table and the slot vector)
-//!  ┌───────────────────────────────────────────────────────────────┐
-//!  │ group: TaskGroup            pending counter + first panic     │
-//!  │ chunks: [ChunkTask; n]      column base pointers, entities, len│
-//!  │ slots:  [UnsafeCell<Slot>; n]  () | CommandBuffer | Option<A>  │
-//!  │ kernel: K                   the user's closure(s)             │
-//!  │ views:  V::Fetch            world / resource pointers         │
-//!  └───────────────────────────────────────────────────────────────┘
-//!  task i: reads chunks[i], writes slots[i] only  (each index runs exactly once)
+//!  Box<Job>  (one allocation per call; the slot vector is a second one unless `Slot` is `()`,
+//!             and spans past the first a third)
+//!  ┌────────────────────────────────────────────────────────────────┐
+//!  │ group: TaskGroup            pending counter + first panic      │
+//!  │ world: *const World         the registry's boxed world         │
+//!  │ spans: first + [Span]       archetype id, column indices,      │
+//!  │                             first/last task index              │
+//!  │ slots:  [UnsafeCell<Slot>; n]  () | CommandBuffer | Option<A>   │
+//!  │ kernel: K                   the user's closure(s)              │
+//!  │ views:  V::Fetch            world / resource pointers          │
+//!  └────────────────────────────────────────────────────────────────┘
+//!  task i: finds its span, resolves chunk i - span.start's column pointers through the world,
+//!          runs it, writes slots[i] only  (each index runs exactly once)
 //! ```
+//!
+//! Launching costs O(matched archetypes) on the calling thread; the per-chunk pointer lookup is
+//! done by the task itself, in parallel.
 
 use core::cell::UnsafeCell;
+use core::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use freyr_core::{CommandBuffer, Entity};
+use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{IndexedJob, TaskGroup};
 
 use crate::commands::Context;
 use crate::fetch::{ColumnPtr, QueryData};
+use crate::launch::Spans;
 use crate::launch::callback::CallbackScope;
 use crate::launch::reduce::ReduceSlot;
 use crate::view::ViewSet;
@@ -201,7 +210,9 @@ impl Timing {
 pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     pub(crate) group: TaskGroup,
     registry_id: u64,
-    chunks: Vec<ChunkTask<Q::Ptrs>>,
+    /// The registry's world; tasks only create shared references from it.
+    world: NonNull<World>,
+    spans: Spans<Q::Columns>,
     /// `slots[i]` is written only by task `i` (each index runs exactly once), and read only at
     /// retirement after the group has completed.
     slots: Vec<UnsafeCell<K::Slot>>,
@@ -211,31 +222,35 @@ pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
 }
 
 // SAFETY: tasks on several threads share `&Job`:
-// - `chunks`, `views`, `kernel` are only read (`K: Sync`, the pointer types are `Sync`);
+// - `spans`, `views`, `kernel` are only read (`K: Sync`, `Q::Columns` and the pointer types are
+//   `Sync`); `world` is only turned into `&World`, and `World: Sync`;
 // - `slots[i]` is accessed mutably by exactly one task (index `i` runs once), and by the
 //   retiring thread only after `group` reports completion (acquire), so no two threads touch one
 //   slot at once; moving slot values between threads needs `K::Slot: Send`.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
-// SAFETY: every field is `Send` (`UnsafeCell<T>: Send` for `T: Send`; pointers are wrapped in
-// `Send` types); the job owns no thread-bound state.
+// SAFETY: every field but `world` is `Send` (`UnsafeCell<T>: Send` for `T: Send`; pointers are
+// wrapped in `Send` types); `world` is a shared pointer to a `Sync` value (`&World: Send`); the
+// job owns no thread-bound state.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Send for Job<Q, V, K> {}
 
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
     pub(crate) fn new(
         registry_id: u64,
-        chunks: Vec<ChunkTask<Q::Ptrs>>,
+        world: NonNull<World>,
+        spans: Spans<Q::Columns>,
         views: V::Fetch,
         kernel: K,
         timed: bool,
     ) -> Self {
-        let n = chunks.len();
+        let n = spans.tasks();
         let slots = (0..n)
             .map(|_| UnsafeCell::new(K::Slot::default()))
             .collect();
         Job {
             group: TaskGroup::new(),
             registry_id,
-            chunks,
+            world,
+            spans,
             slots,
             views,
             kernel,
@@ -244,11 +259,26 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
     }
 
     /// The task body: runs chunk `index` (the pool calls it once per chunk index, through
-    /// [`IndexedJob::run`], monomorphised into its batch loop).
+    /// [`IndexedJob::run`], monomorphised into its batch loop). Resolves the chunk's column
+    /// pointers here, on the worker, so launching does not cost O(chunks).
     #[inline]
     pub(crate) fn run_task(job: &Self, index: usize) {
         let _scope = CallbackScope::enter(job.registry_id);
-        let chunk = &job.chunks[index];
+        let span = job.spans.find(index);
+        // SAFETY: `world` is the registry's boxed world. The launch is registered in the
+        // registry's in-flight list until retired, and retirement waits for this task; every
+        // registry path that creates `&mut World` (structural changes, `world_mut`, applying
+        // commands) and the registry's `Drop` first wait for all in-flight launches
+        // (`OpAccess::Exclusive`, launch/inflight.rs). So the world is alive and only shared
+        // while this reference lives, and its archetypes and chunks are those the spans were
+        // built from.
+        let world = unsafe { job.world.as_ref() };
+        let chunk = world.archetype(span.archetype).chunk(index - span.start);
+        let chunk = &ChunkTask {
+            ptrs: Q::ptrs(span.columns, chunk),
+            entities: <Entity as QueryData>::ptrs((), chunk),
+            len: chunk.len(),
+        };
         // SAFETY: task `index` runs exactly once, so this is the only reference to `slots[index]`
         // until retirement, which happens after the group completed.
         let slot = unsafe { &mut *job.slots[index].get() };

@@ -2,7 +2,8 @@
 //! allocation-free `submit_indexed` path, registered with the registry until a sync point
 //! retires it.
 //!
-//! - [`job`]: the shared job (chunk table, callback, per-chunk slots) and the task body;
+//! - [`job`]: the shared job (task spans, callback, per-chunk slots) and the task body, which
+//!   resolves its chunk's column pointers on the worker;
 //! - [`inflight`]: the registry's in-flight list and the waiting rules (the soundness model);
 //! - [`reduce`]: deterministic reductions;
 //! - [`callback`]: the per-thread "inside a callback of registry N" marker.
@@ -15,40 +16,91 @@ pub(crate) mod reduce;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use freyr_core::{Entity, World};
+use freyr_core::{ArchetypeId, World};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::launch::inflight::{InFlight, Launch};
-use crate::launch::job::{ChunkTask, ErasedJob, Job, Kernel};
+use crate::launch::job::{ErasedJob, Job, Kernel};
 use crate::profiler::Profiler;
 use crate::state::QueryState;
 use crate::view::ViewSet;
 
-/// The chunk table of a launch: every non-empty chunk of every matched archetype, in
-/// (archetype creation order, chunk index) order — the order its commands are applied in.
-pub(crate) fn chunk_table<Q: QueryData, F: QueryFilter>(
-    world: &World,
-    state: &QueryState<Q, F>,
-) -> Vec<ChunkTask<Q::Ptrs>> {
-    let count = state
-        .matched()
-        .iter()
-        .map(|m| world.archetype(m.id).chunk_count())
-        .sum();
-    let mut table = Vec::with_capacity(count);
-    for matched in state.matched() {
-        for chunk in world.archetype(matched.id).chunks() {
-            table.push(ChunkTask {
-                ptrs: Q::ptrs(matched.columns, chunk),
-                entities: <Entity as QueryData>::ptrs((), chunk),
-                len: chunk.len(),
-            });
+/// One matched, non-empty archetype's share of a launch: task `start + c` runs chunk `c` of
+/// `archetype`, for `c < end - start` (its chunk count when the launch was made).
+#[derive(Copy, Clone)]
+pub(crate) struct Span<C> {
+    pub(crate) archetype: ArchetypeId,
+    pub(crate) columns: C,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// The task layout of a launch: one [`Span`] per matched archetype with chunks, in archetype
+/// creation order, so task indices run in (archetype creation order, chunk index) order — the
+/// order commands are applied and reductions combined in.
+///
+/// Building it costs O(matched archetypes), not O(chunks): the chunk pointers are resolved by
+/// each task on its worker ([`Job::run_task`](job::Job::run_task)). The first span is stored
+/// inline, so a single-archetype launch allocates nothing here.
+pub(crate) struct Spans<C> {
+    first: Span<C>,
+    rest: Vec<Span<C>>,
+}
+
+impl<C: Copy> Spans<C> {
+    /// The spans of `state`'s matched archetypes in `world`, or `None` when none has a chunk.
+    pub(crate) fn new<Q, F>(world: &World, state: &QueryState<Q, F>) -> Option<Self>
+    where
+        Q: QueryData<Columns = C>,
+        F: QueryFilter,
+    {
+        let mut spans: Option<Spans<C>> = None;
+        let mut start = 0;
+        for matched in state.matched() {
+            let chunks = world.archetype(matched.id).chunk_count();
+            if chunks == 0 {
+                continue;
+            }
+            let span = Span {
+                archetype: matched.id,
+                columns: matched.columns,
+                start,
+                end: start + chunks,
+            };
+            start = span.end;
+            match &mut spans {
+                None => {
+                    spans = Some(Spans {
+                        first: span,
+                        rest: Vec::new(),
+                    })
+                }
+                Some(spans) => spans.rest.push(span),
+            }
         }
+        spans
     }
-    table
+
+    /// Total number of tasks (chunks).
+    pub(crate) fn tasks(&self) -> usize {
+        self.rest.last().unwrap_or(&self.first).end
+    }
+
+    /// The span holding task `index`.
+    ///
+    /// # Panics
+    ///
+    /// If `index >= self.tasks()`.
+    #[inline]
+    pub(crate) fn find(&self, index: usize) -> &Span<C> {
+        if index < self.first.end {
+            return &self.first;
+        }
+        &self.rest[self.rest.partition_point(|s| s.end <= index)]
+    }
 }
 
 /// Everything a launch needs from the registry, borrowed field by field.
@@ -66,13 +118,18 @@ pub(crate) struct LaunchCtx<'a> {
 ///
 /// # Safety
 ///
-/// `chunks` and `views` were built from the registry's current world and resources after every
-/// in-flight launch conflicting with `access` was waited for, and `access` covers everything the
-/// kernel touches through them.
+/// - `world` is the registry's world (its boxed, address-stable `World`), `spans` was built from
+///   it and `views` from it and the registry's resources, after every in-flight launch
+///   conflicting with `access` was waited for; `access` covers everything the kernel touches.
+/// - The world stays alive and is not structurally modified (no `&mut World` is created) until
+///   the launch is retired: the caller registers it in `ctx.inflight`, and every registry path
+///   that mutates the world waits for all in-flight launches first (`OpAccess::Exclusive`, see
+///   [`inflight`]), as does the registry's `Drop` before the world is freed.
 pub(crate) unsafe fn launch<Q, V, K>(
     ctx: LaunchCtx<'_>,
     access: Arc<Access>,
-    chunks: Vec<ChunkTask<Q::Ptrs>>,
+    world: &World,
+    spans: Option<Spans<Q::Columns>>,
     views: V::Fetch,
     kernel: K,
 ) -> Option<u64>
@@ -81,17 +138,18 @@ where
     V: ViewSet,
     K: Kernel<Q, V>,
 {
-    if chunks.is_empty() {
+    let Some(spans) = spans else {
         // Nothing to run: finish at once (a reduction yields `identity()`).
         let _ = kernel.finish(Vec::new());
         return None;
-    }
-    let tasks = chunks.len();
+    };
+    let tasks = spans.tasks();
     let seq = *ctx.next_seq;
     *ctx.next_seq += 1;
     let job: &'static mut Job<Q, V, K> = Box::leak(Box::new(Job::new(
         ctx.registry_id,
-        chunks,
+        NonNull::from(world),
+        spans,
         views,
         kernel,
         ctx.label.is_some(),
@@ -113,4 +171,53 @@ where
     }
     ctx.profiler.record_launch(tasks);
     Some(seq)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(counts: &[usize]) -> Spans<usize> {
+        let mut world = World::new();
+        let entity = world.spawn((1u8,));
+        let archetype = world.entity_location(entity).expect("spawned").0;
+        let mut start = 0;
+        let mut all = counts.iter().enumerate().map(|(i, &n)| {
+            let span = Span {
+                archetype,
+                columns: i,
+                start,
+                end: start + n,
+            };
+            start += n;
+            span
+        });
+        let first = all.next().expect("at least one span");
+        Spans {
+            first,
+            rest: all.collect(),
+        }
+    }
+
+    #[test]
+    fn every_task_index_finds_the_span_that_holds_it() {
+        for counts in [
+            vec![1954],
+            vec![1, 1],
+            vec![3, 1, 5],
+            (1..=40).map(|i| i % 7 + 1).collect::<Vec<_>>(),
+        ] {
+            let spans = spans(&counts);
+            assert_eq!(spans.tasks(), counts.iter().sum::<usize>());
+            let mut index = 0;
+            for (which, &n) in counts.iter().enumerate() {
+                for chunk in 0..n {
+                    let span = spans.find(index);
+                    assert_eq!(span.columns, which, "task {index} of {counts:?}");
+                    assert_eq!(index - span.start, chunk);
+                    index += 1;
+                }
+            }
+        }
+    }
 }

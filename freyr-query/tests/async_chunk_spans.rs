@@ -1,0 +1,128 @@
+//! `each_async` over many matched archetypes (some emptied, some spanning several chunks): every
+//! chunk runs exactly once, tasks see the right chunk's columns and entities, and per-chunk
+//! results combine in (archetype creation order, chunk, row) order for every worker count.
+
+use freyr_core::{CHUNK_CAPACITY, Entity};
+use freyr_query::Registry;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Val(u64);
+struct Hits(u32);
+struct B;
+struct C;
+struct D;
+
+/// A registry whose `(Val, Hits)` query matches six archetypes, two of them empty (their
+/// entities were despawned), with chunk counts from 1 to 3.
+fn build(workers: usize) -> Registry {
+    let mut registry = Registry::with_workers(workers);
+    let mut next = 0u64;
+    let mut spawn = |registry: &mut Registry, n: usize, kind: u8| {
+        let mut out = Vec::new();
+        for _ in 0..n {
+            let base = (Val(next), Hits(0));
+            next += 1;
+            out.push(match kind {
+                0 => registry.spawn(base),
+                1 => registry.spawn((base.0, base.1, B)),
+                2 => registry.spawn((base.0, base.1, C)),
+                3 => registry.spawn((base.0, base.1, B, C)),
+                4 => registry.spawn((base.0, base.1, D)),
+                _ => registry.spawn((base.0, base.1, B, D)),
+            });
+        }
+        out
+    };
+    spawn(&mut registry, 2 * CHUNK_CAPACITY + 7, 0);
+    for e in spawn(&mut registry, 40, 1) {
+        registry.despawn(e).unwrap();
+    }
+    spawn(&mut registry, 1, 2);
+    spawn(&mut registry, CHUNK_CAPACITY, 3);
+    for e in spawn(&mut registry, CHUNK_CAPACITY + 1, 4) {
+        registry.despawn(e).unwrap();
+    }
+    spawn(&mut registry, CHUNK_CAPACITY + 3, 5);
+    registry
+}
+
+fn sequential_order(registry: &mut Registry) -> Vec<(Entity, u64)> {
+    let mut order = Vec::new();
+    registry.query::<&Val>().each(|e, v| order.push((e, v.0)));
+    order
+}
+
+#[test]
+fn each_async_runs_every_row_of_every_matched_chunk_once() {
+    for workers in [1, 2, 3, 8] {
+        let mut registry = build(workers);
+        registry
+            .query::<(&Val, &mut Hits)>()
+            .each_async(|_, (_, hits)| hits.0 += 1);
+        registry.execute_tasks();
+        let mut rows = 0;
+        let mut all_once = true;
+        registry.query::<&Hits>().each(|_, h| {
+            rows += 1;
+            all_once &= h.0 == 1;
+        });
+        assert!(
+            all_once,
+            "workers {workers}: a row ran zero or several times"
+        );
+        assert_eq!(
+            rows,
+            2 * CHUNK_CAPACITY + 7 + 1 + CHUNK_CAPACITY + CHUNK_CAPACITY + 3
+        );
+    }
+}
+
+#[test]
+fn chunk_results_combine_in_archetype_chunk_row_order() {
+    for workers in [1, 2, 3, 8] {
+        let mut registry = build(workers);
+        let expected = sequential_order(&mut registry);
+        let got = registry
+            .query::<(Entity, &Val)>()
+            .each_async_reduce(
+                Vec::new,
+                |mut acc, e, (e2, v)| {
+                    assert_eq!(e, e2, "the entity column belongs to the chunk being run");
+                    acc.push((e, v.0));
+                    acc
+                },
+                |mut a, b| {
+                    a.extend(b);
+                    a
+                },
+            )
+            .join(&mut registry);
+        assert_eq!(got, expected, "workers {workers}");
+    }
+}
+
+#[test]
+fn commands_apply_in_archetype_chunk_row_order() {
+    let spawned_values = |workers: usize| {
+        let mut registry = build(workers);
+        let expected: Vec<u64> = sequential_order(&mut registry)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        registry.query::<&Val>().each_async_with(|_, v, ctx| {
+            ctx.commands().spawn((Val(v.0 + 1_000_000),));
+        });
+        registry.execute_tasks();
+        let mut spawned = Vec::new();
+        registry.query::<&Val>().each(|_, v| {
+            if v.0 >= 1_000_000 {
+                spawned.push(v.0 - 1_000_000);
+            }
+        });
+        assert_eq!(spawned.len(), expected.len());
+        assert_eq!(spawned, expected, "workers {workers}");
+    };
+    for workers in [1, 2, 3, 8] {
+        spawned_values(workers);
+    }
+}
