@@ -1,12 +1,10 @@
 //! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
 
-use core::any::TypeId;
-use core::ptr::NonNull;
-
 use bitvec::slice::BitSlice;
+use core::any::TypeId;
 
 use crate::CHUNK_CAPACITY;
-use crate::chunk::{ChunkList, ChunkRef, ChunkTable};
+use crate::chunk::{ChunkList, ChunkRef, ChunkTable, Window};
 use crate::column::{Column, copy_value, for_each_finishing_on_panic};
 use crate::component::{ComponentId, Components, TypeIdMap};
 use crate::entity::Entity;
@@ -40,18 +38,21 @@ impl ArchetypeId {
     }
 }
 
-/// The rows of one archetype: chunk storage plus the column layout.
+/// The rows of one archetype: chunk storage (in slabs) plus the column layout.
 ///
 /// ```text
 ///  global row g  <->  chunk g / 512, row g % 512
 ///
-///  chunks: [ full 512 ][ full 512 ] ... [ 1..=512 rows ][ spare (empty) ]?
+///  chunks: [ full 512 ][ full 512 ] ... [ 1..=512 rows ][ empty ... ]
 ///           \___________ chunk_count() = ceil(len / 512) _________/
+///  slabs:  | s0 |   s1    |        s2         |      s3 (spare?)     |
 /// ```
 ///
 /// Dense-chunk invariant: rows `0..len` are initialised, every chunk but the last non-empty one
-/// is full, and at most one empty spare chunk is kept after a removal (more may exist after
-/// `reserve`). Removal moves the archetype's last row into the hole.
+/// is full. Slabs grow geometrically (1, 2, 4, ... chunks, capped; `reserve` allocates exactly
+/// what it needs), so the last slab may hold empty chunks; after a removal at most one slab
+/// with no live row is kept (more may exist after `reserve`). Removal moves the archetype's
+/// last row into the hole.
 pub(crate) struct Rows {
     pub(crate) columns: Box<[Column]>,
     /// Whether any column has a drop function (skips the drop loop otherwise).
@@ -69,18 +70,18 @@ impl Rows {
             .min(CHUNK_CAPACITY)
     }
 
-    /// Base pointer of chunk `index`.
+    /// Where chunk `index` lives.
     #[inline]
-    pub(crate) fn base(&self, index: usize) -> NonNull<u8> {
-        self.chunks.list[index].base
+    pub(crate) fn window(&self, index: usize) -> Window {
+        self.chunks.list[index].window
     }
 
-    /// Pointer to `column`'s value at `row` of the chunk at `base` (computed, not dereferenced).
+    /// Pointer to `column`'s value at `row` of the chunk at `window` (computed, not
+    /// dereferenced).
     #[inline]
-    pub(crate) fn slot(&self, base: NonNull<u8>, column: usize, row: usize) -> *mut u8 {
+    pub(crate) fn slot(&self, window: Window, column: usize, row: usize) -> *mut u8 {
         let column = &self.columns[column];
-        base.as_ptr()
-            .wrapping_add(column.offset + row * column.size)
+        window.slot(column.offset, column.size, row)
     }
 
     /// Makes sure a chunk exists for row `len` and returns `(chunk index, row)` of that vacant
@@ -99,17 +100,16 @@ impl Rows {
         (chunk, row)
     }
 
+    /// Appends a slab: geometric growth (as many chunks as exist, plus one: 1, 2, 4, ...),
+    /// capped per slab.
     #[cold]
     fn grow(&mut self, archetype: ArchetypeId, table: &mut ChunkTable) {
-        let index = self.chunks.list.len();
-        table.reserve(1);
-        self.chunks.list.reserve(1);
-        let id = table.alloc(archetype.0, index as u32);
-        let base = self.chunks.push_new(id);
-        table.set_base(id, base);
+        let chunks = (self.chunks.list.len() + 1).min(self.chunks.max_slab());
+        self.chunks.push_slab(chunks, archetype.0, table);
     }
 
-    /// Allocates chunks so that `additional` more rows fit without allocating.
+    /// Allocates chunks so that `additional` more rows fit without allocating: exactly the
+    /// chunks needed, in as few slabs as the per-slab cap allows.
     pub(crate) fn reserve(
         &mut self,
         archetype: ArchetypeId,
@@ -118,32 +118,32 @@ impl Rows {
     ) {
         let needed = (self.len + additional).div_ceil(CHUNK_CAPACITY);
         let more = needed.saturating_sub(self.chunks.list.len());
-        self.chunks.list.reserve_exact(more);
         table.reserve(more);
         while self.chunks.list.len() < needed {
-            self.grow(archetype, table);
+            let chunks = (needed - self.chunks.list.len()).min(self.chunks.max_slab());
+            self.chunks.push_slab(chunks, archetype.0, table);
         }
     }
 
-    /// Writes `entity` into the entity column at `row` of the chunk at `base`.
+    /// Writes `entity` into the entity column at `row` of the chunk at `window`.
     ///
     /// # Safety
-    /// `base` is a chunk of these rows and `row < CHUNK_CAPACITY`.
+    /// `window` is a chunk of these rows and `row < CHUNK_CAPACITY`.
     #[inline]
-    pub(crate) unsafe fn write_entity(base: NonNull<u8>, row: usize, entity: Entity) {
-        // SAFETY: the entity column starts at offset 0, is aligned for `Entity` and has
-        // CHUNK_CAPACITY slots (caller contract).
-        unsafe { base.as_ptr().cast::<Entity>().add(row).write(entity) }
+    pub(crate) unsafe fn write_entity(window: Window, row: usize, entity: Entity) {
+        // SAFETY: the entity column starts at the slab base, is aligned for `Entity` and has
+        // CHUNK_CAPACITY slots from the window's first row (caller contract).
+        unsafe { window.entities().add(row).write(entity) }
     }
 
-    /// Reads the entity at `row` of the chunk at `base`.
+    /// Reads the entity at `row` of the chunk at `window`.
     ///
     /// # Safety
-    /// `base` is a chunk of these rows and `row` is an initialised row of it.
+    /// `window` is a chunk of these rows and `row` is an initialised row of it.
     #[inline]
-    pub(crate) unsafe fn read_entity(base: NonNull<u8>, row: usize) -> Entity {
+    pub(crate) unsafe fn read_entity(window: Window, row: usize) -> Entity {
         // SAFETY: as in `write_entity`, and the row is initialised (caller contract).
-        unsafe { base.as_ptr().cast::<Entity>().add(row).read() }
+        unsafe { window.entities().add(row).read() }
     }
 
     /// Removes row (`chunk`, `row`) WITHOUT dropping its values (they were dropped or moved out
@@ -159,7 +159,7 @@ impl Rows {
         let last = self.len - 1;
         let (last_chunk, last_row) = (last / CHUNK_CAPACITY, last % CHUNK_CAPACITY);
         let moved = if (last_chunk, last_row) != (chunk, row) {
-            let (dst, src) = (self.base(chunk), self.base(last_chunk));
+            let (dst, src) = (self.window(chunk), self.window(last_chunk));
             for column in self.columns.iter() {
                 let (offset, size) = (column.offset, column.size);
                 // SAFETY: both rows are initialised rows of this archetype (`last < len`, and
@@ -168,8 +168,8 @@ impl Rows {
                 // dropped again.
                 unsafe {
                     copy_value(
-                        src.as_ptr().wrapping_add(offset + last_row * size),
-                        dst.as_ptr().wrapping_add(offset + row * size),
+                        src.slot(offset, size, last_row),
+                        dst.slot(offset, size, row),
                         size,
                     )
                 };
@@ -189,13 +189,18 @@ impl Rows {
         moved
     }
 
-    /// Frees chunks beyond the ones in use, keeping at most `spare` empty ones.
+    /// Frees trailing slabs that hold no chunk below `chunk_count + spare`: with `spare == 1`
+    /// at most one slab with no live row stays (reused by the next spawn, so a count that
+    /// wobbles around a chunk boundary does not allocate and free each time); with
+    /// `spare == 0` every slab without a live row is freed.
     pub(crate) fn trim(&mut self, table: &mut ChunkTable, spare: usize) {
         let keep = self.len.div_ceil(CHUNK_CAPACITY) + spare;
-        while self.chunks.list.len() > keep {
-            if let Some(id) = self.chunks.pop_free() {
-                table.free(id);
-            }
+        while self
+            .chunks
+            .last_slab_start()
+            .is_some_and(|start| start >= keep)
+        {
+            self.chunks.pop_slab(table);
         }
     }
 
@@ -216,7 +221,7 @@ impl Rows {
             };
             let from = start.max(chunk * CHUNK_CAPACITY);
             let to = end.min((chunk + 1) * CHUNK_CAPACITY);
-            let ptr = self.slot(self.base(chunk), column, from % CHUNK_CAPACITY);
+            let ptr = self.slot(self.window(chunk), column, from % CHUNK_CAPACITY);
             // SAFETY: rows `from..to` of this chunk hold live values of the column's type that
             // the caller has given up; each (chunk, column) work item runs exactly once.
             unsafe { drop(ptr, to - from) };
@@ -231,12 +236,12 @@ impl Rows {
         if !self.needs_drop {
             return;
         }
-        let base = self.base(chunk);
+        let window = self.window(chunk);
         for_each_finishing_on_panic(self.columns.len(), |column| {
             if let Some(drop) = self.columns[column].drop {
                 // SAFETY: the row is initialised and given up by the caller; each column's
                 // value is dropped exactly once by this loop.
-                unsafe { drop(self.slot(base, column, row), 1) };
+                unsafe { drop(self.slot(window, column, row), 1) };
             }
         });
     }
@@ -252,7 +257,9 @@ impl Drop for Rows {
 
 /// An archetype: the entities that have exactly one set of component types.
 ///
-/// Its rows live in chunks of [`CHUNK_CAPACITY`] rows; every chunk but the last is full.
+/// Its rows live in chunks of [`CHUNK_CAPACITY`] rows; every chunk but the last is full. The
+/// chunks are windows of column-major slabs, so a column's values for consecutive chunks of a
+/// slab are contiguous in memory.
 ///
 /// # Examples
 /// ```
@@ -471,7 +478,7 @@ impl Archetype {
         );
         // SAFETY: `index` is a non-empty chunk of this archetype whose first `chunk_len(index)`
         // rows are initialised (dense-chunk invariant); `&self` keeps it allocated and unmodified.
-        unsafe { ChunkRef::new(self, self.rows.base(index), self.rows.chunk_len(index)) }
+        unsafe { ChunkRef::new(self, self.rows.window(index), self.rows.chunk_len(index)) }
     }
 
     /// The non-empty chunks, in order.
@@ -489,10 +496,22 @@ impl Archetype {
         (0..self.chunk_count()).map(move |index| self.chunk(index))
     }
 
-    /// Number of allocated chunks, including empty spares.
+    /// Number of allocated chunks, including empty ones.
     #[doc(hidden)]
     pub fn allocated_chunks(&self) -> usize {
         self.rows.chunks.list.len()
+    }
+
+    /// Number of slab allocations holding the chunks.
+    #[doc(hidden)]
+    pub fn allocated_slabs(&self) -> usize {
+        self.rows.chunks.slab_count()
+    }
+
+    /// Number of trailing slabs with no live row.
+    #[doc(hidden)]
+    pub fn empty_slabs(&self) -> usize {
+        self.rows.chunks.empty_slabs(self.chunk_count())
     }
 }
 

@@ -1,25 +1,101 @@
-//! Chunks: the fixed-capacity blocks of rows, their global ids, and the read-only [`ChunkRef`].
+//! Chunks and slabs: the logical 512-row chunks, the slab allocations that hold runs of them
+//! column-major, their global ids, and the read-only [`ChunkRef`].
 
 use core::alloc::Layout;
 use core::any::TypeId;
 use core::ptr::NonNull;
 
+use crate::CHUNK_CAPACITY;
 use crate::archetype::Archetype;
 use crate::component::{Component, ComponentId};
 use crate::entity::{Entity, MAX_CHUNKS};
 
-/// One chunk allocation (layout: see [`chunk_layout`](crate::column::chunk_layout)).
+/// Most chunks one slab holds (`256 * 512` rows): long enough column runs that iteration runs
+/// at plain-`Vec` speed (measured: slabs of 64 chunks ~1.05x, 256 chunks ~1.02x).
+pub(crate) const MAX_SLAB_CHUNKS: usize = 256;
+
+/// Most bytes one slab takes (unless a single chunk is bigger), so archetypes with huge
+/// components do not allocate huge slabs.
+pub(crate) const MAX_SLAB_BYTES: usize = 16 << 20;
+
+/// Where one logical chunk's rows live: the 512-row window starting at row `first` of a slab.
+///
+/// A slab of `chunks` chunks is laid out like one chunk scaled by `chunks` (see
+/// [`chunk_layout`](crate::column::chunk_layout)): column `i` starts at byte
+/// `chunks * offset_i`, so row `r` of this chunk's column `i` is at
+/// `slab + chunks * offset_i + (first + r) * size_i`, and entity ids at
+/// `slab + (first + r) * 8`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Window {
+    /// Base of the slab allocation.
+    pub(crate) slab: NonNull<u8>,
+    /// Number of chunks in the slab (the layout scale).
+    pub(crate) chunks: u32,
+    /// Slab row of this chunk's row 0 (its index in the slab times `CHUNK_CAPACITY`).
+    pub(crate) first: u32,
+}
+
+impl Window {
+    /// Byte offset from the slab base of this chunk's row 0 of a column at chunk-layout offset
+    /// `offset` with values of `size` bytes.
+    #[inline(always)]
+    pub(crate) fn column_offset(self, offset: usize, size: usize) -> usize {
+        self.chunks as usize * offset + self.first as usize * size
+    }
+
+    /// Pointer to row `row` of that column (computed with the slab's provenance, not
+    /// dereferenced; in bounds whenever `row < CHUNK_CAPACITY`).
+    #[inline(always)]
+    pub(crate) fn slot(self, offset: usize, size: usize, row: usize) -> *mut u8 {
+        self.slab
+            .as_ptr()
+            .wrapping_add(self.chunks as usize * offset + (self.first as usize + row) * size)
+    }
+
+    /// Pointer to this chunk's entity id at row 0 (the entity column starts at the slab base).
+    #[inline(always)]
+    pub(crate) fn entities(self) -> *mut Entity {
+        self.slab
+            .as_ptr()
+            .cast::<Entity>()
+            .wrapping_add(self.first as usize)
+    }
+}
+
+/// One logical chunk of an archetype: its window in a slab and its global id.
 pub(crate) struct Chunk {
-    /// Base of the allocation; owned by the [`ChunkList`] that holds this chunk.
-    pub(crate) base: NonNull<u8>,
+    pub(crate) window: Window,
     /// Global chunk id (index into the world's [`ChunkTable`]).
     pub(crate) id: u32,
 }
 
-/// The chunks of one archetype, all allocated with `layout`. Dropping the list frees them
+/// One slab allocation: `chunks` consecutive chunks of an archetype, from chunk index `start`.
+struct Slab {
+    base: NonNull<u8>,
+    chunks: usize,
+    start: usize,
+}
+
+/// The chunks of one archetype and the slabs that hold them. Dropping the list frees the slabs
 /// (it never touches the values in them: the archetype drops those first).
+///
+/// ```text
+///  chunk index:  0 | 1   2 | 3   4   5   6 | 7 ...          (slab sizes 1, 2, 4, ... capped)
+///  slab:        s0 |  s1   |      s2       | s3 ...
+///
+///  slab s2 (4 chunks = 2048 rows), column-major, aligned for the most-aligned column:
+///  +------------------------+-----+-------------------------+-----+------------------+
+///  | Entity x 2048          | pad | C0 x 2048               | pad | C1 x 2048  ...   |
+///  +------------------------+-----+-------------------------+-----+------------------+
+///  ^ 0                           ^ 4 * offset0                    ^ 4 * offset1
+///  chunk 4 = rows 512..1024 of every column of s2
+/// ```
 pub(crate) struct ChunkList {
+    /// Layout of a one-chunk slab; a slab of `k` chunks is this scaled by `k`.
     pub(crate) layout: Layout,
+    /// Most chunks per slab for this archetype.
+    max_slab: usize,
+    slabs: Vec<Slab>,
     pub(crate) list: Vec<Chunk>,
 }
 
@@ -34,48 +110,134 @@ impl ChunkList {
     pub(crate) fn new(layout: Layout) -> ChunkList {
         ChunkList {
             layout,
+            max_slab: (MAX_SLAB_BYTES / layout.size()).clamp(1, MAX_SLAB_CHUNKS),
+            slabs: Vec::new(),
             list: Vec::new(),
         }
     }
 
-    /// Allocates an uninitialised chunk with global id `id`, appends it and returns its base.
-    pub(crate) fn push_new(&mut self, id: u32) -> NonNull<u8> {
-        self.list.reserve(1);
-        // SAFETY: `layout` has a non-zero size (it always holds the entity column).
-        let ptr = unsafe { std::alloc::alloc(self.layout) };
-        let Some(base) = NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(self.layout)
-        };
-        self.list.push(Chunk { base, id });
-        base
+    /// Most chunks one slab of this list may hold.
+    #[inline]
+    pub(crate) fn max_slab(&self) -> usize {
+        self.max_slab
     }
 
-    /// Frees the last chunk (its values must already be dropped or moved out) and returns its id.
-    pub(crate) fn pop_free(&mut self) -> Option<u32> {
-        let chunk = self.list.pop()?;
-        // SAFETY: `chunk.base` was allocated in `push_new` with `self.layout` and is removed from
+    /// Number of slabs.
+    pub(crate) fn slab_count(&self) -> usize {
+        self.slabs.len()
+    }
+
+    /// Number of trailing slabs none of whose chunks is below `used` (the non-empty chunks).
+    pub(crate) fn empty_slabs(&self, used: usize) -> usize {
+        self.slabs
+            .iter()
+            .rev()
+            .take_while(|s| s.start >= used)
+            .count()
+    }
+
+    /// Checks that the slabs tile the chunk list and every chunk's window matches its slab.
+    pub(crate) fn check(&self) {
+        let mut next = 0;
+        for slab in &self.slabs {
+            assert_eq!(slab.start, next, "slabs tile the chunks");
+            for c in 0..slab.chunks {
+                let window = self.list[slab.start + c].window;
+                assert_eq!(window.slab, slab.base);
+                assert_eq!(window.chunks as usize, slab.chunks);
+                assert_eq!(window.first as usize, c * CHUNK_CAPACITY);
+            }
+            next += slab.chunks;
+        }
+        assert_eq!(next, self.list.len());
+    }
+
+    /// Index of the first chunk of the last slab, if any.
+    pub(crate) fn last_slab_start(&self) -> Option<usize> {
+        self.slabs.last().map(|s| s.start)
+    }
+
+    fn slab_layout(&self, chunks: usize) -> Layout {
+        let size = self
+            .layout
+            .size()
+            .checked_mul(chunks)
+            .expect("freyr: slab size overflows usize");
+        Layout::from_size_align(size, self.layout.align()).expect("freyr: slab layout too large")
+    }
+
+    /// Allocates an uninitialised slab of `chunks` chunks (`1..=max_slab`) and appends them,
+    /// each with a fresh global id from `table` for `archetype`.
+    ///
+    /// # Panics
+    /// When more than 2^22 chunks would exist at once (before anything changes).
+    pub(crate) fn push_slab(&mut self, chunks: usize, archetype: u32, table: &mut ChunkTable) {
+        debug_assert!((1..=self.max_slab).contains(&chunks));
+        table.reserve(chunks);
+        self.list.reserve(chunks);
+        self.slabs.reserve(1);
+        let layout = self.slab_layout(chunks);
+        // SAFETY: `layout` has a non-zero size (it always holds the entity column, `chunks > 0`).
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        let Some(base) = NonNull::new(ptr) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        let start = self.list.len();
+        self.slabs.push(Slab {
+            base,
+            chunks,
+            start,
+        });
+        for c in 0..chunks {
+            let window = Window {
+                slab: base,
+                chunks: chunks as u32,
+                first: (c * CHUNK_CAPACITY) as u32,
+            };
+            let id = table.alloc(archetype, (start + c) as u32, window);
+            self.list.push(Chunk { window, id });
+        }
+    }
+
+    /// Frees the last slab (the values in its chunks must already be dropped or moved out) and
+    /// returns its chunks' ids to `table`. Returns whether there was a slab.
+    pub(crate) fn pop_slab(&mut self, table: &mut ChunkTable) -> bool {
+        let Some(slab) = self.slabs.pop() else {
+            return false;
+        };
+        while self.list.len() > slab.start {
+            if let Some(chunk) = self.list.pop() {
+                table.free(chunk.id);
+            }
+        }
+        let layout = self.slab_layout(slab.chunks);
+        // SAFETY: `slab.base` was allocated in `push_slab` with this layout and is removed from
         // the list, so it is freed exactly once.
-        unsafe { std::alloc::dealloc(chunk.base.as_ptr(), self.layout) };
-        Some(chunk.id)
+        unsafe { std::alloc::dealloc(slab.base.as_ptr(), layout) };
+        true
     }
 }
 
 impl Drop for ChunkList {
     fn drop(&mut self) {
-        while self.pop_free().is_some() {}
+        for slab in core::mem::take(&mut self.slabs) {
+            let layout = self.slab_layout(slab.chunks);
+            // SAFETY: as in `pop_slab`; each slab is taken out of the list once.
+            unsafe { std::alloc::dealloc(slab.base.as_ptr(), layout) };
+        }
     }
 }
 
-/// Where a global chunk id points: archetype, chunk index inside it, and the chunk's base (a
-/// copy of the owning [`ChunkList`]'s pointer, so a lookup by entity needs no further hops).
+/// Where a global chunk id points: archetype, chunk index inside it, and the chunk's window (a
+/// copy of the owning [`ChunkList`]'s, so a lookup by entity needs no further hops).
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct ChunkEntry {
     pub(crate) archetype: u32,
     pub(crate) index: u32,
-    pub(crate) base: NonNull<u8>,
+    pub(crate) window: Window,
 }
 
-// SAFETY: the entry only copies a chunk pointer owned by a `ChunkList` (which is Send + Sync);
+// SAFETY: the entry only copies a slab pointer owned by a `ChunkList` (which is Send + Sync);
 // it is never dereferenced except under the same rules as the list's own pointer.
 unsafe impl Send for ChunkEntry {}
 // SAFETY: as above.
@@ -89,39 +251,34 @@ pub(crate) struct ChunkTable {
 }
 
 impl ChunkTable {
-    /// Assigns an id to a new chunk at `index` of `archetype`.
-    ///
-    /// # Panics
-    /// When more than 2^22 chunks (2^31 rows) would exist at once.
-    pub(crate) fn alloc(&mut self, archetype: u32, index: u32) -> u32 {
-        let base = NonNull::dangling();
+    /// Assigns an id to the chunk at `index` of `archetype`, stored at `window`. Call
+    /// [`reserve`](ChunkTable::reserve) first: this never panics after it.
+    pub(crate) fn alloc(&mut self, archetype: u32, index: u32, window: Window) -> u32 {
         let entry = ChunkEntry {
             archetype,
             index,
-            base,
+            window,
         };
         if let Some(id) = self.free.pop() {
             self.entries[id as usize] = entry;
             id
         } else {
-            assert!(
-                self.entries.len() < MAX_CHUNKS,
-                "freyr: more than {MAX_CHUNKS} chunks"
-            );
             self.entries.push(entry);
             (self.entries.len() - 1) as u32
         }
     }
 
-    /// Records the base of chunk `id` once it is allocated.
-    pub(crate) fn set_base(&mut self, id: u32, base: NonNull<u8>) {
-        self.entries[id as usize].base = base;
-    }
-
     /// Makes room for `additional` more ids.
+    ///
+    /// # Panics
+    /// When more than 2^22 chunks (2^31 rows) would exist at once.
     pub(crate) fn reserve(&mut self, additional: usize) {
-        self.entries
-            .reserve(additional.saturating_sub(self.free.len()));
+        let fresh = additional.saturating_sub(self.free.len());
+        assert!(
+            self.entries.len() + fresh <= MAX_CHUNKS,
+            "freyr: more than {MAX_CHUNKS} chunks"
+        );
+        self.entries.reserve(fresh);
     }
 
     /// Returns an id for reuse.
@@ -134,7 +291,6 @@ impl ChunkTable {
         self.entries[id as usize]
     }
 }
-
 /// A read-only view of one non-empty chunk of an archetype: its length, entity ids and columns.
 ///
 /// Rows `0..len()` of every column are initialised; `entities()[r]` owns row `r`.
@@ -154,7 +310,7 @@ impl ChunkTable {
 #[derive(Copy, Clone)]
 pub struct ChunkRef<'a> {
     archetype: &'a Archetype,
-    base: NonNull<u8>,
+    window: Window,
     len: usize,
 }
 
@@ -167,12 +323,12 @@ unsafe impl Sync for ChunkRef<'_> {}
 
 impl<'a> ChunkRef<'a> {
     /// # Safety
-    /// `base` is a chunk of `archetype` whose first `len` rows are initialised, and it stays
-    /// allocated and unmodified for `'a`.
-    pub(crate) unsafe fn new(archetype: &'a Archetype, base: NonNull<u8>, len: usize) -> Self {
+    /// `window` is a chunk of `archetype` whose first `len` rows are initialised, and its slab
+    /// stays allocated and those rows unmodified for `'a`.
+    pub(crate) unsafe fn new(archetype: &'a Archetype, window: Window, len: usize) -> Self {
         ChunkRef {
             archetype,
-            base,
+            window,
             len,
         }
     }
@@ -216,9 +372,10 @@ impl<'a> ChunkRef<'a> {
     /// ```
     #[inline]
     pub fn entities(&self) -> &'a [Entity] {
-        // SAFETY: the entity column sits at offset 0 of the chunk (aligned for `Entity`), and its
-        // first `len` rows are initialised and unmodified for `'a` (`ChunkRef::new` contract).
-        unsafe { core::slice::from_raw_parts(self.base.as_ptr().cast::<Entity>(), self.len) }
+        // SAFETY: the entity column starts at the slab base (aligned for `Entity`); this chunk's
+        // window of it starts at slab row `first`, and its first `len` rows are initialised and
+        // unmodified for `'a` (`ChunkRef::new` contract).
+        unsafe { core::slice::from_raw_parts(self.window.entities(), self.len) }
     }
 
     /// The column of component `id` as a slice of `T`, or `None` if the archetype lacks `id`.
@@ -254,10 +411,11 @@ impl<'a> ChunkRef<'a> {
 
     /// Raw base pointer of column `column_index` (the position in
     /// [`Archetype::components`]): aligned for its type; for a zero-sized type it is the
-    /// (aligned) chunk base, valid for zero-sized accesses only.
+    /// (aligned) slab base, valid for zero-sized accesses only. The chunk's `len()` values
+    /// follow it contiguously (the chunk is a 512-row window of a column-major slab).
     ///
-    /// Obtaining it is safe. The pointer carries the provenance of the chunk's own allocation
-    /// (it is not derived from a shared reference), so a caller that has exclusive access to
+    /// Obtaining it is safe. The pointer carries the provenance of the slab allocation holding
+    /// the chunk (it is not derived from a shared reference), so a caller that has exclusive access to
     /// that column of that chunk by other means may write through it while the world is not
     /// structurally modified.
     ///
@@ -277,10 +435,11 @@ impl<'a> ChunkRef<'a> {
     /// ```
     #[inline]
     pub fn column_ptr(&self, column_index: usize) -> NonNull<u8> {
-        let offset = self.archetype.rows.columns[column_index].offset;
-        // SAFETY: `offset` lies within the chunk allocation (or is 0 for tags), so the result is
-        // in bounds of the same allocation and non-null.
-        unsafe { self.base.add(offset) }
+        let column = &self.archetype.rows.columns[column_index];
+        let offset = self.window.column_offset(column.offset, column.size);
+        // SAFETY: the column's run for this chunk lies within the slab allocation (offset and
+        // size are 0 for tags), so the result is in bounds of the same allocation and non-null.
+        unsafe { self.window.slab.add(offset) }
     }
 }
 
@@ -300,12 +459,46 @@ mod tests {
     #[test]
     fn chunk_ids_are_reused_lifo() {
         let mut table = ChunkTable::default();
-        let a = table.alloc(0, 0);
-        let b = table.alloc(1, 0);
+        let window = Window {
+            slab: NonNull::dangling(),
+            chunks: 1,
+            first: 0,
+        };
+        table.reserve(2);
+        let a = table.alloc(0, 0, window);
+        let b = table.alloc(1, 0, window);
         table.free(a);
         table.free(b);
-        assert_eq!(table.alloc(2, 5), b);
+        assert_eq!(table.alloc(2, 5, window), b);
         assert_eq!(table.get(b).archetype, 2);
         assert_eq!(table.get(b).index, 5);
+    }
+
+    #[test]
+    fn slab_sizes_are_capped_by_chunks_and_bytes() {
+        let small = ChunkList::new(Layout::from_size_align(16 << 10, 8).unwrap());
+        assert_eq!(small.max_slab(), MAX_SLAB_CHUNKS);
+        let big = ChunkList::new(Layout::from_size_align(1 << 20, 8).unwrap());
+        assert_eq!(big.max_slab(), MAX_SLAB_BYTES >> 20);
+        let huge = ChunkList::new(Layout::from_size_align(64 << 20, 8).unwrap());
+        assert_eq!(huge.max_slab(), 1);
+    }
+
+    #[test]
+    fn slabs_hand_out_windows_and_return_ids() {
+        let mut table = ChunkTable::default();
+        let mut list = ChunkList::new(Layout::from_size_align(4096, 8).unwrap());
+        list.push_slab(1, 0, &mut table);
+        list.push_slab(3, 0, &mut table);
+        assert_eq!(list.list.len(), 4);
+        assert_eq!(list.slab_count(), 2);
+        assert_eq!(list.last_slab_start(), Some(1));
+        let w = list.list[3].window;
+        assert_eq!((w.chunks, w.first), (3, 2 * CHUNK_CAPACITY as u32));
+        assert_eq!(table.get(list.list[3].id).window, w);
+        assert_eq!(table.get(list.list[3].id).index, 3);
+        assert!(list.pop_slab(&mut table));
+        assert_eq!(list.list.len(), 1);
+        assert_eq!(table.free.len(), 3);
     }
 }

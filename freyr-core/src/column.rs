@@ -8,7 +8,8 @@ use crate::CHUNK_CAPACITY;
 use crate::component::{ComponentId, ComponentInfo, DropFn};
 use crate::entity::Entity;
 
-/// One component column of an archetype: where it sits inside every chunk of that archetype.
+/// One component column of an archetype: where it sits in the archetype's one-chunk layout
+/// (a slab of `k` chunks scales every offset by `k`).
 #[derive(Clone, Debug)]
 pub(crate) struct Column {
     pub(crate) id: ComponentId,
@@ -16,26 +17,31 @@ pub(crate) struct Column {
     pub(crate) name: &'static str,
     /// Size of one value; 0 for tags, which take no bytes.
     pub(crate) size: usize,
-    /// Byte offset of the column from the chunk base; a multiple of the type's alignment.
+    /// Byte offset of the column in a one-chunk slab; a multiple of the type's alignment. In a
+    /// slab of `k` chunks the column starts at `k * offset` (still a multiple of it).
     pub(crate) offset: usize,
     pub(crate) drop: Option<DropFn>,
 }
 
-/// Computes the columns and the chunk allocation layout for a sorted component set.
+/// Computes the columns and the one-chunk layout for a sorted component set.
 ///
-/// Every chunk of an archetype is one allocation, aligned for the most-aligned column (and at
-/// least for `Entity`), laid out as the entity column followed by one column per component:
+/// An archetype's rows live in slabs (see [`ChunkList`](crate::chunk::ChunkList)); a slab of
+/// `k` chunks is this layout scaled by `k`: one allocation, aligned for the most-aligned
+/// column (and at least for `Entity`), column-major, the entity column followed by one column
+/// per component, each `k * 512` rows long. Scaling keeps every column start aligned, since
+/// `k * offset_i` is a multiple of `offset_i`'s alignment.
 ///
 /// ```text
-///  base (align = max(align_of::<Entity>(), align of every column))
+///  slab base (align = max(align_of::<Entity>(), align of every column))
 ///  |
 ///  v
 ///  +---------------------------+-----+---------------------------+-----+------------------+
-///  | Entity x 512 (8 B each)   | pad | C0 x 512 (size0 each)     | pad | C1 x 512  ...    |
+///  | Entity x k*512 (8 B each) | pad | C0 x k*512 (size0 each)   | pad | C1 x k*512 ...   |
 ///  +---------------------------+-----+---------------------------+-----+------------------+
-///  ^ offset 0                        ^ offset0 % align0 == 0           ^ offset1 % align1 == 0
+///  ^ 0                               ^ k*offset0 (% align0 == 0)       ^ k*offset1
 ///
-///  row r of column i lives at  base + offset_i + r * size_i
+///  chunk c of the slab = rows c*512 .. c*512+512 of every column
+///  row r of chunk c, column i:  base + k*offset_i + (c*512 + r) * size_i
 ///  zero-sized columns: size 0, offset 0 (base is aligned for them too), no bytes
 /// ```
 pub(crate) fn chunk_layout<'a>(

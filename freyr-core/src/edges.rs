@@ -9,7 +9,10 @@ use crate::column::Column;
 use crate::component::{ComponentId, DropFn};
 
 /// One column's value moving between rows: byte offsets of the column in the source and target
-/// chunk layouts, and the value size. Row `r` of a column is at `base + offset + r * size`.
+/// one-chunk layouts, and the value size. In a slab of `k` chunks a column starts at
+/// `slab + k * offset`, so row `r` of chunk window `first..` is at
+/// `slab + k * offset + (first + r) * size` (see [`Window`](crate::chunk::Window)); a move is
+/// one copy per column between the two column bases.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct Move {
     pub(crate) src: usize,
@@ -20,7 +23,8 @@ pub(crate) struct Move {
 /// Where one bundle element goes in (insert) or comes from (remove).
 #[derive(Copy, Clone)]
 pub(crate) struct Field {
-    /// Column byte offset in the target (insert) or source (remove) chunk layout.
+    /// Column byte offset in the target (insert) or source (remove) one-chunk layout (scaled
+    /// by the slab's chunk count, see [`Move`]).
     pub(crate) offset: usize,
     pub(crate) size: usize,
     /// Insert only: the entity already has this component; the old value is swapped out and

@@ -2,14 +2,13 @@
 
 use core::any::TypeId;
 use core::mem::ManuallyDrop;
-use core::ptr::NonNull;
 
 use hashbrown::HashMap;
 
 use crate::CHUNK_CAPACITY;
 use crate::archetype::{Archetype, ArchetypeId, Rows};
 use crate::bundle::{Bundle, MAX_BUNDLE, check_distinct};
-use crate::chunk::ChunkTable;
+use crate::chunk::{ChunkTable, Window};
 use crate::column::{copy_value, for_each_finishing_on_panic};
 use crate::component::{Component, ComponentId, ComponentInfo, Components, TypeIdMap};
 use crate::edges::{InsertEdge, RemoveEdge, difference, union};
@@ -22,7 +21,8 @@ struct BundleInfo {
     ids: Box<[ComponentId]>,
     /// The archetype with exactly these components.
     archetype: ArchetypeId,
-    /// Per tuple position: (column offset in a chunk, value size) in that archetype.
+    /// Per tuple position: (column offset in the one-chunk layout, value size) in that
+    /// archetype.
     slots: Box<[(usize, usize)]>,
 }
 
@@ -32,7 +32,7 @@ struct Found {
     archetype: usize,
     chunk: usize,
     row: usize,
-    base: NonNull<u8>,
+    window: Window,
 }
 
 /// The container of all entities and their components.
@@ -287,15 +287,15 @@ impl World {
         let archetype = entry.archetype as usize;
         let chunk = entry.index as usize;
         let row = location.row as usize;
-        let base = entry.base;
+        let window = entry.window;
         // SAFETY: a live slot locates an initialised row of an existing chunk (world invariant:
         // every live entity's slot is updated whenever its row moves).
-        let stored = unsafe { Rows::read_entity(base, row) };
+        let stored = unsafe { Rows::read_entity(window, row) };
         (stored == entity).then_some(Found {
             archetype,
             chunk,
             row,
-            base,
+            window,
         })
     }
 
@@ -473,10 +473,10 @@ impl World {
         loop {
             // One chunk segment: the vacant rows `row..CHUNK_CAPACITY` of the last chunk.
             let (chunk, mut row) = rows.prepare_push(archetype, chunks);
-            let base = rows.base(chunk);
+            let window = rows.window(chunk);
             let chunk_id = rows.chunks.list[chunk].id;
             for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
-                *d = base.as_ptr().wrapping_add(offset + row * size);
+                *d = window.slot(offset, size, row);
             }
             loop {
                 let location = Location {
@@ -488,7 +488,7 @@ impl World {
                 // made it exist), and `dst[i]` points at column i's slot for that row: aligned
                 // (offset and size are multiples of the alignment) and vacant.
                 unsafe {
-                    Rows::write_entity(base, row, entity);
+                    Rows::write_entity(window, row, entity);
                     item.write(&dst[..B::LEN]);
                 }
                 rows.len += 1;
@@ -600,11 +600,11 @@ impl World {
         let mut bundle = ManuallyDrop::new(bundle);
         // SAFETY: `bundle` is a live tuple and `fields` has MAX_BUNDLE >= B::LEN entries.
         unsafe { B::field_ptrs(&mut *bundle, &mut fields) };
-        let source = found.base.as_ptr();
+        let source = found.window;
         if edge.target.index() == found.archetype {
             // Every component is present: swap the new values in place.
             for (&field, f) in fields.iter().zip(edge.fields.iter()) {
-                let slot = source.wrapping_add(f.offset + found.row * f.size);
+                let slot = source.slot(f.offset, f.size, found.row);
                 // SAFETY: the slot holds the entity's live value of this element's type and
                 // the field is a live value in the bundle: distinct, `size` bytes each. After
                 // the swap the row owns the new value and the bundle field the old one.
@@ -614,24 +614,23 @@ impl World {
             let (src, dst) = two_mut(&mut self.archetypes, found.archetype, edge.target.index());
             let (chunk, row) = dst.rows.prepare_push(edge.target, &mut self.chunks);
             // Nothing below can panic until the old values are dropped.
-            let base = dst.rows.base(chunk);
-            let target = base.as_ptr();
+            let target = dst.rows.window(chunk);
             // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
-            unsafe { Rows::write_entity(base, row, entity) };
+            unsafe { Rows::write_entity(target, row, entity) };
             for m in edge.moves.iter() {
                 // SAFETY: the source slot holds a live value that moves (the source row is
                 // removed below without dropping); the target slot of the same column type is
                 // vacant; offsets and sizes come from the two archetypes' layouts.
                 unsafe {
                     copy_value(
-                        source.wrapping_add(m.src + found.row * m.size),
-                        target.wrapping_add(m.dst + row * m.size),
+                        source.slot(m.src, m.size, found.row),
+                        target.slot(m.dst, m.size, row),
                         m.size,
                     )
                 };
             }
             for (&field, f) in fields.iter().zip(edge.fields.iter()) {
-                let slot = target.wrapping_add(f.offset + row * f.size);
+                let slot = target.slot(f.offset, f.size, row);
                 if f.overwrite {
                     // SAFETY: the slot now holds the moved old value; swapping leaves the new
                     // value in the row and the old one in the bundle field (dropped below).
@@ -722,24 +721,23 @@ impl World {
         let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target_id.index());
         let (chunk, row) = dst.rows.prepare_push(target_id, &mut self.chunks);
         // Nothing below can panic.
-        let source = found.base.as_ptr();
+        let source = found.window;
         for (field, f) in fields.iter_mut().zip(edge.fields.iter()) {
-            *field = source.wrapping_add(f.offset + found.row * f.size);
+            *field = source.slot(f.offset, f.size, found.row);
         }
         // SAFETY: each pointer is the entity's live value of the matching tuple element; they
         // are moved out here and the row is removed below without dropping them.
         let value = unsafe { B::read(&fields[..B::LEN]) };
-        let base = dst.rows.base(chunk);
-        let target = base.as_ptr();
+        let target = dst.rows.window(chunk);
         // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
-        unsafe { Rows::write_entity(base, row, entity) };
+        unsafe { Rows::write_entity(target, row, entity) };
         for m in edge.moves.iter() {
             // SAFETY: a live source value moves to the vacant target slot of the same column
             // type; the source row is removed below without dropping.
             unsafe {
                 copy_value(
-                    source.wrapping_add(m.src + found.row * m.size),
-                    target.wrapping_add(m.dst + row * m.size),
+                    source.slot(m.src, m.size, found.row),
+                    target.slot(m.dst, m.size, row),
                     m.size,
                 )
             };
@@ -779,7 +777,7 @@ impl World {
         let column = archetype.column_index(id).ok_or(missing)?;
         Ok(archetype
             .rows
-            .slot(found.base, column, found.row)
+            .slot(found.window, column, found.row)
             .cast::<T>())
     }
 
@@ -841,10 +839,11 @@ impl World {
             let rows = &mut archetype.rows;
             let len = rows.len;
             for chunk in 0..rows.len.div_ceil(CHUNK_CAPACITY) {
-                let base = rows.base(chunk);
+                let window = rows.window(chunk);
                 for row in 0..rows.chunk_len(chunk) {
                     // SAFETY: `row` is an initialised row of chunk `chunk`.
-                    self.entities.free(unsafe { Rows::read_entity(base, row) });
+                    self.entities
+                        .free(unsafe { Rows::read_entity(window, row) });
                 }
             }
             rows.len = 0;
@@ -855,8 +854,9 @@ impl World {
 
     /// Test support: checks every structural invariant, panicking on the first violation.
     ///
-    /// Checked: per archetype, all chunks but the last non-empty one are full, chunk-table
-    /// entries point back at their chunks, every stored entity's slot locates its row; the
+    /// Checked: per archetype, all chunks but the last non-empty one are full, the slabs tile
+    /// the chunks, chunk-table entries point back at their chunks, every stored entity's slot
+    /// locates its row; the
     /// world length is the sum of archetype lengths.
     #[doc(hidden)]
     pub fn check_invariants(&self) {
@@ -867,10 +867,11 @@ impl World {
             assert!(rows.chunks.list.len() >= archetype.chunk_count());
             let column_ids = rows.columns.iter().map(|c| c.id);
             assert!(column_ids.eq(archetype.components().iter().copied()));
+            rows.chunks.check();
             for (index, chunk) in rows.chunks.list.iter().enumerate() {
                 let entry = self.chunks.get(chunk.id);
                 assert_eq!((entry.archetype as usize, entry.index as usize), (a, index));
-                assert_eq!(entry.base, chunk.base);
+                assert_eq!(entry.window, chunk.window);
             }
             for (index, chunk) in archetype.chunks().enumerate() {
                 if index + 1 < archetype.chunk_count() {
@@ -900,20 +901,20 @@ fn spawn_in<B: Bundle>(
 ) -> Entity {
     let rows = &mut archetypes[info.archetype.index()].rows;
     let (chunk, row) = rows.prepare_push(info.archetype, chunks);
-    let base = rows.base(chunk);
+    let window = rows.window(chunk);
     let entity = entities.alloc(Location {
         chunk: rows.chunks.list[chunk].id,
         row: row as u32,
     });
     let mut dst = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
     for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
-        *d = base.as_ptr().wrapping_add(offset + row * size);
+        *d = window.slot(offset, size, row);
     }
     // SAFETY: (chunk, row) is the vacant row `rows.len` (prepare_push made its chunk exist);
     // `dst[i]` is element i's column slot at that row, aligned and vacant. Nothing can panic
     // between here and committing the row.
     unsafe {
-        Rows::write_entity(base, row, entity);
+        Rows::write_entity(window, row, entity);
         bundle.write(&dst[..B::LEN]);
     }
     rows.len += 1;

@@ -84,10 +84,8 @@ fn all_chunks_but_the_last_are_full_after_any_sequence() {
                 assert!(*last >= 1);
             }
             assert_eq!(lens.iter().sum::<usize>(), archetype.len());
-            assert!(
-                archetype.allocated_chunks() <= archetype.chunk_count() + 1,
-                "at most one spare chunk"
-            );
+            assert!(archetype.empty_slabs() <= 1, "at most one spare slab");
+            assert!(archetype.allocated_chunks() >= archetype.chunk_count());
         }
     }
     world.check_invariants();
@@ -101,24 +99,81 @@ fn chunks_no_longer_needed_are_reused_or_freed() {
     let arch = world.archetypes().iter().position(|a| a.has(id)).unwrap();
     assert_eq!(
         world.archetypes()[arch].allocated_chunks(),
-        N.div_ceil(CHUNK_CAPACITY)
+        N.div_ceil(CHUNK_CAPACITY),
+        "an exact batch reserves exactly"
     );
     for &e in &ids {
         world.despawn(e).unwrap();
     }
     assert_eq!(
-        world.archetypes()[arch].allocated_chunks(),
+        world.archetypes()[arch].allocated_slabs(),
         1,
-        "one spare kept for reuse"
+        "one spare slab kept for reuse"
     );
+    let spare = world.archetypes()[arch].allocated_chunks();
     world.spawn_batch((0..10u32).map(|i| (i,)));
+    assert_eq!(world.archetypes()[arch].allocated_slabs(), 1);
     assert_eq!(
         world.archetypes()[arch].allocated_chunks(),
-        1,
+        spare,
         "the spare was reused"
     );
     world.clear();
     assert_eq!(world.archetypes()[arch].allocated_chunks(), 0);
+    assert_eq!(world.archetypes()[arch].allocated_slabs(), 0);
+}
+
+#[test]
+fn slabs_grow_geometrically_and_trailing_empty_ones_are_freed() {
+    let mut world = World::new();
+    // One at a time: slabs of 1, 2 and 4 chunks; the fifth chunk is in use.
+    let ids: Vec<_> = (0..4 * CHUNK_CAPACITY + 1)
+        .map(|i| world.spawn((i as u32,)))
+        .collect();
+    let id = world.component_id::<u32>().unwrap();
+    let arch = world.archetypes().iter().position(|a| a.has(id)).unwrap();
+    assert_eq!(world.archetypes()[arch].allocated_slabs(), 3);
+    assert_eq!(world.archetypes()[arch].allocated_chunks(), 7);
+    assert_eq!(world.archetypes()[arch].chunk_count(), 5);
+    // Down to one row: the 4-chunk slab is freed, the 2-chunk one stays as the spare.
+    for &e in &ids[1..] {
+        world.despawn(e).unwrap();
+    }
+    assert_eq!(world.archetypes()[arch].allocated_slabs(), 2);
+    assert_eq!(world.archetypes()[arch].allocated_chunks(), 3);
+    assert_eq!(world.archetypes()[arch].empty_slabs(), 1);
+    assert_eq!(*world.get::<u32>(ids[0]).unwrap(), 0);
+    world.check_invariants();
+}
+
+#[test]
+fn consecutive_chunks_of_a_slab_are_contiguous_per_column() {
+    let mut world = World::new();
+    world.spawn_batch((0..3 * CHUNK_CAPACITY).map(|i| (i as u64, i as u16)));
+    let id = world.component_id::<u16>().unwrap();
+    let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
+    assert_eq!(arch.allocated_slabs(), 1);
+    let column = arch.column_index(id).unwrap();
+    let bases: Vec<usize> = arch
+        .chunks()
+        .map(|c| c.column_ptr(column).as_ptr() as usize)
+        .collect();
+    assert_eq!(bases[1] - bases[0], 2 * CHUNK_CAPACITY);
+    assert_eq!(bases[2] - bases[1], 2 * CHUNK_CAPACITY);
+    let ents: Vec<usize> = arch
+        .chunks()
+        .map(|c| c.entities().as_ptr() as usize)
+        .collect();
+    assert_eq!(ents[1] - ents[0], 8 * CHUNK_CAPACITY);
+    for (c, chunk) in arch.chunks().enumerate() {
+        let values = chunk.column::<u16>(id).unwrap();
+        assert!(
+            values
+                .iter()
+                .enumerate()
+                .all(|(r, &v)| v as usize == c * 512 + r)
+        );
+    }
 }
 
 #[test]
