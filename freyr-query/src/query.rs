@@ -538,10 +538,10 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
             next_seq: &mut reg.next_seq,
             label,
         };
-        // SAFETY: `world` is the registry's boxed world; `spans` and `views` come from it and the
-        // current resources, after waiting for every in-flight launch that conflicts with
-        // `access`, which covers `Q` and `V`; `launch` registers the launch in `reg.inflight`,
-        // so every later structural change waits for it.
-        unsafe { launch::launch::<Q, V, K>(ctx, access, world, spans, views, kernel) }
+        // SAFETY: `spans` and `views` come from the registry's boxed world and the current
+        // resources, after waiting for every in-flight launch that conflicts with `access`,
+        // which covers `Q` and `V`; `launch` registers the launch in `reg.inflight`, so every
+        // later structural change waits for it.
+        unsafe { launch::launch::<Q, V, K>(ctx, access, spans, views, kernel) }
     }
 }

@@ -23,11 +23,10 @@
 //! done by the task itself, in parallel.
 
 use core::cell::UnsafeCell;
-use core::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use freyr_core::{CommandBuffer, Entity, World};
+use freyr_core::{CommandBuffer, Entity};
 use freyr_sched::{IndexedJob, TaskGroup};
 
 use crate::commands::Context;
@@ -210,8 +209,8 @@ impl Timing {
 pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     pub(crate) group: TaskGroup,
     registry_id: u64,
-    /// The registry's world; tasks only create shared references from it.
-    world: NonNull<World>,
+    /// Per matched archetype: where it lives in the registry's world (tasks only create shared
+    /// references from it), its column indices and its task range.
     spans: Spans<Q::Columns>,
     /// `slots[i]` is written only by task `i` (each index runs exactly once), and read only at
     /// retirement after the group has completed.
@@ -223,20 +222,20 @@ pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
 
 // SAFETY: tasks on several threads share `&Job`:
 // - `spans`, `views`, `kernel` are only read (`K: Sync`, `Q::Columns` and the pointer types are
-//   `Sync`); `world` is only turned into `&World`, and `World: Sync`;
+//   `Sync`); the archetype pointers in `spans` are only turned into `&Archetype` (`Archetype` is
+//   `Sync`, being part of the `Sync` `World`);
 // - `slots[i]` is accessed mutably by exactly one task (index `i` runs once), and by the
 //   retiring thread only after `group` reports completion (acquire), so no two threads touch one
 //   slot at once; moving slot values between threads needs `K::Slot: Send`.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
-// SAFETY: every field but `world` is `Send` (`UnsafeCell<T>: Send` for `T: Send`; pointers are
-// wrapped in `Send` types); `world` is a shared pointer to a `Sync` value (`&World: Send`); the
-// job owns no thread-bound state.
+// SAFETY: every field is `Send` (`UnsafeCell<T>: Send` for `T: Send`; pointers are wrapped in
+// `Send` types) except the archetype pointers in `spans`, which are shared pointers to `Sync`
+// values (`&Archetype: Send`); the job owns no thread-bound state.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Send for Job<Q, V, K> {}
 
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
     pub(crate) fn new(
         registry_id: u64,
-        world: NonNull<World>,
         spans: Spans<Q::Columns>,
         views: V::Fetch,
         kernel: K,
@@ -249,7 +248,6 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         Job {
             group: TaskGroup::new(),
             registry_id,
-            world,
             spans,
             slots,
             views,
@@ -265,15 +263,15 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
     pub(crate) fn run_task(job: &Self, index: usize) {
         let _scope = CallbackScope::enter(job.registry_id);
         let span = job.spans.find(index);
-        // SAFETY: `world` is the registry's boxed world. The launch is registered in the
-        // registry's in-flight list until retired, and retirement waits for this task; every
-        // registry path that creates `&mut World` (structural changes, `world_mut`, applying
-        // commands) and the registry's `Drop` first wait for all in-flight launches
-        // (`OpAccess::Exclusive`, launch/inflight.rs). So the world is alive and only shared
-        // while this reference lives, and its archetypes and chunks are those the spans were
-        // built from.
-        let world = unsafe { job.world.as_ref() };
-        let chunk = world.archetype(span.archetype).chunk(index - span.start);
+        // SAFETY: `span.archetype` points into the registry's boxed world, taken from `&World`
+        // when the launch was built. The launch is registered in the registry's in-flight list
+        // until retired, and retirement waits for this task; every registry path that creates
+        // `&mut World` (structural changes, `world_mut`, applying commands) and the registry's
+        // `Drop` first wait for all in-flight launches (`OpAccess::Exclusive`,
+        // launch/inflight.rs). So the world is alive, not reallocated and only shared while this
+        // reference lives, and the archetype still has the chunks the span counted.
+        let archetype = unsafe { span.archetype.as_ref() };
+        let chunk = archetype.chunk(index - span.start);
         let chunk = &ChunkTask {
             ptrs: Q::ptrs(span.columns, chunk),
             entities: <Entity as QueryData>::ptrs((), chunk),

@@ -16,7 +16,7 @@ pub(crate) mod reduce;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, World};
+use freyr_core::{Archetype, World};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
@@ -30,9 +30,12 @@ use crate::view::ViewSet;
 
 /// One matched, non-empty archetype's share of a launch: task `start + c` runs chunk `c` of
 /// `archetype`, for `c < end - start` (its chunk count when the launch was made).
+///
+/// `archetype` points into the world the spans were built from; it is only dereferenced by the
+/// launch's tasks, while the launch is registered (see [`launch`]'s safety contract).
 #[derive(Copy, Clone)]
 pub(crate) struct Span<C> {
-    pub(crate) archetype: ArchetypeId,
+    pub(crate) archetype: NonNull<Archetype>,
     pub(crate) columns: C,
     pub(crate) start: usize,
     pub(crate) end: usize,
@@ -60,12 +63,13 @@ impl<C: Copy> Spans<C> {
         let mut spans: Option<Spans<C>> = None;
         let mut start = 0;
         for matched in state.matched() {
-            let chunks = world.archetype(matched.id).chunk_count();
+            let archetype = world.archetype(matched.id);
+            let chunks = archetype.chunk_count();
             if chunks == 0 {
                 continue;
             }
             let span = Span {
-                archetype: matched.id,
+                archetype: NonNull::from(archetype),
                 columns: matched.columns,
                 start,
                 end: start + chunks,
@@ -118,9 +122,9 @@ pub(crate) struct LaunchCtx<'a> {
 ///
 /// # Safety
 ///
-/// - `world` is the registry's world (its boxed, address-stable `World`), `spans` was built from
-///   it and `views` from it and the registry's resources, after every in-flight launch
-///   conflicting with `access` was waited for; `access` covers everything the kernel touches.
+/// - `spans` was built from the registry's world (its boxed, address-stable `World`) and
+///   `views` from it and the registry's resources, after every in-flight launch conflicting
+///   with `access` was waited for; `access` covers everything the kernel touches.
 /// - The world stays alive and is not structurally modified (no `&mut World` is created) until
 ///   the launch is retired: the caller registers it in `ctx.inflight`, and every registry path
 ///   that mutates the world waits for all in-flight launches first (`OpAccess::Exclusive`, see
@@ -128,7 +132,6 @@ pub(crate) struct LaunchCtx<'a> {
 pub(crate) unsafe fn launch<Q, V, K>(
     ctx: LaunchCtx<'_>,
     access: Arc<Access>,
-    world: &World,
     spans: Option<Spans<Q::Columns>>,
     views: V::Fetch,
     kernel: K,
@@ -148,7 +151,6 @@ where
     *ctx.next_seq += 1;
     let job: &'static mut Job<Q, V, K> = Box::leak(Box::new(Job::new(
         ctx.registry_id,
-        NonNull::from(world),
         spans,
         views,
         kernel,
@@ -180,7 +182,8 @@ mod tests {
     fn spans(counts: &[usize]) -> Spans<usize> {
         let mut world = World::new();
         let entity = world.spawn((1u8,));
-        let archetype = world.entity_location(entity).expect("spawned").0;
+        let id = world.entity_location(entity).expect("spawned").0;
+        let archetype = NonNull::from(world.archetype(id));
         let mut start = 0;
         let mut all = counts.iter().enumerate().map(|(i, &n)| {
             let span = Span {
