@@ -3,8 +3,11 @@
 //! # The soundness model
 //!
 //! A launch is registered here *before* its tasks are submitted and removed ("retired") only after
-//! its task group completed. Raw chunk column pointers reach tasks only through a registered
-//! launch's job. Every registry operation that touches the world first asks this list:
+//! its task group completed. Raw chunk column pointers, and the archetype pointers `each_async`
+//! tasks resolve them from on their worker, reach tasks only through a registered launch's job;
+//! since every `&mut World` waits for all in-flight launches (the last row below), the world
+//! those pointers lead into is alive and structurally unchanged while any task runs. Every
+//! registry operation that touches the world first asks this list:
 //!
 //! | operation                                   | waits for in-flight launches that …        |
 //! |---------------------------------------------|--------------------------------------------|

@@ -1,22 +1,22 @@
 //! The shared job of one `each_async` call: the task spans (one per matched archetype with
-//! chunks), the callback ("kernel"), the views, one output slot per chunk and the task group. The job is an [`IndexedJob`] queued by
-//! freyr-sched's `submit_job` (a few `Copy` range values, `run_task` inlined into the pool's
-//! batch loop): no heap allocation per task.
+//! chunks), the callback ("kernel"), the views, one output slot per chunk and the task group.
+//! The job is an [`IndexedJob`] queued by freyr-sched's `submit_job` (a few `Copy` range values,
+//! `run_task` inlined into the pool's batch loop): no heap allocation per task.
 //!
 //! ```text
 //!  Box<Job>  (one allocation per call; the slot vector is a second one unless `Slot` is `()`,
 //!             and spans past the first a third)
 //!  ┌────────────────────────────────────────────────────────────────┐
 //!  │ group: TaskGroup            pending counter + first panic      │
-//!  │ world: *const World         the registry's boxed world         │
-//!  │ spans: first + [Span]       archetype id, column indices,      │
-//!  │                             first/last task index              │
+//!  │ spans: first + [Span]       archetype pointer (into the        │
+//!  │                             registry's boxed world), column    │
+//!  │                             indices, first/last task index     │
 //!  │ slots:  [UnsafeCell<Slot>; n]  () | CommandBuffer | Option<A>   │
 //!  │ kernel: K                   the user's closure(s)              │
 //!  │ views:  V::Fetch            world / resource pointers          │
 //!  └────────────────────────────────────────────────────────────────┘
-//!  task i: finds its span, resolves chunk i - span.start's column pointers through the world,
-//!          runs it, writes slots[i] only  (each index runs exactly once)
+//!  task i: finds its span, resolves chunk i - span.start's column pointers through the
+//!          archetype, runs it, writes slots[i] only  (each index runs exactly once)
 //! ```
 //!
 //! Launching costs O(matched archetypes) on the calling thread; the per-chunk pointer lookup is
