@@ -9,6 +9,10 @@ use crate::column::{Column, copy_value, for_each_finishing_on_panic};
 use crate::component::{ComponentId, Components, TypeIdMap};
 use crate::entity::Entity;
 
+/// Empty chunks an archetype keeps for reuse after rows leave it, even when none are live: the
+/// floor of the removal hysteresis in [`Rows::trim`].
+pub(crate) const SPARE_CHUNKS: usize = 32;
+
 /// An archetype's index in [`World::archetypes`](crate::World::archetypes), in creation order.
 ///
 /// # Examples
@@ -184,15 +188,18 @@ impl Rows {
         };
         self.len = last;
         if self.len.is_multiple_of(CHUNK_CAPACITY) {
-            self.trim(table, 1);
+            let live = self.len / CHUNK_CAPACITY;
+            self.trim(table, live.max(SPARE_CHUNKS));
         }
         moved
     }
 
-    /// Frees trailing slabs that hold no chunk below `chunk_count + spare`: with `spare == 1`
-    /// at most one slab with no live row stays (reused by the next spawn, so a count that
-    /// wobbles around a chunk boundary does not allocate and free each time); with
-    /// `spare == 0` every slab without a live row is freed.
+    /// Frees trailing slabs that hold no chunk below `chunk_count + spare`. Removal passes
+    /// `max(chunk_count, SPARE_CHUNKS)`: empty capacity is kept for reuse up to as much again
+    /// as is live (at least [`SPARE_CHUNKS`]), so an archetype that fills and empties every
+    /// tick (add-then-remove of a component, a count wobbling around a chunk boundary) does not
+    /// allocate and free each time, and one that shrank for good gives its memory back.
+    /// `spare == 0` frees every slab without a live row.
     pub(crate) fn trim(&mut self, table: &mut ChunkTable, spare: usize) {
         let keep = self.len.div_ceil(CHUNK_CAPACITY) + spare;
         while self
