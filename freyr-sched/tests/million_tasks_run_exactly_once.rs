@@ -2,46 +2,12 @@
 //! once each, through every submission path: the allocation-free chunk path
 //! (`submit_indexed`), scoped spawns and `parallel_for`. A tally counts the runs per index.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+mod common;
 
+use common::{OVERSUBSCRIBED, Tally};
 use freyr_sched::{TaskGroup, ThreadPool};
 
 const MILLION: usize = 1_000_000;
-/// More workers than this machine has cores, so workers are preempted mid-protocol.
-const OVERSUBSCRIBED: usize = 8;
-
-/// One run counter per task index.
-struct Tally(Vec<AtomicU32>);
-
-impl Tally {
-    fn new(len: usize) -> Tally {
-        Tally((0..len).map(|_| AtomicU32::new(0)).collect())
-    }
-
-    fn hit(&self, index: usize) {
-        self.0[index].fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Panics naming the first index that did not run exactly once, and how many did not.
-    #[track_caller]
-    fn assert_exactly_once(&self) {
-        let wrong: Vec<(usize, u32)> = self
-            .0
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i, c.load(Ordering::Relaxed)))
-            .filter(|&(_, c)| c != 1)
-            .collect();
-        assert!(
-            wrong.is_empty(),
-            "{} of {} tasks did not run exactly once; first: index {} ran {} times",
-            wrong.len(),
-            self.0.len(),
-            wrong[0].0,
-            wrong[0].1
-        );
-    }
-}
 
 fn hit(tally: &Tally, index: usize) {
     tally.hit(index);

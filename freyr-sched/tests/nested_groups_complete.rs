@@ -3,42 +3,12 @@
 //! tasks that wait on a group of their own (helping while they wait), `parallel_for` inside
 //! `parallel_for`, and independent groups waited on from several threads at once.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+mod common;
 
+use std::sync::atomic::Ordering;
+
+use common::{OVERSUBSCRIBED, Tally};
 use freyr_sched::{Scope, TaskGroup, ThreadPool};
-
-const OVERSUBSCRIBED: usize = 8;
-
-struct Tally(Vec<AtomicU32>);
-
-impl Tally {
-    fn new(len: usize) -> Tally {
-        Tally((0..len).map(|_| AtomicU32::new(0)).collect())
-    }
-
-    fn hit(&self, index: usize) {
-        self.0[index].fetch_add(1, Ordering::Relaxed);
-    }
-
-    #[track_caller]
-    fn assert_exactly_once(&self) {
-        let wrong: Vec<(usize, u32)> = self
-            .0
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i, c.load(Ordering::Relaxed)))
-            .filter(|&(_, c)| c != 1)
-            .collect();
-        assert!(
-            wrong.is_empty(),
-            "{} of {} tasks did not run exactly once; first: index {} ran {} times",
-            wrong.len(),
-            self.0.len(),
-            wrong[0].0,
-            wrong[0].1
-        );
-    }
-}
 
 #[test]
 fn scopes_inside_scoped_tasks() {

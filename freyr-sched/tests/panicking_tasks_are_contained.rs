@@ -2,13 +2,14 @@
 //! panics on the waiting thread, every other task (and every panicking task up to its panic)
 //! still ran exactly once, the group counts the panics, and the pool and the group stay usable.
 
+mod common;
+
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Once;
-use std::sync::atomic::{AtomicU32, Ordering};
 
+use common::{OVERSUBSCRIBED, Tally};
 use freyr_sched::{TaskGroup, ThreadPool};
 
-const OVERSUBSCRIBED: usize = 8;
 const TASKS: usize = 100_000;
 const PLANTED: &str = "planted panic";
 
@@ -31,47 +32,16 @@ fn quiet_planted_panics() {
     });
 }
 
-struct Tally(Vec<AtomicU32>);
-
-impl Tally {
-    fn new(len: usize) -> Tally {
-        Tally((0..len).map(|_| AtomicU32::new(0)).collect())
-    }
-
-    /// Counts the run, then panics for every tenth index.
-    fn hit_or_panic(&self, index: usize) {
-        self.0[index].fetch_add(1, Ordering::Relaxed);
-        if index % 10 == 3 {
-            panic!("{PLANTED} {index}");
-        }
-    }
-
-    #[track_caller]
-    fn assert_exactly_once(&self) {
-        let wrong: Vec<(usize, u32)> = self
-            .0
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (i, c.load(Ordering::Relaxed)))
-            .filter(|&(_, c)| c != 1)
-            .collect();
-        assert!(
-            wrong.is_empty(),
-            "{} of {} tasks did not run exactly once; first: index {} ran {} times",
-            wrong.len(),
-            self.0.len(),
-            wrong[0].0,
-            wrong[0].1
-        );
-    }
-}
-
+/// Counts the run, then panics for every tenth index.
 fn hit_or_panic(tally: &Tally, index: usize) {
-    tally.hit_or_panic(index);
+    tally.hit(index);
+    if index % 10 == 3 {
+        panic!("{PLANTED} {index}");
+    }
 }
 
 fn hit(tally: &Tally, index: usize) {
-    tally.0[index].fetch_add(1, Ordering::Relaxed);
+    tally.hit(index);
 }
 
 /// Asserts that `result` is an unwind carrying one of the planted panics of `0..len`, and
@@ -154,7 +124,7 @@ fn scope_tenth_of_tasks_panic() {
             pool.scope(|s| {
                 for i in 0..TASKS {
                     let tally = &tally;
-                    s.spawn(move |_| tally.hit_or_panic(i));
+                    s.spawn(move |_| hit_or_panic(tally, i));
                 }
             });
         }));
@@ -167,7 +137,7 @@ fn scope_tenth_of_tasks_panic() {
         for i in 0..1000 {
             let clean = &clean;
             s.spawn(move |_| {
-                clean.0[i].fetch_add(1, Ordering::Relaxed);
+                clean.hit(i);
             });
         }
     });
@@ -185,22 +155,18 @@ fn parallel_for_tenth_of_indices_panic() {
         let tally = Tally::new(TASKS);
         let grain = if round % 2 == 0 { 1 } else { 97 };
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            pool.parallel_for(TASKS, grain, |i| tally.hit_or_panic(i));
+            pool.parallel_for(TASKS, grain, |i| hit_or_panic(&tally, i));
         }));
         let index = planted_index(result, TASKS);
         tally.assert_exactly_once();
-        assert_eq!(
-            tally.0[index].load(Ordering::Relaxed),
-            1,
-            "the re-raised index ran"
-        );
+        assert_eq!(tally.count(index), 1, "the re-raised index ran");
     }
     // The inline paths (a pool of 1; count <= grain) keep the same contract.
     for (workers, grain) in [(1, 1), (OVERSUBSCRIBED, TASKS)] {
         let inline_pool = ThreadPool::new(workers);
         let tally = Tally::new(TASKS);
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            inline_pool.parallel_for(TASKS, grain, |i| tally.hit_or_panic(i));
+            inline_pool.parallel_for(TASKS, grain, |i| hit_or_panic(&tally, i));
         }));
         let index = planted_index(result, TASKS);
         assert_eq!(index, 3, "inline, the first planted panic is re-raised");
@@ -209,7 +175,7 @@ fn parallel_for_tenth_of_indices_panic() {
     // The pool is still usable, by every kind of work.
     let clean = Tally::new(TASKS);
     pool.parallel_for(TASKS, 64, |i| {
-        clean.0[i].fetch_add(1, Ordering::Relaxed);
+        clean.hit(i);
     });
     clean.assert_exactly_once();
     let group = TaskGroup::new();
@@ -230,7 +196,7 @@ fn a_panic_in_the_scope_body_still_waits_for_spawned_tasks() {
             for i in 0..TASKS {
                 let tally = &tally;
                 s.spawn(move |_| {
-                    tally.0[i].fetch_add(1, Ordering::Relaxed);
+                    tally.hit(i);
                 });
             }
             panic!("{PLANTED} 3");
