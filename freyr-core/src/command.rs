@@ -8,17 +8,17 @@ use crate::entity::Entity;
 use crate::error::ComponentError;
 use crate::world::World;
 
-/// Generation bit that marks a placeholder handle. World generations never have it
-/// (they stay below 2^31), so a placeholder can never name a real entity.
-const PLACEHOLDER: u32 = 1 << 31;
+/// Generation bit that marks a pending handle. World generations never have it
+/// (they stay below 2^31), so a pending handle can never name a real entity.
+const PENDING: u32 = 1 << 31;
 
-/// Source of placeholder tags: each buffer (and each use of a buffer, after `apply`/`clear`)
-/// gets a fresh tag, so a placeholder is only ever resolved by the buffer use that made it.
+/// Source of pending tags: each buffer (and each use of a buffer, after `apply`/`clear`)
+/// gets a fresh tag, so a pending handle is only ever resolved by the buffer use that made it.
 static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
 
 fn fresh_tag() -> NonZeroU32 {
     let n = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
-    NonZeroU32::new(PLACEHOLDER | (n & !PLACEHOLDER)).expect("placeholder bit is set")
+    NonZeroU32::new(PENDING | (n & !PENDING)).expect("pending bit is set")
 }
 
 /// A bundle with its type erased, for recording.
@@ -79,7 +79,7 @@ pub struct ApplyReport {
     /// Commands that took effect.
     pub applied: usize,
     /// Commands skipped because their target entity was stale (despawned, never spawned, or a
-    /// placeholder from another buffer).
+    /// pending handle from another buffer).
     pub skipped_stale: usize,
     /// Removals skipped because the entity lacked a component of the bundle.
     pub skipped_missing: usize,
@@ -90,8 +90,8 @@ pub struct ApplyReport {
 /// Records spawn / despawn / insert / remove commands and applies them to a world later, in
 /// record order.
 ///
-/// [`spawn`](CommandBuffer::spawn) returns a *placeholder* handle that later commands of the
-/// same buffer may target; `apply` maps it to the real entity. A placeholder never names a real
+/// [`spawn`](CommandBuffer::spawn) returns a *pending* handle that later commands of the
+/// same buffer may target; `apply` maps it to the real entity. A pending handle never names a real
 /// entity, so passing one to a world (or to another buffer) is reported as stale.
 ///
 /// # Examples
@@ -108,7 +108,7 @@ pub struct ApplyReport {
 /// ```
 pub struct CommandBuffer {
     commands: Vec<Command>,
-    /// Placeholders issued so far: placeholder `k` is `Entity { index: k, generation: tag }`.
+    /// Pending handles issued so far: handle `k` is `Entity { index: k, generation: tag }`.
     spawns: u32,
     tag: NonZeroU32,
 }
@@ -144,7 +144,7 @@ impl CommandBuffer {
         }
     }
 
-    /// Records spawning `bundle`; returns a placeholder handle for later commands of this buffer.
+    /// Records spawning `bundle`; returns a pending handle for later commands of this buffer.
     ///
     /// # Panics
     /// If `bundle` names a component type twice (nothing is recorded).
@@ -153,23 +153,23 @@ impl CommandBuffer {
     /// ```
     /// let mut world = freyr_core::World::new();
     /// let mut commands = freyr_core::CommandBuffer::new();
-    /// let placeholder = commands.spawn((1u8,));
-    /// assert!(!world.contains(placeholder));
+    /// let pending = commands.spawn((1u8,));
+    /// assert!(!world.contains(pending));
     /// let spawned = commands.apply(&mut world).spawned;
     /// assert_eq!(world.get::<u8>(spawned[0]), Ok(&1));
     /// ```
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         check_distinct::<B>();
-        let placeholder = Entity::from_parts(self.spawns, self.tag);
+        let pending = Entity::from_parts(self.spawns, self.tag);
         self.spawns = self
             .spawns
             .checked_add(1)
             .expect("freyr: too many spawns in one buffer");
         self.commands.push(Command::Spawn(Box::new(bundle)));
-        placeholder
+        pending
     }
 
-    /// Records despawning `entity` (a real handle or a placeholder of this buffer).
+    /// Records despawning `entity` (a real handle or a pending handle of this buffer).
     ///
     /// # Examples
     /// ```
@@ -247,7 +247,7 @@ impl CommandBuffer {
         self.commands.is_empty()
     }
 
-    /// Discards every recorded command, dropping the recorded values. Placeholders issued so
+    /// Discards every recorded command, dropping the recorded values. Pending handles issued so
     /// far become meaningless (stale if used later).
     ///
     /// # Examples
@@ -268,7 +268,7 @@ impl CommandBuffer {
     }
 
     /// Moves every command of `other` to the end of this buffer, re-numbering `other`'s
-    /// placeholders (its spawns are appended after this buffer's). Handles that `other` returned
+    /// pending handles (its spawns are appended after this buffer's). Handles that `other` returned
     /// keep working only through this buffer. `other` is left empty.
     ///
     /// # Examples
@@ -378,7 +378,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn placeholders_never_collide_with_world_generations() {
+    fn pending_handles_never_collide_with_world_generations() {
         let mut commands = CommandBuffer::new();
         let p = commands.spawn(());
         assert!(p.generation() > Entity::MAX_GENERATION);
@@ -388,7 +388,7 @@ mod tests {
     }
 
     #[test]
-    fn placeholder_from_before_clear_is_stale() {
+    fn pending_from_before_clear_is_stale() {
         let mut world = World::new();
         let mut commands = CommandBuffer::new();
         let p = commands.spawn((1u8,));

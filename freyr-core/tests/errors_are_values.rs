@@ -86,13 +86,13 @@ fn missing_component_names_the_type_and_changes_nothing() {
 }
 
 #[test]
-fn placeholder_handles_are_stale_outside_their_buffer() {
+fn pending_handles_are_stale_outside_their_buffer() {
     let mut world = World::new();
     let mut first = CommandBuffer::new();
-    let placeholder = first.spawn((1u8,));
-    assert_eq!(world.despawn(placeholder), Err(NoSuchEntity));
+    let pending = first.spawn((1u8,));
+    assert_eq!(world.despawn(pending), Err(NoSuchEntity));
     let mut second = CommandBuffer::new();
-    second.insert(placeholder, (2u16,));
+    second.insert(pending, (2u16,));
     let report = second.apply(&mut world);
     assert_eq!((report.applied, report.skipped_stale), (0, 1));
     assert!(world.is_empty());

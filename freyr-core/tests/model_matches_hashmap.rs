@@ -1,6 +1,6 @@
 //! Model-based property test: random sequences of structural operations (spawn, batch spawn,
 //! despawn, insert, remove, get, get_mut, clear, command-buffer apply), including stale handles,
-//! placeholders and zero-sized tags, are checked after every step against a plain `HashMap`
+//! pending handles and zero-sized tags, are checked after every step against a plain `HashMap`
 //! model. Drop tallies prove every component value is dropped exactly once, and the chunk
 //! invariant (all chunks but the last full, slots locating their rows) is checked every step.
 
@@ -157,8 +157,8 @@ macro_rules! dispatch {
 enum Target {
     /// Index into every handle ever seen (live or stale).
     Pick(usize),
-    /// Placeholder `k` of the current buffer (falls back to a pick if none exists yet).
-    Placeholder(usize),
+    /// Pending `k` of the current buffer (falls back to a pick if none exists yet).
+    Pending(usize),
 }
 
 #[derive(Clone, Debug)]
@@ -184,7 +184,7 @@ enum Op {
 fn target() -> impl Strategy<Value = Target> {
     prop_oneof![
         3 => any::<usize>().prop_map(Target::Pick),
-        1 => (0usize..4).prop_map(Target::Placeholder),
+        1 => (0usize..4).prop_map(Target::Pending),
     ]
 }
 
@@ -385,21 +385,21 @@ fn model_remove<S: Shape>(
 
 fn commands(h: &mut Harness, cmds: &[Cmd]) {
     let mut buffer = CommandBuffer::new();
-    let mut placeholders = Vec::new();
+    let mut pending_handles = Vec::new();
     let mut rows = Vec::new(); // values made for spawn/insert, in record order
-    // Resolved later: (command, target placeholder index or real entity)
+    // Resolved later: (command, target pending index or real entity)
     enum T {
         Real(Option<Entity>),
-        Placeholder(usize),
+        Pending(usize),
     }
     let mut plan = Vec::new();
     for cmd in cmds {
         let resolve = |t: &Target, h: &Harness| match t {
-            Target::Placeholder(k) if !placeholders.is_empty() => {
-                let k = k % placeholders.len();
-                (placeholders[k], T::Placeholder(k))
+            Target::Pending(k) if !pending_handles.is_empty() => {
+                let k = k % pending_handles.len();
+                (pending_handles[k], T::Pending(k))
             }
-            Target::Placeholder(k) | Target::Pick(k) => {
+            Target::Pending(k) | Target::Pick(k) => {
                 let e = h.pick(*k);
                 // A never-spawned handle when nothing exists yet.
                 let e = e.unwrap_or_else(|| Entity::from_bits((1u64 << 32) | 77).unwrap());
@@ -409,7 +409,7 @@ fn commands(h: &mut Harness, cmds: &[Cmd]) {
         match cmd {
             Cmd::Spawn(s) => {
                 let p = dispatch!(*s, record_spawn(h, &mut buffer, &mut rows));
-                placeholders.push(p);
+                pending_handles.push(p);
                 plan.push((cmd.clone(), T::Real(None)));
             }
             Cmd::Despawn(t) => {
@@ -432,7 +432,7 @@ fn commands(h: &mut Harness, cmds: &[Cmd]) {
     assert_eq!(buffer.len(), cmds.len());
     let report = buffer.apply(&mut h.world);
     assert!(buffer.is_empty());
-    assert_eq!(report.spawned.len(), placeholders.len());
+    assert_eq!(report.spawned.len(), pending_handles.len());
     // Replay the plan on the model.
     let (mut applied, mut stale, mut missing) = (0, 0, 0);
     let mut rows = rows.into_iter();
@@ -440,7 +440,7 @@ fn commands(h: &mut Harness, cmds: &[Cmd]) {
     for (cmd, t) in plan {
         let e = match t {
             T::Real(e) => e,
-            T::Placeholder(k) => Some(report.spawned[k]),
+            T::Pending(k) => Some(report.spawned[k]),
         };
         match cmd {
             Cmd::Spawn(_) => {

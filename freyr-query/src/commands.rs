@@ -60,7 +60,7 @@ impl<'a> Commands<'a> {
         Commands { buffer }
     }
 
-    /// Records a spawn. The returned handle is a placeholder: later commands recorded through
+    /// Records a spawn. The returned handle is a pending handle: later commands recorded through
     /// this same `Commands` (the same chunk of the same launch) may use it; the real entity id is
     /// assigned when the buffer is applied.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {

@@ -110,7 +110,7 @@ fn stale_entities_in_commands_are_skipped_and_counted() {
 }
 
 #[test]
-fn placeholders_work_within_their_chunk_only() {
+fn pending_handles_work_within_their_chunk_only() {
     let mut registry = Registry::with_workers(2);
     registry.spawn_batch((0..600u32).map(|i| (Id(i),)));
     let leaked = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -124,7 +124,7 @@ fn placeholders_work_within_their_chunk_only() {
     });
     registry.execute_tasks();
     assert_eq!(registry.query::<(&Spawned, &Marked)>().count(), 1);
-    // A placeholder used in a later launch names nothing.
+    // A pending used in a later launch names nothing.
     let p = leaked.lock().unwrap().unwrap();
     registry.query::<&Id>().each_with(move |_, id, ctx| {
         if id.0 == 0 {

@@ -299,7 +299,7 @@ fn record(act: Act, e: Entity, cmds: &mut freyr_query::Commands<'_>) {
         Act::Spawn { serial, val, tag } => {
             let child = cmds.spawn((Serial(serial), Val(val), Inc(serial >> 50)));
             if tag {
-                // Through the placeholder handle of this buffer.
+                // Through the pending handle of this buffer.
                 cmds.insert(child, (Tag,));
             }
         }
