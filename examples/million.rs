@@ -118,6 +118,15 @@ fn print_table(config: &sim::Config, out: &sim::Outcome) {
         ("tasks launched".into(), p.tasks.to_string()),
         ("tasks run".into(), p.tasks_run().to_string()),
         ("tasks stolen".into(), p.tasks_stolen().to_string()),
+        (
+            "busy per thread".into(),
+            // Background workers first, then the calling thread(s).
+            p.busy()
+                .iter()
+                .map(|&d| ms(d))
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
         ("sync points".into(), p.sync_points.to_string()),
         (
             "implicit syncs".into(),
