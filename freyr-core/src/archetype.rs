@@ -1,12 +1,12 @@
 //! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
 
 use bitvec::slice::BitSlice;
-use core::any::TypeId;
 
 use crate::CHUNK_CAPACITY;
 use crate::chunk::{ChunkList, ChunkRef, ChunkTable, Window};
 use crate::column::{Column, copy_value, for_each_finishing_on_panic};
-use crate::component::{ComponentId, Components, TypeIdMap};
+use crate::component::{ComponentId, Components};
+use crate::edges::EdgeIndex;
 use crate::entity::Entity;
 
 /// Empty chunks an archetype keeps for reuse after rows leave it, even when none are live: the
@@ -290,17 +290,10 @@ pub struct Archetype {
     bits: usize,
     pub(crate) rows: Rows,
     /// Bundle type -> index into the world's insert edges (target archetype + mappings).
-    pub(crate) insert_edges: TypeIdMap<u32>,
+    pub(crate) insert_edges: EdgeIndex,
     /// Bundle type -> index into the world's remove edges.
-    pub(crate) remove_edges: TypeIdMap<u32>,
-    /// The last insert edge used: a hit skips the map lookup (repeated inserts of one bundle).
-    pub(crate) insert_cache: (TypeId, u32),
-    /// The last remove edge used.
-    pub(crate) remove_cache: (TypeId, u32),
+    pub(crate) remove_edges: EdgeIndex,
 }
-
-/// Stands in for "no bundle" in the edge caches; it is not a `Bundle`, so it never matches.
-struct NoBundle;
 
 impl Archetype {
     /// Builds an empty archetype for the sorted component set `components`.
@@ -330,10 +323,8 @@ impl Archetype {
                 chunks: ChunkList::new(layout),
                 len: 0,
             },
-            insert_edges: TypeIdMap::default(),
-            remove_edges: TypeIdMap::default(),
-            insert_cache: (TypeId::of::<NoBundle>(), 0),
-            remove_cache: (TypeId::of::<NoBundle>(), 0),
+            insert_edges: EdgeIndex::new(),
+            remove_edges: EdgeIndex::new(),
         }
     }
 

@@ -1,12 +1,52 @@
 //! Cached archetype-graph edges: where an `insert` or `remove` of a bundle type moves a row.
 //!
-//! Each archetype maps a bundle `TypeId` to an edge index (one `hashbrown` lookup per
-//! operation); the edge holds the target archetype and the column mappings, so a row move is
-//! one plain copy per column.
+//! Each archetype maps a bundle `TypeId` to an edge index ([`EdgeIndex`]: the last edge used,
+//! then one `hashbrown` lookup); the edge holds the target archetype and the column mappings,
+//! so a row move is one plain copy per column.
+
+use core::any::TypeId;
 
 use crate::archetype::{Archetype, ArchetypeId};
 use crate::column::Column;
-use crate::component::{ComponentId, DropFn};
+use crate::component::{ComponentId, DropFn, TypeIdMap};
+
+/// One archetype's edges of one kind (insert or remove): bundle `TypeId` -> index into the
+/// world's edge list, with the last edge used cached in front of the map, so repeated
+/// operations with one bundle type skip the hash lookup.
+pub(crate) struct EdgeIndex {
+    map: TypeIdMap<u32>,
+    /// The last edge found; starts as a type no bundle has.
+    last: (TypeId, u32),
+}
+
+/// The initial `last` key: not a `Bundle`, so it never matches a lookup.
+struct NoBundle;
+
+impl EdgeIndex {
+    pub(crate) fn new() -> EdgeIndex {
+        EdgeIndex {
+            map: TypeIdMap::default(),
+            last: (TypeId::of::<NoBundle>(), 0),
+        }
+    }
+
+    /// The edge index for bundle type `ty`, if one was built.
+    #[inline]
+    pub(crate) fn get(&mut self, ty: TypeId) -> Option<usize> {
+        if self.last.0 == ty {
+            return Some(self.last.1 as usize);
+        }
+        let &index = self.map.get(&ty)?;
+        self.last = (ty, index);
+        Some(index as usize)
+    }
+
+    /// Records that bundle type `ty` uses edge `index`.
+    pub(crate) fn insert(&mut self, ty: TypeId, index: usize) {
+        let index = u32::try_from(index).expect("freyr: too many archetype edges");
+        self.map.insert(ty, index);
+    }
+}
 
 /// One column's value moving between rows: byte offsets of the column in the source and target
 /// one-chunk layouts, and the value size. In a slab of `k` chunks a column starts at

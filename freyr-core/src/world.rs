@@ -359,7 +359,7 @@ impl World {
         self.insert_edges.push(edge);
         self.archetypes[source]
             .insert_edges
-            .insert(TypeId::of::<B>(), index as u32);
+            .insert(TypeId::of::<B>(), index);
         index
     }
 
@@ -380,7 +380,7 @@ impl World {
         self.remove_edges.push(edge);
         self.archetypes[source]
             .remove_edges
-            .insert(TypeId::of::<B>(), index as u32);
+            .insert(TypeId::of::<B>(), index);
         index
     }
 
@@ -584,16 +584,12 @@ impl World {
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
         let found = self.find(entity).ok_or(NoSuchEntity)?;
-        let source = &mut self.archetypes[found.archetype];
-        let edge = match source.insert_cache {
-            (ty, index) if ty == TypeId::of::<B>() => index as usize,
-            _ => match source.insert_edges.get(&TypeId::of::<B>()) {
-                Some(&index) => {
-                    source.insert_cache = (TypeId::of::<B>(), index);
-                    index as usize
-                }
-                None => self.init_insert_edge::<B>(found.archetype),
-            },
+        let edge = match self.archetypes[found.archetype]
+            .insert_edges
+            .get(TypeId::of::<B>())
+        {
+            Some(index) => index,
+            None => self.init_insert_edge::<B>(found.archetype),
         };
         let edge = &self.insert_edges[edge];
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
@@ -698,16 +694,12 @@ impl World {
     /// ```
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
         let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
-        let source = &mut self.archetypes[found.archetype];
-        let edge = match source.remove_cache {
-            (ty, index) if ty == TypeId::of::<B>() => index as usize,
-            _ => match source.remove_edges.get(&TypeId::of::<B>()) {
-                Some(&index) => {
-                    source.remove_cache = (TypeId::of::<B>(), index);
-                    index as usize
-                }
-                None => self.init_remove_edge::<B>(found.archetype),
-            },
+        let edge = match self.archetypes[found.archetype]
+            .remove_edges
+            .get(TypeId::of::<B>())
+        {
+            Some(index) => index,
+            None => self.init_remove_edge::<B>(found.archetype),
         };
         let edge = &self.remove_edges[edge];
         let target_id = edge.target.map_err(ComponentError::MissingComponent)?;
