@@ -58,20 +58,7 @@ pub type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
 /// Worker counts for the parallel scenarios: `FREYR_BENCH_THREADS` (comma list) or the machine's.
 fn worker_counts() -> Vec<usize> {
-    if let Ok(list) = std::env::var("FREYR_BENCH_THREADS") {
-        let counts: Vec<usize> = list
-            .split(',')
-            .map(|s| {
-                s.trim()
-                    .parse()
-                    .unwrap_or_else(|_| panic!("FREYR_BENCH_THREADS: {s:?} is not a count"))
-            })
-            .filter(|&n| n > 0)
-            .collect();
-        assert!(!counts.is_empty(), "FREYR_BENCH_THREADS names no count");
-        return counts;
-    }
-    vec![std::thread::available_parallelism().map_or(1, |n| n.get())]
+    freyr_benches::bench_threads().unwrap_or_else(|| vec![freyr_benches::machine_threads()])
 }
 
 /// A rayon pool of `n` threads (measure from inside `install` so the caller is one of them).

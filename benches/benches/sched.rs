@@ -34,24 +34,12 @@ const GRAIN: usize = 1_024;
 
 /// Worker counts to measure: `FREYR_BENCH_THREADS` (comma list) or 1, 2 and the machine's.
 fn worker_counts() -> Vec<usize> {
-    if let Ok(list) = std::env::var("FREYR_BENCH_THREADS") {
-        let counts: Vec<usize> = list
-            .split(',')
-            .map(|s| {
-                s.trim()
-                    .parse()
-                    .unwrap_or_else(|_| panic!("FREYR_BENCH_THREADS: {s:?} is not a count"))
-            })
-            .filter(|&n| n > 0)
-            .collect();
-        assert!(!counts.is_empty(), "FREYR_BENCH_THREADS names no count");
-        return counts;
-    }
-    let machine = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut counts = vec![1, 2, machine];
-    counts.sort_unstable();
-    counts.dedup();
-    counts
+    freyr_benches::bench_threads().unwrap_or_else(|| {
+        let mut counts = vec![1, 2, freyr_benches::machine_threads()];
+        counts.sort_unstable();
+        counts.dedup();
+        counts
+    })
 }
 
 /// A Freyr pool and a rayon pool of the same total parallelism.

@@ -50,3 +50,42 @@ pub fn pos_vel(i: usize) -> (Position, Velocity) {
     let f = i as f32;
     (Position([f, f * 0.5, -f]), Velocity([1.0, 0.25, -0.5]))
 }
+
+/// The worker counts named by the `FREYR_BENCH_THREADS` environment variable (a comma list,
+/// e.g. `1,2,16`), so one bench binary can be run on a bigger machine; `None` when it is unset.
+///
+/// # Panics
+/// When the variable is set but holds something other than positive counts.
+///
+/// # Examples
+/// ```
+/// // SAFETY (of the test): no other thread reads the environment here.
+/// unsafe { std::env::set_var("FREYR_BENCH_THREADS", "1, 4,16") };
+/// assert_eq!(freyr_benches::bench_threads(), Some(vec![1, 4, 16]));
+/// unsafe { std::env::remove_var("FREYR_BENCH_THREADS") };
+/// assert_eq!(freyr_benches::bench_threads(), None);
+/// ```
+pub fn bench_threads() -> Option<Vec<usize>> {
+    let list = std::env::var("FREYR_BENCH_THREADS").ok()?;
+    let counts: Vec<usize> = list
+        .split(',')
+        .map(|s| {
+            s.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("FREYR_BENCH_THREADS: {s:?} is not a count"))
+        })
+        .filter(|&n| n > 0)
+        .collect();
+    assert!(!counts.is_empty(), "FREYR_BENCH_THREADS names no count");
+    Some(counts)
+}
+
+/// This machine's parallelism (1 if it cannot be read).
+///
+/// # Examples
+/// ```
+/// assert!(freyr_benches::machine_threads() >= 1);
+/// ```
+pub fn machine_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
