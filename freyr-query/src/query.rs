@@ -4,7 +4,7 @@ use core::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
 
-use freyr_core::{CommandBuffer, Entity};
+use freyr_core::{CHUNK_CAPACITY, CommandBuffer, Entity};
 
 use crate::access::Access;
 use crate::commands::Context;
@@ -29,7 +29,8 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 /// callbacks.
 ///
 /// Built by [`Registry::query`] / [`Registry::query_filtered`]; refined with
-/// [`with_label`](Query::with_label) and [`views`](Query::views); consumed by one of the run
+/// [`with_label`](Query::with_label), [`views`](Query::views) and
+/// [`rows_per_task`](Query::rows_per_task); consumed by one of the run
 /// methods:
 ///
 /// | method                | where it runs                      | callback gets                         |
@@ -40,6 +41,9 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 /// | [`each_async`](Query::each_async) | one task per chunk       | entity, items                         |
 /// | [`each_async_with`](Query::each_async_with) | one task per chunk | entity, items, [`Context`]      |
 /// | [`each_async_reduce`](Query::each_async_reduce) | one task per chunk | accumulator, entity, items  |
+///
+/// The `each_async*` methods run one task per chunk, or per [`rows_per_task`](Query::rows_per_task)
+/// rows of a chunk when the query splits them.
 ///
 /// Conflicting access inside the query (`(&mut A, &A)`) was rejected when the query was built.
 /// Every run method first waits for in-flight work that conflicts with this query's access (an
@@ -68,6 +72,7 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 pub struct Query<'r, Q: QueryData, F: QueryFilter = (), V: ViewSet = ()> {
     registry: &'r mut Registry,
     label: Option<&'static str>,
+    rows_per_task: usize,
     _marker: PhantomData<QueryTypes<Q, F, V>>,
 }
 
@@ -76,6 +81,7 @@ impl<'r, Q: QueryData, F: QueryFilter> Query<'r, Q, F, ()> {
         Query {
             registry,
             label: None,
+            rows_per_task: CHUNK_CAPACITY,
             _marker: PhantomData,
         }
     }
@@ -98,6 +104,55 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// ```
     pub fn with_label(mut self, label: &'static str) -> Self {
         self.label = Some(label);
+        self
+    }
+
+    /// Splits every chunk into tasks of at most `rows` rows for the `each_async*` methods
+    /// (default: one task per chunk, [`CHUNK_CAPACITY`] rows). For callbacks heavy enough that a
+    /// few chunks would leave workers idle (ecs_bench_suite's `heavy_compute`: 1,000 entities,
+    /// two chunks) — the same knob as bevy_ecs's fixed batch size or hecs's `into_iter_batched`.
+    ///
+    /// The split depends only on `rows` and the chunk lengths, never on the worker count: tasks
+    /// still run (chunk, row) order's pieces, commands still apply in (launch, chunk, row,
+    /// record) order, and a reduction folds each piece and combines them in that order, so its
+    /// result stays bit-identical for every worker count (changing `rows` may change a float
+    /// reduction's rounding, as any regrouping does). The synchronous methods run on the calling
+    /// thread and ignore it. Values of `CHUNK_CAPACITY` or more mean one task per chunk.
+    ///
+    /// # Panics
+    ///
+    /// If `rows` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    ///
+    /// struct Mass(f64);
+    ///
+    /// let total = |workers| {
+    ///     let mut registry = Registry::with_workers(workers);
+    ///     registry.spawn_batch((0..1000).map(|i| (Mass(1.0 / (1.0 + i as f64)),)));
+    ///     registry
+    ///         .query::<&mut Mass>()
+    ///         .rows_per_task(64) // 16 tasks instead of 2
+    ///         .each_async(|_, m| m.0 *= 2.0);
+    ///     registry
+    ///         .query::<&Mass>()
+    ///         .rows_per_task(64)
+    ///         .each_async_reduce(|| 0.0, |acc, _, m| acc + m.0, |a, b| a + b)
+    ///         .join(&mut registry)
+    /// };
+    /// assert_eq!(total(1).to_bits(), total(8).to_bits());
+    /// assert!((total(2) - 2.0 * (1..=1000).map(|i| 1.0 / i as f64).sum::<f64>()).abs() < 1e-9);
+    /// ```
+    pub fn rows_per_task(mut self, rows: usize) -> Self {
+        assert!(
+            rows >= 1,
+            "freyr: Query::rows_per_task(0): a task needs at least one row (use CHUNK_CAPACITY, \
+             the default, for one task per chunk)"
+        );
+        self.rows_per_task = rows;
         self
     }
 
@@ -165,6 +220,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         Ok(Query {
             registry: self.registry,
             label: self.label,
+            rows_per_task: self.rows_per_task,
             _marker: PhantomData,
         })
     }
@@ -521,6 +577,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
 
     fn launch<K: crate::launch::job::Kernel<Q, V>>(self, kernel: K) -> Option<u64> {
         let label = self.label;
+        let rows_per_task = self.rows_per_task;
         let reg = self.registry;
         reg.guard("Query::each_async");
         let world = reg.world.get();
@@ -529,7 +586,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         let access = Self::access(state, world);
         reg.inflight
             .wait_conflicting(&reg.pool, &OpAccess::Components(&access), &reg.profiler);
-        let spans = launch::Spans::new(world, state);
+        let spans = launch::Spans::new(world, state, rows_per_task);
         let ctx = LaunchCtx {
             registry_id: reg.id,
             pool: &reg.pool,

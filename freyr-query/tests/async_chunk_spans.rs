@@ -1,6 +1,7 @@
 //! `each_async` over many matched archetypes (some emptied, some spanning several chunks): every
 //! chunk runs exactly once, tasks see the right chunk's columns and entities, and per-chunk
-//! results combine in (archetype creation order, chunk, row) order for every worker count.
+//! results combine in (archetype creation order, chunk, row) order for every worker count —
+//! with one task per chunk and with chunks split by `rows_per_task`.
 
 use freyr_core::{CHUNK_CAPACITY, Entity};
 use freyr_query::Registry;
@@ -52,12 +53,20 @@ fn sequential_order(registry: &mut Registry) -> Vec<(Entity, u64)> {
     order
 }
 
+/// Rows per task: the default (one task per chunk), splits that divide a chunk evenly and not,
+/// and one row per task.
+const SPLITS: [usize; 4] = [CHUNK_CAPACITY, 64, 100, 1];
+
 #[test]
 fn each_async_runs_every_row_of_every_matched_chunk_once() {
-    for workers in [1, 2, 3, 8] {
+    for (workers, rows) in [1, 2, 3, 8]
+        .into_iter()
+        .flat_map(|w| SPLITS.map(|r| (w, r)))
+    {
         let mut registry = build(workers);
         registry
             .query::<(&Val, &mut Hits)>()
+            .rows_per_task(rows)
             .each_async(|_, (_, hits)| hits.0 += 1);
         registry.execute_tasks();
         let mut rows = 0;
@@ -68,7 +77,7 @@ fn each_async_runs_every_row_of_every_matched_chunk_once() {
         });
         assert!(
             all_once,
-            "workers {workers}: a row ran zero or several times"
+            "workers {workers}, rows {rows}: a row ran zero or several times"
         );
         assert_eq!(
             rows,
@@ -79,11 +88,15 @@ fn each_async_runs_every_row_of_every_matched_chunk_once() {
 
 #[test]
 fn chunk_results_combine_in_archetype_chunk_row_order() {
-    for workers in [1, 2, 3, 8] {
+    for (workers, rows) in [1, 2, 3, 8]
+        .into_iter()
+        .flat_map(|w| SPLITS.map(|r| (w, r)))
+    {
         let mut registry = build(workers);
         let expected = sequential_order(&mut registry);
         let got = registry
             .query::<(Entity, &Val)>()
+            .rows_per_task(rows)
             .each_async_reduce(
                 Vec::new,
                 |mut acc, e, (e2, v)| {
@@ -97,21 +110,24 @@ fn chunk_results_combine_in_archetype_chunk_row_order() {
                 },
             )
             .join(&mut registry);
-        assert_eq!(got, expected, "workers {workers}");
+        assert_eq!(got, expected, "workers {workers}, rows {rows}");
     }
 }
 
 #[test]
 fn commands_apply_in_archetype_chunk_row_order() {
-    let spawned_values = |workers: usize| {
+    let spawned_values = |workers: usize, rows: usize| {
         let mut registry = build(workers);
         let expected: Vec<u64> = sequential_order(&mut registry)
             .into_iter()
             .map(|(_, v)| v)
             .collect();
-        registry.query::<&Val>().each_async_with(|_, v, ctx| {
-            ctx.commands().spawn((Val(v.0 + 1_000_000),));
-        });
+        registry
+            .query::<&Val>()
+            .rows_per_task(rows)
+            .each_async_with(|_, v, ctx| {
+                ctx.commands().spawn((Val(v.0 + 1_000_000),));
+            });
         registry.execute_tasks();
         let mut spawned = Vec::new();
         registry.query::<&Val>().each(|_, v| {
@@ -120,9 +136,39 @@ fn commands_apply_in_archetype_chunk_row_order() {
             }
         });
         assert_eq!(spawned.len(), expected.len());
-        assert_eq!(spawned, expected, "workers {workers}");
+        assert_eq!(spawned, expected, "workers {workers}, rows {rows}");
     };
     for workers in [1, 2, 3, 8] {
-        spawned_values(workers);
+        for rows in SPLITS {
+            spawned_values(workers, rows);
+        }
     }
+}
+
+#[test]
+fn rows_per_task_sets_the_task_count_from_chunks_alone() {
+    // Chunks: 3 + 0 + 1 + 1 + 0 + 2 = 7 non-empty chunks in `build`.
+    for (rows, per_chunk) in [(CHUNK_CAPACITY, 1), (4096, 1), (64, 8), (100, 6), (1, 512)] {
+        for workers in [1, 3] {
+            let mut registry = build(workers);
+            let before = registry.profile().tasks;
+            registry
+                .query::<&mut Hits>()
+                .rows_per_task(rows)
+                .each_async(|_, h| h.0 += 1);
+            registry.execute_tasks();
+            assert_eq!(
+                registry.profile().tasks - before,
+                7 * per_chunk,
+                "rows {rows}, workers {workers}"
+            );
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "rows_per_task(0)")]
+fn zero_rows_per_task_is_rejected() {
+    let mut registry = Registry::with_workers(1);
+    let _ = registry.query::<&Val>().rows_per_task(0);
 }

@@ -205,10 +205,31 @@ fn float_reduction_over_a_million_entities_is_bit_identical() {
             reference = Some(reference.map_or(chunk, |r| r + chunk));
         });
         assert_eq!(total.to_bits(), reference.unwrap().to_bits());
-        total
+        // Split into 64-row tasks: a different grouping (so possibly other bits), but again one
+        // fixed by the data alone — the pieces of each chunk folded and combined in order.
+        let split = registry
+            .query::<&Energy>()
+            .rows_per_task(64)
+            .each_async_reduce(|| 0.0f32, |acc, _, e| acc + e.0, |a, b| a + b)
+            .join(&mut registry);
+        let mut reference: Option<f32> = None;
+        registry.query::<&Energy>().each_chunk(|_, energy| {
+            for piece in energy.chunks(64) {
+                let part = piece.iter().fold(0.0f32, |acc, e| acc + e.0);
+                reference = Some(reference.map_or(part, |r| r + part));
+            }
+        });
+        assert_eq!(split.to_bits(), reference.unwrap().to_bits());
+        (total, split)
     };
-    let one = sum(1);
+    let (one, one_split) = sum(1);
     for workers in [2, 3, 8] {
-        assert_eq!(sum(workers).to_bits(), one.to_bits(), "workers = {workers}");
+        let (total, split) = sum(workers);
+        assert_eq!(total.to_bits(), one.to_bits(), "workers = {workers}");
+        assert_eq!(
+            split.to_bits(),
+            one_split.to_bits(),
+            "workers = {workers}, split"
+        );
     }
 }

@@ -1,5 +1,9 @@
 //! `heavy_compute` (ecs_bench_suite): 1k entities of (Transform, Position, Rotation, Velocity);
 //! in parallel, each entity inverts its 4x4 matrix 100 times, then transforms its position.
+//!
+//! 1k entities are two chunks, so every implementation splits them into batches of 64 rows, as
+//! ecs_bench_suite does (`par_for_each_mut(64)` / `into_iter_batched(64)`): Freyr with
+//! `rows_per_task(64)`, hecs with `into_iter_batched(64)`; bevy_ecs picks its own batch size.
 
 use std::hint::black_box;
 
@@ -10,6 +14,8 @@ use crate::Group;
 
 const N: usize = 1_000;
 const INVERSIONS: usize = 100;
+/// Rows per parallel batch (ecs_bench_suite's choice).
+const BATCH: usize = 64;
 
 type Mat4 = [[f32; 4]; 4];
 
@@ -128,6 +134,7 @@ impl Freyr {
     fn run(&mut self) {
         self.0
             .query::<(&mut Transform, &mut Position)>()
+            .rows_per_task(BATCH)
             .each_async(|_, (t, p)| work(t, p));
         self.0.execute_tasks();
         black_box(&mut self.0);
@@ -153,7 +160,7 @@ mod peers {
         pub fn run(&mut self) {
             self.0
                 .query_mut::<(&mut Transform, &mut Position)>()
-                .into_iter_batched(64)
+                .into_iter_batched(BATCH as u32)
                 .par_bridge()
                 .for_each(|batch| {
                     for (t, p) in batch {

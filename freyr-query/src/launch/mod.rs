@@ -16,7 +16,7 @@ pub(crate) mod reduce;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use freyr_core::{Archetype, World};
+use freyr_core::{Archetype, CHUNK_CAPACITY, World};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
@@ -28,8 +28,8 @@ use crate::profiler::Profiler;
 use crate::state::QueryState;
 use crate::view::ViewSet;
 
-/// One matched, non-empty archetype's share of a launch: task `start + c` runs chunk `c` of
-/// `archetype`, for `c < end - start` (its chunk count when the launch was made).
+/// One matched, non-empty archetype's share of a launch: tasks `start..end`, `parts` per chunk;
+/// task `start + c * parts + k` runs part `k` of chunk `c` of `archetype` (see [`Spans`]).
 ///
 /// `archetype` points into the world the spans were built from; it is only dereferenced by the
 /// launch's tasks, while the launch is registered (see [`launch`]'s safety contract).
@@ -48,18 +48,30 @@ pub(crate) struct Span<C> {
 /// Building it costs O(matched archetypes), not O(chunks): the chunk pointers are resolved by
 /// each task on its worker ([`Job::run_task`](job::Job::run_task)). The first span is stored
 /// inline, so a single-archetype launch allocates nothing here.
+///
+/// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
+/// into `parts` tasks of `rows` rows (the last ones shorter or empty), still in (chunk, row)
+/// order. The layout depends only on the chunk lengths and `rows`, never on the worker count.
 pub(crate) struct Spans<C> {
     first: Span<C>,
     rest: Vec<Span<C>>,
+    /// Tasks per chunk: `CHUNK_CAPACITY.div_ceil(rows)`.
+    parts: usize,
+    /// Rows per task (at most `CHUNK_CAPACITY`).
+    rows: usize,
 }
 
 impl<C: Copy> Spans<C> {
-    /// The spans of `state`'s matched archetypes in `world`, or `None` when none has a chunk.
-    pub(crate) fn new<Q, F>(world: &World, state: &QueryState<Q, F>) -> Option<Self>
+    /// The spans of `state`'s matched archetypes in `world`, `rows` rows per task (`rows >= 1`;
+    /// `CHUNK_CAPACITY` or more means one task per chunk), or `None` when none has a chunk.
+    pub(crate) fn new<Q, F>(world: &World, state: &QueryState<Q, F>, rows: usize) -> Option<Self>
     where
         Q: QueryData<Columns = C>,
         F: QueryFilter,
     {
+        debug_assert!(rows >= 1, "Query::rows_per_task rejects 0");
+        let rows = rows.clamp(1, CHUNK_CAPACITY);
+        let parts = CHUNK_CAPACITY.div_ceil(rows);
         let mut spans: Option<Spans<C>> = None;
         let mut start = 0;
         for matched in state.matched() {
@@ -72,7 +84,7 @@ impl<C: Copy> Spans<C> {
                 archetype: NonNull::from(archetype),
                 columns: matched.columns,
                 start,
-                end: start + chunks,
+                end: start + chunks * parts,
             };
             start = span.end;
             match &mut spans {
@@ -80,6 +92,8 @@ impl<C: Copy> Spans<C> {
                     spans = Some(Spans {
                         first: span,
                         rest: Vec::new(),
+                        parts,
+                        rows,
                     })
                 }
                 Some(spans) => spans.rest.push(span),
@@ -88,9 +102,32 @@ impl<C: Copy> Spans<C> {
         spans
     }
 
-    /// Total number of tasks (chunks).
+    /// Total number of tasks.
     pub(crate) fn tasks(&self) -> usize {
         self.rest.last().unwrap_or(&self.first).end
+    }
+
+    /// The chunk index (in `span`'s archetype) and the part of it that task `index` of `span`
+    /// (which holds it) runs.
+    #[inline(always)]
+    pub(crate) fn locate(&self, span: &Span<C>, index: usize) -> (usize, usize) {
+        let local = index - span.start;
+        if self.parts == 1 {
+            (local, 0)
+        } else {
+            split(local, self.parts)
+        }
+    }
+
+    /// The rows `start..end` of part `part` of a chunk of `len` rows; empty when the chunk is
+    /// shorter than the part's first row.
+    #[inline(always)]
+    pub(crate) fn part_rows(&self, part: usize, len: usize) -> (usize, usize) {
+        if self.parts == 1 {
+            return (0, len);
+        }
+        let start = (part * self.rows).min(len);
+        (start, (start + self.rows).min(len))
     }
 
     /// The span holding task `index`.
@@ -105,6 +142,13 @@ impl<C: Copy> Spans<C> {
         }
         &self.rest[self.rest.partition_point(|s| s.end <= index)]
     }
+}
+
+/// `(local / parts, local % parts)`, out of line: the one-task-per-chunk path stays small
+/// enough to be inlined into the scheduler's batch loop.
+#[inline(never)]
+fn split(local: usize, parts: usize) -> (usize, usize) {
+    (local / parts, local % parts)
 }
 
 /// Everything a launch needs from the registry, borrowed field by field.
@@ -199,6 +243,8 @@ mod tests {
         Spans {
             first,
             rest: all.collect(),
+            parts: 1,
+            rows: CHUNK_CAPACITY,
         }
     }
 
@@ -221,6 +267,36 @@ mod tests {
                     index += 1;
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_row_split_covers_every_row_once_in_chunk_and_row_order() {
+        for (rows, len) in [
+            (64, 512),
+            (64, 488),
+            (100, 512),
+            (100, 7),
+            (1, 3),
+            (511, 512),
+        ] {
+            let mut spans = spans(&[2]);
+            spans.parts = CHUNK_CAPACITY.div_ceil(rows);
+            spans.rows = rows;
+            spans.first.end = 2 * spans.parts;
+            let lens = [CHUNK_CAPACITY, len];
+            let mut seen = Vec::new();
+            for index in 0..spans.tasks() {
+                let span = *spans.find(index);
+                let (chunk, part) = spans.locate(&span, index);
+                let (start, end) = spans.part_rows(part, lens[chunk]);
+                assert!(end - start <= rows, "task {index}: rows {start}..{end}");
+                seen.extend((start..end).map(|r| (chunk, r)));
+            }
+            let want: Vec<_> = (0..2)
+                .flat_map(|c| (0..lens[c]).map(move |r| (c, r)))
+                .collect();
+            assert_eq!(seen, want, "rows {rows}, last chunk {len}");
         }
     }
 }
