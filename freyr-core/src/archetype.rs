@@ -80,6 +80,13 @@ impl Rows {
         self.chunks.list[index].window
     }
 
+    /// The window and the global id of chunk `index`, read together.
+    #[inline]
+    pub(crate) fn window_and_id(&self, index: usize) -> (Window, u32) {
+        let chunk = &self.chunks.list[index];
+        (chunk.window, chunk.id)
+    }
+
     /// Pointer to `column`'s value at `row` of the chunk at `window` (computed, not
     /// dereferenced).
     #[inline]
@@ -150,20 +157,21 @@ impl Rows {
         unsafe { window.entities().add(row).read() }
     }
 
-    /// Removes row (`chunk`, `row`) WITHOUT dropping its values (they were dropped or moved out
-    /// already): moves the archetype's last row into the hole, shrinks `len`, frees surplus
-    /// chunks. Returns the entity that moved into the hole, if any. Never runs user code.
+    /// Removes row `row` of the chunk at `hole` WITHOUT dropping its values (they were dropped
+    /// or moved out already): moves the archetype's last row into the hole, shrinks `len`, frees
+    /// surplus chunks. Returns the entity that moved into the hole, if any. Never runs user code.
     #[inline]
     pub(crate) fn swap_remove_nodrop(
         &mut self,
-        chunk: usize,
+        hole: Window,
         row: usize,
         table: &mut ChunkTable,
     ) -> Option<Entity> {
         let last = self.len - 1;
         let (last_chunk, last_row) = (last / CHUNK_CAPACITY, last % CHUNK_CAPACITY);
-        let moved = if (last_chunk, last_row) != (chunk, row) {
-            let (dst, src) = (self.window(chunk), self.window(last_chunk));
+        let src = self.window(last_chunk);
+        let moved = if (src, last_row) != (hole, row) {
+            let dst = hole;
             for column in self.columns.iter() {
                 let (offset, size) = (column.offset, column.size);
                 // SAFETY: both rows are initialised rows of this archetype (`last < len`, and

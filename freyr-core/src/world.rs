@@ -31,6 +31,8 @@ struct BundleInfo {
 struct Found {
     archetype: usize,
     chunk: usize,
+    /// The chunk's global id (what the entity's slot stores).
+    chunk_id: u32,
     row: usize,
     window: Window,
 }
@@ -103,19 +105,19 @@ struct FinishRemove<'w> {
     rows: &'w mut Rows,
     chunks: &'w mut ChunkTable,
     entities: &'w mut Entities,
-    chunk: usize,
+    chunk_id: u32,
+    window: Window,
     row: usize,
 }
 
 impl Drop for FinishRemove<'_> {
     fn drop(&mut self) {
-        let chunk_id = self.rows.chunks.list[self.chunk].id;
-        if let Some(moved) = self
-            .rows
-            .swap_remove_nodrop(self.chunk, self.row, self.chunks)
+        if let Some(moved) =
+            self.rows
+                .swap_remove_nodrop(self.window, self.row, self.chunks)
         {
             let location = Location {
-                chunk: chunk_id,
+                chunk: self.chunk_id,
                 row: self.row as u32,
             };
             self.entities.set_location(moved, location);
@@ -294,6 +296,7 @@ impl World {
         (stored == entity).then_some(Found {
             archetype,
             chunk,
+            chunk_id: location.chunk,
             row,
             window,
         })
@@ -555,7 +558,8 @@ impl World {
             rows: &mut self.archetypes[found.archetype].rows,
             chunks: &mut self.chunks,
             entities: &mut self.entities,
-            chunk: found.chunk,
+            chunk_id: found.chunk_id,
+            window: found.window,
             row: found.row,
         };
         // The entity is already freed; dropping `finish` (also while unwinding) removes the row.
@@ -610,7 +614,7 @@ impl World {
             let (src, dst) = two_mut(&mut self.archetypes, found.archetype, edge.target.index());
             let (chunk, row) = dst.rows.prepare_push(edge.target, &mut self.chunks);
             // Nothing below can panic until the old values are dropped.
-            let target = dst.rows.window(chunk);
+            let (target, chunk_id) = dst.rows.window_and_id(chunk);
             // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
             unsafe { Rows::write_entity(target, row, entity) };
             for m in edge.moves.iter() {
@@ -638,7 +642,6 @@ impl World {
                 }
             }
             dst.rows.len += 1;
-            let chunk_id = dst.rows.chunks.list[chunk].id;
             self.entities.set_location(
                 entity,
                 Location {
@@ -646,13 +649,12 @@ impl World {
                     row: row as u32,
                 },
             );
-            let src_chunk_id = src.rows.chunks.list[found.chunk].id;
             if let Some(moved) =
                 src.rows
-                    .swap_remove_nodrop(found.chunk, found.row, &mut self.chunks)
+                    .swap_remove_nodrop(found.window, found.row, &mut self.chunks)
             {
                 let location = Location {
-                    chunk: src_chunk_id,
+                    chunk: found.chunk_id,
                     row: found.row as u32,
                 };
                 self.entities.set_location(moved, location);
@@ -720,7 +722,7 @@ impl World {
         // SAFETY: each pointer is the entity's live value of the matching tuple element; they
         // are moved out here and the row is removed below without dropping them.
         let value = unsafe { B::read(&fields[..B::LEN]) };
-        let target = dst.rows.window(chunk);
+        let (target, chunk_id) = dst.rows.window_and_id(chunk);
         // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
         unsafe { Rows::write_entity(target, row, entity) };
         for m in edge.moves.iter() {
@@ -735,7 +737,6 @@ impl World {
             };
         }
         dst.rows.len += 1;
-        let chunk_id = dst.rows.chunks.list[chunk].id;
         self.entities.set_location(
             entity,
             Location {
@@ -743,15 +744,14 @@ impl World {
                 row: row as u32,
             },
         );
-        let src_chunk_id = src.rows.chunks.list[found.chunk].id;
         if let Some(moved) = src
             .rows
-            .swap_remove_nodrop(found.chunk, found.row, &mut self.chunks)
+            .swap_remove_nodrop(found.window, found.row, &mut self.chunks)
         {
             self.entities.set_location(
                 moved,
                 Location {
-                    chunk: src_chunk_id,
+                    chunk: found.chunk_id,
                     row: found.row as u32,
                 },
             );
