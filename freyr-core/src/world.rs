@@ -112,9 +112,9 @@ struct FinishRemove<'w> {
 
 impl Drop for FinishRemove<'_> {
     fn drop(&mut self) {
-        if let Some(moved) =
-            self.rows
-                .swap_remove_nodrop(self.window, self.row, self.chunks)
+        if let Some(moved) = self
+            .rows
+            .swap_remove_nodrop(self.window, self.row, self.chunks)
         {
             let location = Location {
                 chunk: self.chunk_id,

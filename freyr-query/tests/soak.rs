@@ -12,8 +12,9 @@
 //! The shadow model keys entities by an immutable `Serial` component, so it can predict the
 //! effect of commands without predicting entity ids; every callback decision is a pure function
 //! of (serial, operation nonce, the entity's own components), evaluated identically by the real
-//! callback and by the model. Where a panic cuts a chunk short, the model learns the chunk layout
-//! from a read-only `each_chunk` over `Serial` (which never conflicts with in-flight work).
+//! callback and by the model. Where a panic cuts a task short, the model learns the task layout
+//! from a read-only `each_chunk` over `Serial` (which never conflicts with in-flight work), cut
+//! into the launch's `rows_per_task` pieces (whole chunks, 64 or 100 rows, chosen at random).
 
 use std::collections::{HashMap, HashSet};
 use std::panic::{self, AssertUnwindSafe};
@@ -338,12 +339,20 @@ fn model_cmds(act: Act, e: Entity, out: &mut Vec<Cmd>) {
 
 /// Serials per chunk, in the order a query with filter `F` visits them. Reads only `Serial`,
 /// which nothing writes, so it never waits for in-flight work.
-fn layout<F: QueryFilter>(registry: &mut Registry) -> Vec<Vec<u64>> {
-    let mut chunks = Vec::new();
+/// The serials of the entities matching `F`, in the pieces an `each_async` launch with
+/// `rows_per_task(rows)` runs as tasks: every chunk cut into runs of `rows`.
+fn layout<F: QueryFilter>(registry: &mut Registry, rows: usize) -> Vec<Vec<u64>> {
+    let mut pieces = Vec::new();
     registry
         .query_filtered::<&Serial, F>()
-        .each_chunk(|_, serials| chunks.push(serials.iter().map(|s| s.0).collect()));
-    chunks
+        .each_chunk(|_, serials| {
+            pieces.extend(
+                serials
+                    .chunks(rows)
+                    .map(|piece| piece.iter().map(|s| s.0).collect()),
+            )
+        });
+    pieces
 }
 
 fn is_planned(payload: &(dyn std::any::Any + Send)) -> bool {
@@ -577,6 +586,15 @@ impl Soak {
         mix(self.nonce, self.rng.next_u64())
     }
 
+    /// Rows per task for an `each_async` launch: mostly whole chunks, sometimes split.
+    fn split(&mut self) -> usize {
+        match self.rng.below(4) {
+            0 => 64,
+            1 => 100,
+            _ => CHUNK_CAPACITY,
+        }
+    }
+
     fn panic_rate(&mut self) -> u64 {
         if self.rng.chance(8) {
             [0, 97, 900, 4000][self.rng.below(4) as usize]
@@ -587,15 +605,16 @@ impl Soak {
 
     /// `each_async`: `val += inc` (may panic part-way through chunks).
     fn op_add_inc(&mut self) -> String {
-        let (nonce, panic) = (self.next_nonce(), self.panic_rate());
+        let (nonce, panic, split) = (self.next_nonce(), self.panic_rate(), self.split());
         let chunks = if panic != 0 {
-            Some(layout::<(With<Val>, With<Inc>)>(&mut self.registry))
+            Some(layout::<(With<Val>, With<Inc>)>(&mut self.registry, split))
         } else {
             None
         };
         self.registry
             .query::<(&Serial, &mut Val, &Inc)>()
             .with_label("AddInc")
+            .rows_per_task(split)
             .each_async(move |_, (s, v, i)| {
                 if planned_panic(s.0, nonce, panic) {
                     panic!("{PANIC_MSG} (AddInc)");
@@ -633,13 +652,13 @@ impl Soak {
                 }
             }
         }
-        format!("add_inc panic={panic}")
+        format!("add_inc panic={panic} split={split}")
     }
 
     /// Synchronous `each`: `inc = mix(inc)` (a panic stops it at once).
     fn op_mix_inc(&mut self) -> String {
         let (nonce, panic) = (self.next_nonce(), self.panic_rate());
-        let order: Vec<u64> = layout::<With<Inc>>(&mut self.registry)
+        let order: Vec<u64> = layout::<With<Inc>>(&mut self.registry, CHUNK_CAPACITY)
             .into_iter()
             .flatten()
             .collect();
@@ -695,11 +714,13 @@ impl Soak {
             }
         }
         let targets = Arc::new(targets);
-        let chunks = layout::<()>(&mut self.registry);
+        let split = self.split();
+        let chunks = layout::<()>(&mut self.registry, split);
         let shared = Arc::clone(&targets);
         self.registry
             .query::<(&Serial, Option<&Val>, Option<&Link>)>()
             .with_label("Life")
+            .rows_per_task(split)
             .each_async_with(move |e, (s, val, link), ctx| {
                 if planned_panic(s.0, params.nonce, params.panic) {
                     panic!("{PANIC_MSG} (Life)");
