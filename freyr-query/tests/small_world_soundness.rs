@@ -103,3 +103,54 @@ fn registry_moved_while_a_view_launch_is_in_flight() {
     moved.execute_tasks();
     assert_eq!(moved.get::<Seen>(es[3]).unwrap().0, 4.0);
 }
+
+#[test]
+fn split_chunks_and_out_of_line_row_loops() {
+    let (mut registry, es) = world(3);
+    // 600 rows = 512 + 88: with 100-row tasks, chunk 0 is 6 tasks (the last of 12 rows) and
+    // chunk 1 is one task of 88 rows plus five empty ones.
+    registry
+        .query::<(&mut Pos, &Vel)>()
+        .rows_per_task(100)
+        .each_async(|_, (p, v)| p.0 += v.0);
+    registry
+        .query::<(&Link, &mut Seen)>()
+        .views::<(Read<Pos>,)>()
+        .rows_per_task(7)
+        .each_async_with(|e, (link, seen), ctx| {
+            let (positions,) = ctx.views();
+            seen.0 = positions.get(link.0).unwrap().0;
+            if seen.0 > 590.0 {
+                ctx.commands().insert(e, (Tag,));
+            }
+        });
+    let sum = registry
+        .query::<&Pos>()
+        .rows_per_task(64)
+        .each_async_reduce(|| 0.0f64, |a, _, p| a + f64::from(p.0), |a, b| a + b)
+        .join(&mut registry);
+    assert_eq!(sum, f64::from(N * (N - 1) / 2 + N));
+    // The synchronous loops walk the same rows out of line.
+    let mut rows = 0;
+    registry.query::<&mut Pos>().each(|_, p| {
+        p.0 -= 1.0;
+        rows += 1;
+    });
+    let mut seen = Vec::new();
+    registry
+        .query::<(&Pos, &Seen)>()
+        .each_chunk(|entities, (pos, s)| {
+            assert_eq!(entities.len(), pos.len());
+            seen.extend(pos.iter().zip(s).map(|(p, s)| (p.0, s.0)));
+        });
+    assert_eq!(rows, N);
+    assert_eq!(seen.len(), es.len().div_ceil(3));
+    // Entity i (Pos i again after the `each`) links to i + 1, whose Pos was i + 2 when the view
+    // read it.
+    assert!(seen.iter().all(|&(p, s)| s == p + 2.0));
+    // The view launch's commands apply at the sync point: linked i = 0, 3, …, 597 with
+    // Seen = i + 2 > 590 are i = 591, 594, 597.
+    registry.execute_tasks();
+    assert_eq!(registry.query::<&Tag>().count(), 3);
+    registry.world().check_invariants();
+}
