@@ -291,7 +291,10 @@ impl ChunkTable {
         self.entries[id as usize]
     }
 }
-/// A read-only view of one non-empty chunk of an archetype: its length, entity ids and columns.
+/// A read-only view of rows of an archetype that are contiguous in every column: one non-empty
+/// chunk ([`Archetype::chunk`](crate::Archetype::chunk), [`Archetype::chunks`](crate::Archetype::chunks)),
+/// or a run of consecutive chunks that share a slab ([`Archetype::runs`](crate::Archetype::runs)):
+/// its length, entity ids and columns.
 ///
 /// Rows `0..len()` of every column are initialised; `entities()[r]` owns row `r`.
 ///
@@ -323,8 +326,9 @@ unsafe impl Sync for ChunkRef<'_> {}
 
 impl<'a> ChunkRef<'a> {
     /// # Safety
-    /// `window` is a chunk of `archetype` whose first `len` rows are initialised, and its slab
-    /// stays allocated and those rows unmodified for `'a`.
+    /// `window` is a chunk of `archetype`, and the `len` rows from its first row are initialised
+    /// and lie in its slab (past `CHUNK_CAPACITY` they continue into the slab's next chunks);
+    /// the slab stays allocated and those rows unmodified for `'a`.
     pub(crate) unsafe fn new(archetype: &'a Archetype, window: Window, len: usize) -> Self {
         ChunkRef {
             archetype,
@@ -333,7 +337,7 @@ impl<'a> ChunkRef<'a> {
         }
     }
 
-    /// Number of rows (entities) in the chunk, `1..=CHUNK_CAPACITY`.
+    /// Number of rows (entities): `1..=CHUNK_CAPACITY` for a chunk, more for a run.
     ///
     /// # Examples
     /// ```

@@ -1,7 +1,7 @@
 //! Chunk layout: over-aligned columns, zero-sized tags, the dense-chunk invariant, chunk reuse,
 //! and deterministic entity ids.
 
-use freyr_core::{CHUNK_CAPACITY, World};
+use freyr_core::{CHUNK_CAPACITY, Entity, World};
 
 #[repr(align(64))]
 #[derive(Debug, PartialEq)]
@@ -256,4 +256,45 @@ fn batch_ending_on_a_chunk_boundary_allocates_no_extra_chunk() {
     let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
     assert_eq!(arch.allocated_chunks(), 3);
     assert_eq!(arch.chunk_count(), 3);
+}
+
+#[test]
+fn runs_cover_the_chunks_in_order_one_per_slab() {
+    // One-by-one spawns grow slabs of 1, 2, 4, 8 chunks: 11 chunks hold 5,000 rows.
+    let mut world = World::new();
+    let ids: Vec<_> = (0..5_000u32).map(|i| world.spawn((i, i as u16))).collect();
+    // Despawning from the front moves rows from the end: the runs must follow.
+    for &e in ids.iter().take(700) {
+        world.despawn(e).unwrap();
+    }
+    let id32 = world.component_id::<u32>().unwrap();
+    let id16 = world.component_id::<u16>().unwrap();
+    let arch = world.archetypes().iter().find(|a| a.has(id32)).unwrap();
+    let by_chunk: Vec<(u32, u16, Entity)> = arch
+        .chunks()
+        .flat_map(|c| {
+            let (a, b) = (
+                c.column::<u32>(id32).unwrap(),
+                c.column::<u16>(id16).unwrap(),
+            );
+            (0..c.len()).map(move |r| (a[r], b[r], c.entities()[r]))
+        })
+        .collect();
+    let runs: Vec<_> = arch.runs().collect();
+    let by_run: Vec<(u32, u16, Entity)> = runs
+        .iter()
+        .flat_map(|c| {
+            let (a, b) = (
+                c.column::<u32>(id32).unwrap(),
+                c.column::<u16>(id16).unwrap(),
+            );
+            (0..c.len()).map(move |r| (a[r], b[r], c.entities()[r]))
+        })
+        .collect();
+    assert_eq!(by_run, by_chunk);
+    assert_eq!(by_run.len(), 4_300);
+    // 4,300 rows = 9 chunks: slabs of 1, 2, 4 chunks full, then 2 of the 8-chunk slab.
+    let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
+    assert_eq!(lens, [512, 1024, 2048, 4_300 - 3584]);
+    assert_eq!(arch.allocated_slabs(), 4);
 }

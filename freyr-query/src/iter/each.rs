@@ -1,8 +1,9 @@
 //! The synchronous loops behind `each`, `each_chunk` and `each_with`: archetype creation order,
 //! then chunk, then row, on the calling thread.
 //!
-//! Per chunk the column base pointers are read once; the row loop is then a plain pointer walk
-//! that the compiler inlines the callback into (every function on this path is `#[inline]`).
+//! Per chunk (for `each`, per run of chunks sharing a slab) the column base pointers are read
+//! once; the row loop is then a plain pointer walk, in a function of its own, that the compiler
+//! inlines the callback into and vectorises.
 
 use freyr_core::{CommandBuffer, Entity, World};
 
@@ -28,25 +29,27 @@ where
 {
     for matched in state.matched() {
         let archetype = world.archetype(matched.id);
-        for chunk in archetype.chunks() {
-            let ptrs = Q::ptrs(matched.columns, chunk);
-            // SAFETY: `ptrs` are this chunk's columns and `entities` its entity array, so they
-            // hold `entities.len()` rows; access is exclusive per the caller contract.
-            unsafe { rows::<Q, C>(ptrs, chunk.entities(), f) };
+        // Runs of chunks that share a slab are contiguous per column: one row loop per run, in
+        // the same (chunk, row) order as chunk by chunk.
+        for run in archetype.runs() {
+            let ptrs = Q::ptrs(matched.columns, run);
+            // SAFETY: `ptrs` are the run's columns and `entities` its entity array, so they hold
+            // `entities.len()` rows; access is exclusive per the caller contract.
+            unsafe { rows::<Q, C>(ptrs, run.entities(), f) };
         }
     }
 }
 
-/// The row loop of one chunk, kept out of line on purpose: as its own function, `f` and the
+/// The row loop of one run of chunks, kept out of line on purpose: as its own function, `f` and the
 /// entity slice are `noalias` arguments, so the optimiser can hoist the closure's captures out of
 /// the loop and vectorise it across rows (inlined into the archetype/chunk loops it did not, and
-/// `pos += vel * dt` over `[f32; 3]` columns ran scalar). One call per chunk costs nothing next
-/// to 512 rows.
+/// `pos += vel * dt` over `[f32; 3]` columns ran scalar). One call per run (up to a slab,
+/// 256 chunks) costs nothing.
 ///
 /// # Safety
 ///
-/// `ptrs` come from [`QueryData::ptrs`] for a live chunk with `entities.len()` rows that is not
-/// structurally modified during the call, and no other reference to the rows' written columns
+/// `ptrs` come from [`QueryData::ptrs`] for a live chunk or run with `entities.len()` rows that
+/// is not structurally modified during the call, and no other reference to the rows' written columns
 /// exists (and nothing writes the read ones) until it returns.
 #[inline(never)]
 unsafe fn rows<Q, C>(ptrs: Q::Ptrs, entities: &[Entity], f: &mut C)
