@@ -270,27 +270,22 @@ fn runs_cover_the_chunks_in_order_one_per_slab() {
     let id32 = world.component_id::<u32>().unwrap();
     let id16 = world.component_id::<u16>().unwrap();
     let arch = world.archetypes().iter().find(|a| a.has(id32)).unwrap();
-    let by_chunk: Vec<(u32, u16, Entity)> = arch
-        .chunks()
-        .flat_map(|c| {
-            let (a, b) = (
-                c.column::<u32>(id32).unwrap(),
-                c.column::<u16>(id16).unwrap(),
-            );
-            (0..c.len()).map(move |r| (a[r], b[r], c.entities()[r]))
-        })
-        .collect();
+    // Every row of the given views, in order: (u32, u16, entity).
+    let rows = |views: Vec<freyr_core::ChunkRef<'_>>| -> Vec<(u32, u16, Entity)> {
+        views
+            .iter()
+            .flat_map(|c| {
+                let (a, b) = (
+                    c.column::<u32>(id32).unwrap(),
+                    c.column::<u16>(id16).unwrap(),
+                );
+                (0..c.len()).map(move |r| (a[r], b[r], c.entities()[r]))
+            })
+            .collect()
+    };
     let runs: Vec<_> = arch.runs().collect();
-    let by_run: Vec<(u32, u16, Entity)> = runs
-        .iter()
-        .flat_map(|c| {
-            let (a, b) = (
-                c.column::<u32>(id32).unwrap(),
-                c.column::<u16>(id16).unwrap(),
-            );
-            (0..c.len()).map(move |r| (a[r], b[r], c.entities()[r]))
-        })
-        .collect();
+    let by_chunk = rows(arch.chunks().collect());
+    let by_run = rows(runs.clone());
     assert_eq!(by_run, by_chunk);
     assert_eq!(by_run.len(), 4_300);
     // 4,300 rows = 9 chunks: slabs of 1, 2, 4 chunks full, then 2 of the 8-chunk slab.
