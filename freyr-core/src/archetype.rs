@@ -80,10 +80,11 @@ impl Rows {
         self.chunks.list[index].window
     }
 
-    /// The window and the global id of chunk `index`, read together.
+    /// The window and the global id of chunk `index`, read together (through the list's
+    /// cursor: row moves ask for the same tail chunk again and again).
     #[inline]
-    pub(crate) fn window_and_id(&self, index: usize) -> (Window, u32) {
-        let chunk = &self.chunks.list[index];
+    pub(crate) fn window_and_id(&mut self, index: usize) -> (Window, u32) {
+        let chunk = self.chunks.entry(index);
         (chunk.window, chunk.id)
     }
 
@@ -169,7 +170,7 @@ impl Rows {
     ) -> Option<Entity> {
         let last = self.len - 1;
         let (last_chunk, last_row) = (last / CHUNK_CAPACITY, last % CHUNK_CAPACITY);
-        let src = self.window(last_chunk);
+        let src = self.chunks.entry(last_chunk).window;
         let moved = if (src, last_row) != (hole, row) {
             let dst = hole;
             for column in self.columns.iter() {

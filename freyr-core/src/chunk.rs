@@ -63,6 +63,7 @@ impl Window {
 }
 
 /// One logical chunk of an archetype: its window in a slab and its global id.
+#[derive(Copy, Clone)]
 pub(crate) struct Chunk {
     pub(crate) window: Window,
     /// Global chunk id (index into the world's [`ChunkTable`]).
@@ -97,6 +98,11 @@ pub(crate) struct ChunkList {
     max_slab: usize,
     slabs: Vec<Slab>,
     pub(crate) list: Vec<Chunk>,
+    /// The entry [`entry`](ChunkList::entry) returned last, with its index (`usize::MAX`:
+    /// none). Row moves look up the same tail chunk again and again; the copy saves the list
+    /// load on their critical path. `pop_slab` clears it; `push_slab` only appends, so the
+    /// entries before stay valid.
+    cursor: (usize, Chunk),
 }
 
 // SAFETY: a chunk list owns its allocations exclusively (no aliasing pointers escape except
@@ -113,7 +119,22 @@ impl ChunkList {
             max_slab: (MAX_SLAB_BYTES / layout.size()).clamp(1, MAX_SLAB_CHUNKS),
             slabs: Vec::new(),
             list: Vec::new(),
+            cursor: (usize::MAX, NO_CHUNK),
         }
+    }
+
+    /// Entry `index` of the list (through the one-entry cursor).
+    ///
+    /// # Panics
+    /// If `index >= list.len()`.
+    #[inline]
+    pub(crate) fn entry(&mut self, index: usize) -> Chunk {
+        if self.cursor.0 == index {
+            return self.cursor.1;
+        }
+        let chunk = self.list[index];
+        self.cursor = (index, chunk);
+        chunk
     }
 
     /// Most chunks one slab of this list may hold.
@@ -205,6 +226,7 @@ impl ChunkList {
         let Some(slab) = self.slabs.pop() else {
             return false;
         };
+        self.cursor.0 = usize::MAX;
         while self.list.len() > slab.start {
             if let Some(chunk) = self.list.pop() {
                 table.free(chunk.id);
@@ -217,6 +239,16 @@ impl ChunkList {
         true
     }
 }
+
+/// The cursor's value while it holds no entry (never read: its index is `usize::MAX`).
+const NO_CHUNK: Chunk = Chunk {
+    window: Window {
+        slab: NonNull::dangling(),
+        chunks: 0,
+        first: 0,
+    },
+    id: u32::MAX,
+};
 
 impl Drop for ChunkList {
     fn drop(&mut self) {
