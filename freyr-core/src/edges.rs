@@ -1,8 +1,8 @@
 //! Cached archetype-graph edges: where an `insert` or `remove` of a bundle type moves a row.
 //!
-//! Each archetype maps a bundle `TypeId` to an edge index ([`EdgeIndex`]: the last edge used,
-//! then one `hashbrown` lookup); the edge holds the target archetype and the column mappings,
-//! so a row move is one plain copy per column.
+//! Each archetype maps a bundle `TypeId` to a [`Hop`] (the edge's index and its target
+//! archetype) through an [`EdgeIndex`]: the last hop used, then one `hashbrown` lookup. The edge
+//! holds the column mappings, so a row move is one plain copy per column.
 
 use core::any::TypeId;
 
@@ -10,13 +10,34 @@ use crate::archetype::{Archetype, ArchetypeId};
 use crate::column::Column;
 use crate::component::{ComponentId, DropFn, TypeIdMap};
 
-/// One archetype's edges of one kind (insert or remove): bundle `TypeId` -> index into the
-/// world's edge list, with the last edge used cached in front of the map, so repeated
-/// operations with one bundle type skip the hash lookup.
+/// One archetype's edges of one kind (insert or remove): bundle `TypeId` -> [`Hop`], with the
+/// last hop used cached in front of the map, so repeated operations with one bundle type skip
+/// the hash lookup.
 pub(crate) struct EdgeIndex {
-    map: TypeIdMap<u32>,
-    /// The last edge found; starts as a type no bundle has.
-    last: (TypeId, u32),
+    map: TypeIdMap<Hop>,
+    /// The last hop found; starts as a type no bundle has.
+    last: (TypeId, Hop),
+}
+
+/// Where an edge is and where it leads: the index into the world's edge list, and the target
+/// archetype's index ([`Hop::MISSING`] for a remove of a component the source lacks). The
+/// target is kept here too so a row move can reach the target archetype without waiting for
+/// the edge itself to load.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Hop {
+    pub(crate) edge: u32,
+    pub(crate) target: u32,
+}
+
+impl Hop {
+    /// The `target` of a remove edge that has none (the source lacks a bundle component).
+    pub(crate) const MISSING: u32 = u32::MAX;
+
+    /// A hop to edge `edge`, leading to archetype `target` (or [`Hop::MISSING`]).
+    pub(crate) fn new(edge: usize, target: u32) -> Hop {
+        let edge = u32::try_from(edge).expect("freyr: too many archetype edges");
+        Hop { edge, target }
+    }
 }
 
 /// The initial `last` key: not a `Bundle`, so it never matches a lookup.
@@ -26,25 +47,30 @@ impl EdgeIndex {
     pub(crate) fn new() -> EdgeIndex {
         EdgeIndex {
             map: TypeIdMap::default(),
-            last: (TypeId::of::<NoBundle>(), 0),
+            last: (
+                TypeId::of::<NoBundle>(),
+                Hop {
+                    edge: 0,
+                    target: Hop::MISSING,
+                },
+            ),
         }
     }
 
-    /// The edge index for bundle type `ty`, if one was built.
+    /// The hop for bundle type `ty`, if its edge was built.
     #[inline]
-    pub(crate) fn get(&mut self, ty: TypeId) -> Option<usize> {
+    pub(crate) fn get(&mut self, ty: TypeId) -> Option<Hop> {
         if self.last.0 == ty {
-            return Some(self.last.1 as usize);
+            return Some(self.last.1);
         }
-        let &index = self.map.get(&ty)?;
-        self.last = (ty, index);
-        Some(index as usize)
+        let &hop = self.map.get(&ty)?;
+        self.last = (ty, hop);
+        Some(hop)
     }
 
-    /// Records that bundle type `ty` uses edge `index`.
-    pub(crate) fn insert(&mut self, ty: TypeId, index: usize) {
-        let index = u32::try_from(index).expect("freyr: too many archetype edges");
-        self.map.insert(ty, index);
+    /// Records that bundle type `ty` uses `hop`.
+    pub(crate) fn insert(&mut self, ty: TypeId, hop: Hop) {
+        self.map.insert(ty, hop);
     }
 }
 

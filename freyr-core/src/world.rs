@@ -11,7 +11,7 @@ use crate::bundle::{Bundle, MAX_BUNDLE, check_distinct};
 use crate::chunk::{ChunkTable, Window};
 use crate::column::{copy_value, for_each_finishing_on_panic};
 use crate::component::{Component, ComponentId, ComponentInfo, Components, TypeIdMap};
-use crate::edges::{InsertEdge, RemoveEdge, difference, union};
+use crate::edges::{Hop, InsertEdge, RemoveEdge, difference, union};
 use crate::entity::{Entities, Entity, Location};
 use crate::error::{ComponentError, NoSuchEntity};
 
@@ -353,38 +353,50 @@ impl World {
 
     /// Builds and caches the edge for inserting `B` into archetype `source`.
     #[cold]
-    fn init_insert_edge<B: Bundle>(&mut self, source: usize) -> usize {
+    fn init_insert_edge<B: Bundle>(&mut self, source: usize) -> Hop {
         let ids = self.bundle_ids::<B>();
         let set = union(self.archetypes[source].components(), &ids);
-        let target = self.archetype_for(&set).index();
-        let edge = InsertEdge::new(&self.archetypes[source], &self.archetypes[target], &ids);
-        let index = self.insert_edges.len();
+        let target = self.archetype_for(&set);
+        let edge = InsertEdge::new(
+            &self.archetypes[source],
+            &self.archetypes[target.index()],
+            &ids,
+        );
+        let hop = Hop::new(self.insert_edges.len(), target.0);
         self.insert_edges.push(edge);
         self.archetypes[source]
             .insert_edges
-            .insert(TypeId::of::<B>(), index);
-        index
+            .insert(TypeId::of::<B>(), hop);
+        hop
     }
 
     /// Builds and caches the edge for removing `B` from archetype `source`.
     #[cold]
-    fn init_remove_edge<B: Bundle>(&mut self, source: usize) -> usize {
+    fn init_remove_edge<B: Bundle>(&mut self, source: usize) -> Hop {
         let ids = self.bundle_ids::<B>();
         let src = &self.archetypes[source];
-        let edge = match ids.iter().position(|&c| !src.has(c)) {
-            Some(missing) => RemoveEdge::missing(self.components.info(ids[missing]).name()),
+        let (edge, target) = match ids.iter().position(|&c| !src.has(c)) {
+            Some(missing) => (
+                RemoveEdge::missing(self.components.info(ids[missing]).name()),
+                Hop::MISSING,
+            ),
             None => {
                 let set = difference(src.components(), &ids);
-                let target = self.archetype_for(&set).index();
-                RemoveEdge::new(&self.archetypes[source], &self.archetypes[target], &ids)
+                let target = self.archetype_for(&set);
+                let edge = RemoveEdge::new(
+                    &self.archetypes[source],
+                    &self.archetypes[target.index()],
+                    &ids,
+                );
+                (edge, target.0)
             }
         };
-        let index = self.remove_edges.len();
+        let hop = Hop::new(self.remove_edges.len(), target);
         self.remove_edges.push(edge);
         self.archetypes[source]
             .remove_edges
-            .insert(TypeId::of::<B>(), index);
-        index
+            .insert(TypeId::of::<B>(), hop);
+        hop
     }
 
     /// Spawns an entity with the components of `bundle` and returns its handle.
@@ -588,20 +600,21 @@ impl World {
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
         let found = self.find(entity).ok_or(NoSuchEntity)?;
-        let edge = match self.archetypes[found.archetype]
+        let hop = match self.archetypes[found.archetype]
             .insert_edges
             .get(TypeId::of::<B>())
         {
-            Some(index) => index,
+            Some(hop) => hop,
             None => self.init_insert_edge::<B>(found.archetype),
         };
-        let edge = &self.insert_edges[edge];
+        let edge = &self.insert_edges[hop.edge as usize];
+        let target = hop.target as usize;
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         let mut bundle = ManuallyDrop::new(bundle);
         // SAFETY: `bundle` is a live tuple and `fields` has MAX_BUNDLE >= B::LEN entries.
         unsafe { B::field_ptrs(&mut *bundle, &mut fields) };
         let source = found.window;
-        if edge.target.index() == found.archetype {
+        if target == found.archetype {
             // Every component is present: swap the new values in place.
             for (&field, f) in fields.iter().zip(edge.fields.iter()) {
                 let slot = source.slot(f.offset, f.size, found.row);
@@ -611,7 +624,7 @@ impl World {
                 unsafe { core::ptr::swap_nonoverlapping(field, slot, f.size) };
             }
         } else {
-            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, edge.target.index());
+            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
             let (chunk, row) = dst.rows.prepare_push(edge.target, &mut self.chunks);
             // Nothing below can panic until the old values are dropped.
             let (target, chunk_id) = dst.rows.window_and_id(chunk);
@@ -696,23 +709,32 @@ impl World {
     /// ```
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
         let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
-        let edge = match self.archetypes[found.archetype]
+        let hop = match self.archetypes[found.archetype]
             .remove_edges
             .get(TypeId::of::<B>())
         {
-            Some(index) => index,
+            Some(hop) => hop,
             None => self.init_remove_edge::<B>(found.archetype),
         };
-        let edge = &self.remove_edges[edge];
-        let target_id = edge.target.map_err(ComponentError::MissingComponent)?;
+        let edge = &self.remove_edges[hop.edge as usize];
+        if hop.target == Hop::MISSING {
+            let Err(name) = edge.target else {
+                unreachable!(
+                    "freyr: a remove hop without a target has an edge naming the missing component"
+                );
+            };
+            return Err(ComponentError::MissingComponent(name));
+        }
+        let target = hop.target as usize;
+        let target_id = ArchetypeId(hop.target);
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
-        if target_id.index() == found.archetype {
+        if target == found.archetype {
             // Only the empty bundle removes nothing and stays.
             // SAFETY: B::LEN == 0 here (a non-empty bundle always leaves the archetype), so no
             // pointer is read.
             return Ok(unsafe { B::read(&fields[..B::LEN]) });
         }
-        let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target_id.index());
+        let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
         let (chunk, row) = dst.rows.prepare_push(target_id, &mut self.chunks);
         // Nothing below can panic.
         let source = found.window;
