@@ -161,7 +161,7 @@ impl Rows {
     /// Removes row `row` of the chunk at `hole` WITHOUT dropping its values (they were dropped
     /// or moved out already): moves the archetype's last row into the hole, shrinks `len`, frees
     /// surplus chunks. Returns the entity that moved into the hole, if any. Never runs user code.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn swap_remove_nodrop(
         &mut self,
         hole: Window,

@@ -87,7 +87,7 @@ impl core::fmt::Debug for World {
 }
 
 /// Mutable references to two distinct elements.
-#[inline]
+#[inline(always)]
 fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
     assert_ne!(a, b);
     if a < b {
