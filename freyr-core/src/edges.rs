@@ -6,7 +6,7 @@
 
 use core::any::TypeId;
 
-use crate::archetype::{Archetype, ArchetypeId};
+use crate::archetype::Archetype;
 use crate::column::Column;
 use crate::component::{ComponentId, DropFn, TypeIdMap};
 
@@ -99,10 +99,9 @@ pub(crate) struct Field {
     pub(crate) drop: Option<DropFn>,
 }
 
-/// Inserting bundle `B` into a row of the source archetype.
+/// Inserting bundle `B` into a row of the source archetype. Where the row goes (the source
+/// itself when every component is already present) is the edge's [`Hop::target`].
 pub(crate) struct InsertEdge {
-    /// Where the row goes (the source itself when every component is already present).
-    pub(crate) target: ArchetypeId,
     /// Per bundle position, in tuple order.
     pub(crate) fields: Box<[Field]>,
     /// The source row's values that move to the target (zero-sized columns left out).
@@ -111,10 +110,11 @@ pub(crate) struct InsertEdge {
     pub(crate) drops_old: bool,
 }
 
-/// Removing bundle `B` from a row of the source archetype.
+/// Removing bundle `B` from a row of the source archetype. Where the row goes is the edge's
+/// [`Hop::target`] ([`Hop::MISSING`] when the source lacks a bundle component).
 pub(crate) struct RemoveEdge {
-    /// Where the row goes, or the type name of the first bundle component the source lacks.
-    pub(crate) target: Result<ArchetypeId, &'static str>,
+    /// The type name of the first bundle component the source lacks, if any.
+    pub(crate) missing: Option<&'static str>,
     /// Per bundle position: where it is read from in the source.
     pub(crate) fields: Box<[Field]>,
     /// The source row's values that stay with the entity (zero-sized columns left out).
@@ -180,7 +180,6 @@ impl InsertEdge {
             .map(|&c| field(column(target, c), source.has(c)))
             .collect();
         InsertEdge {
-            target: target.id(),
             drops_old: fields.iter().any(|f| f.overwrite && f.drop.is_some()),
             fields,
             moves: moves(source, target, source.components()),
@@ -195,7 +194,7 @@ impl RemoveEdge {
         bundle: &[ComponentId],
     ) -> RemoveEdge {
         RemoveEdge {
-            target: Ok(target.id()),
+            missing: None,
             fields: bundle
                 .iter()
                 .map(|&c| field(column(source, c), false))
@@ -206,7 +205,7 @@ impl RemoveEdge {
 
     pub(crate) fn missing(name: &'static str) -> RemoveEdge {
         RemoveEdge {
-            target: Err(name),
+            missing: Some(name),
             fields: Box::new([]),
             moves: Box::new([]),
         }

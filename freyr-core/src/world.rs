@@ -11,7 +11,7 @@ use crate::bundle::{Bundle, MAX_BUNDLE, check_distinct};
 use crate::chunk::{ChunkTable, Window};
 use crate::column::{copy_value, for_each_finishing_on_panic};
 use crate::component::{Component, ComponentId, ComponentInfo, Components, TypeIdMap};
-use crate::edges::{Hop, InsertEdge, RemoveEdge, difference, union};
+use crate::edges::{Hop, InsertEdge, Move, RemoveEdge, difference, union};
 use crate::entity::{Entities, Entity, Location};
 use crate::error::{ComponentError, NoSuchEntity};
 
@@ -112,17 +112,112 @@ struct FinishRemove<'w> {
 
 impl Drop for FinishRemove<'_> {
     fn drop(&mut self) {
-        if let Some(moved) = self
-            .rows
-            .swap_remove_nodrop(self.window, self.row, self.chunks)
-        {
-            let location = Location {
-                chunk: self.chunk_id,
-                row: self.row as u32,
-            };
-            self.entities.set_location(moved, location);
-        }
+        vacate(
+            self.rows,
+            self.chunks,
+            self.entities,
+            self.window,
+            self.chunk_id,
+            self.row,
+        );
     }
+}
+
+/// Swap-removes row `row` of the chunk at `hole` (global id `chunk_id`) without dropping its
+/// values (they were dropped or moved out), and points the entity moved into the hole at it.
+#[inline(always)]
+fn vacate(
+    rows: &mut Rows,
+    chunks: &mut ChunkTable,
+    entities: &mut Entities,
+    hole: Window,
+    chunk_id: u32,
+    row: usize,
+) {
+    if let Some(moved) = rows.swap_remove_nodrop(hole, row, chunks) {
+        let location = Location {
+            chunk: chunk_id,
+            row: row as u32,
+        };
+        entities.set_location(moved, location);
+    }
+}
+
+/// The vacant row a moving entity lands in: row `row` of the target chunk at `window` (global
+/// id `chunk_id`), which is the target archetype's row `len`.
+struct Landing {
+    window: Window,
+    row: usize,
+    chunk_id: u32,
+}
+
+/// Starts moving a row: claims the target archetype's vacant row (`dst`, id `target`), writes
+/// `entity` there and moves the `moves` columns of row `src_row` of the source chunk at `source`
+/// into it. The row is not counted yet: the caller fills the bundle's columns, then calls
+/// [`complete_move`]. Only claiming the row can panic (before anything is written); nothing the
+/// caller does between the two may panic.
+///
+/// # Safety
+/// `moves` is the edge from the source row's archetype to `dst`'s, and (`source`, `src_row`) is
+/// a live row of the source; the values moved out are given up by that row, which
+/// [`complete_move`] removes without dropping them.
+#[inline(always)]
+unsafe fn begin_move(
+    dst: &mut Rows,
+    target: ArchetypeId,
+    chunks: &mut ChunkTable,
+    entity: Entity,
+    (source, src_row): (Window, usize),
+    moves: &[Move],
+) -> Landing {
+    let (chunk, row) = dst.prepare_push(target, chunks);
+    let (window, chunk_id) = dst.window_and_id(chunk);
+    // SAFETY: (chunk, row) is the vacant row `dst.len`.
+    unsafe { Rows::write_entity(window, row, entity) };
+    for m in moves {
+        // SAFETY: the source slot holds a live value that moves (the caller removes the source
+        // row without dropping); the target slot of the same column type is vacant; offsets and
+        // sizes come from the two archetypes' layouts.
+        unsafe {
+            copy_value(
+                source.slot(m.src, m.size, src_row),
+                window.slot(m.dst, m.size, row),
+                m.size,
+            )
+        };
+    }
+    Landing {
+        window,
+        row,
+        chunk_id,
+    }
+}
+
+/// Finishes a row move begun with [`begin_move`] (and its columns all filled): counts the
+/// landed row, points `entity` at it, and removes the vacated source row `found`.
+#[inline(always)]
+fn complete_move(
+    (src, dst): (&mut Rows, &mut Rows),
+    chunks: &mut ChunkTable,
+    entities: &mut Entities,
+    entity: Entity,
+    landing: &Landing,
+    found: &Found,
+) {
+    dst.len += 1;
+    let location = Location {
+        chunk: landing.chunk_id,
+        row: landing.row as u32,
+    };
+    entities.set_location(entity, location);
+    vacate(
+        src,
+        chunks,
+        entities,
+        found.window,
+        found.chunk_id,
+        found.row,
+    );
 }
 
 impl World {
@@ -625,25 +720,21 @@ impl World {
             }
         } else {
             let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
-            let (chunk, row) = dst.rows.prepare_push(edge.target, &mut self.chunks);
+            // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and
+            // `complete_move` below removes the source row without dropping.
+            let landing = unsafe {
+                begin_move(
+                    &mut dst.rows,
+                    ArchetypeId(hop.target),
+                    &mut self.chunks,
+                    entity,
+                    (source, found.row),
+                    &edge.moves,
+                )
+            };
             // Nothing below can panic until the old values are dropped.
-            let (target, chunk_id) = dst.rows.window_and_id(chunk);
-            // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
-            unsafe { Rows::write_entity(target, row, entity) };
-            for m in edge.moves.iter() {
-                // SAFETY: the source slot holds a live value that moves (the source row is
-                // removed below without dropping); the target slot of the same column type is
-                // vacant; offsets and sizes come from the two archetypes' layouts.
-                unsafe {
-                    copy_value(
-                        source.slot(m.src, m.size, found.row),
-                        target.slot(m.dst, m.size, row),
-                        m.size,
-                    )
-                };
-            }
             for (&field, f) in fields.iter().zip(edge.fields.iter()) {
-                let slot = target.slot(f.offset, f.size, row);
+                let slot = landing.window.slot(f.offset, f.size, landing.row);
                 if f.overwrite {
                     // SAFETY: the slot now holds the moved old value; swapping leaves the new
                     // value in the row and the old one in the bundle field (dropped below).
@@ -654,24 +745,14 @@ impl World {
                     unsafe { copy_value(field, slot, f.size) };
                 }
             }
-            dst.rows.len += 1;
-            self.entities.set_location(
+            complete_move(
+                (&mut src.rows, &mut dst.rows),
+                &mut self.chunks,
+                &mut self.entities,
                 entity,
-                Location {
-                    chunk: chunk_id,
-                    row: row as u32,
-                },
+                &landing,
+                &found,
             );
-            if let Some(moved) =
-                src.rows
-                    .swap_remove_nodrop(found.window, found.row, &mut self.chunks)
-            {
-                let location = Location {
-                    chunk: found.chunk_id,
-                    row: found.row as u32,
-                };
-                self.entities.set_location(moved, location);
-            }
         }
         // The world is consistent; drop the overwritten old values now held by the bundle.
         if !edge.drops_old {
@@ -718,7 +799,7 @@ impl World {
         };
         let edge = &self.remove_edges[hop.edge as usize];
         if hop.target == Hop::MISSING {
-            let Err(name) = edge.target else {
+            let Some(name) = edge.missing else {
                 unreachable!(
                     "freyr: a remove hop without a target has an edge naming the missing component"
                 );
@@ -726,7 +807,6 @@ impl World {
             return Err(ComponentError::MissingComponent(name));
         }
         let target = hop.target as usize;
-        let target_id = ArchetypeId(hop.target);
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         if target == found.archetype {
             // Only the empty bundle removes nothing and stays.
@@ -735,49 +815,34 @@ impl World {
             return Ok(unsafe { B::read(&fields[..B::LEN]) });
         }
         let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
-        let (chunk, row) = dst.rows.prepare_push(target_id, &mut self.chunks);
-        // Nothing below can panic.
         let source = found.window;
+        // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and `complete_move`
+        // below removes the source row without dropping.
+        let landing = unsafe {
+            begin_move(
+                &mut dst.rows,
+                ArchetypeId(hop.target),
+                &mut self.chunks,
+                entity,
+                (source, found.row),
+                &edge.moves,
+            )
+        };
+        // Nothing below can panic.
         for (field, f) in fields.iter_mut().zip(edge.fields.iter()) {
             *field = source.slot(f.offset, f.size, found.row);
         }
         // SAFETY: each pointer is the entity's live value of the matching tuple element; they
         // are moved out here and the row is removed below without dropping them.
         let value = unsafe { B::read(&fields[..B::LEN]) };
-        let (target, chunk_id) = dst.rows.window_and_id(chunk);
-        // SAFETY: (chunk, row) is the vacant row `dst.rows.len`.
-        unsafe { Rows::write_entity(target, row, entity) };
-        for m in edge.moves.iter() {
-            // SAFETY: a live source value moves to the vacant target slot of the same column
-            // type; the source row is removed below without dropping.
-            unsafe {
-                copy_value(
-                    source.slot(m.src, m.size, found.row),
-                    target.slot(m.dst, m.size, row),
-                    m.size,
-                )
-            };
-        }
-        dst.rows.len += 1;
-        self.entities.set_location(
+        complete_move(
+            (&mut src.rows, &mut dst.rows),
+            &mut self.chunks,
+            &mut self.entities,
             entity,
-            Location {
-                chunk: chunk_id,
-                row: row as u32,
-            },
+            &landing,
+            &found,
         );
-        if let Some(moved) = src
-            .rows
-            .swap_remove_nodrop(found.window, found.row, &mut self.chunks)
-        {
-            self.entities.set_location(
-                moved,
-                Location {
-                    chunk: found.chunk_id,
-                    row: found.row as u32,
-                },
-            );
-        }
         Ok(value)
     }
 
