@@ -4,7 +4,7 @@ use core::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
 
-use freyr_core::{CHUNK_CAPACITY, CommandBuffer, Entity};
+use freyr_core::{CHUNK_CAPACITY, CommandBuffer, Entity, World};
 
 use crate::access::Access;
 use crate::commands::Context;
@@ -292,26 +292,11 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>),
     {
-        let start = Instant::now();
-        let label = self.label;
-        let reg = self.registry;
-        reg.guard("Query::each");
-        let world = reg.world.get();
-        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
-        reg.inflight.wait_conflicting(
-            &reg.pool,
-            &OpAccess::Components(state.access()),
-            &reg.profiler,
-        );
-        {
-            let _scope = CallbackScope::enter(reg.id);
-            // SAFETY: the state was just updated against `world`; conflicting in-flight work was
-            // waited for; the registry is borrowed mutably for the whole call.
-            unsafe { each::each_row(world, state, &mut f) };
-        }
-        if let Some(label) = label {
-            reg.profiler.record_label(label, 0, start.elapsed());
-        }
+        self.run_sync("Query::each", |world, state| {
+            // SAFETY: `run_sync` updated the state against `world`, waited for conflicting
+            // in-flight work, and holds the registry mutably for the whole call.
+            unsafe { each::each_row(world, state, &mut f) }
+        });
     }
 
     /// Calls `f(entities, columns)` once per matching chunk, on the calling thread, in order; the
@@ -349,10 +334,22 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
     {
+        self.run_sync("Query::each_chunk", |world, state| {
+            // SAFETY: as in `each`.
+            unsafe { each::each_chunk(world, state, &mut f) }
+        });
+    }
+
+    /// The frame of `each` and `each_chunk`: checks the registry is not borrowed by a callback
+    /// (`what` names the caller in that panic), updates the query state, waits for in-flight
+    /// work that conflicts with it, runs `body` inside the callback marker, and records the
+    /// label's time.
+    #[inline(always)]
+    fn run_sync(self, what: &'static str, body: impl FnOnce(&World, &QueryState<Q, F>)) {
         let start = Instant::now();
         let label = self.label;
         let reg = self.registry;
-        reg.guard("Query::each_chunk");
+        reg.guard(what);
         let world = reg.world.get();
         let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
         reg.inflight.wait_conflicting(
@@ -362,8 +359,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         );
         {
             let _scope = CallbackScope::enter(reg.id);
-            // SAFETY: as in `each`.
-            unsafe { each::each_chunk(world, state, &mut f) };
+            body(world, state);
         }
         if let Some(label) = label {
             reg.profiler.record_label(label, 0, start.elapsed());
