@@ -115,7 +115,7 @@ impl<C: Copy> Spans<C> {
         if self.parts == 1 {
             (local, 0)
         } else {
-            split(local, self.parts)
+            (local / self.parts, local % self.parts)
         }
     }
 
@@ -142,13 +142,6 @@ impl<C: Copy> Spans<C> {
         }
         &self.rest[self.rest.partition_point(|s| s.end <= index)]
     }
-}
-
-/// `(local / parts, local % parts)`, out of line: the one-task-per-chunk path stays small
-/// enough to be inlined into the scheduler's batch loop.
-#[inline(never)]
-fn split(local: usize, parts: usize) -> (usize, usize) {
-    (local / parts, local % parts)
 }
 
 /// Everything a launch needs from the registry, borrowed field by field.
