@@ -525,22 +525,57 @@ impl Archetype {
         let count = self.chunk_count();
         let mut next = 0;
         core::iter::from_fn(move || {
-            if next == count {
-                return None;
-            }
-            let first = self.rows.window(next);
-            let mut len = 0;
-            while next < count && self.rows.window(next).slab == first.slab {
-                len += self.rows.chunk_len(next);
-                next += 1;
-            }
-            // SAFETY: the chunks just counted are consecutive non-empty chunks of one slab (a
-            // slab holds consecutive chunk indices; `first` is the run's lowest), so the `len`
-            // rows from `first`'s row 0 are exactly their rows: initialised (every chunk but the
-            // archetype's last is full) and contiguous per column within the slab. `&self` keeps
-            // the slab allocated and the rows unmodified.
-            Some(unsafe { ChunkRef::new(self, first, len) })
+            (next < count).then(|| {
+                let run = self.run_at(next);
+                next += run.len().div_ceil(CHUNK_CAPACITY);
+                run
+            })
         })
+    }
+
+    /// The run of consecutive chunks from chunk `index` to the last non-empty chunk of its slab,
+    /// viewed as one [`ChunkRef`] whose rows are contiguous in every column, as in
+    /// [`runs`](Self::runs) (which is `run_at(0)`, then `run_at` of the chunk after each run).
+    /// Row `r` of the view is row `r % CHUNK_CAPACITY` of chunk `index + r / CHUNK_CAPACITY`;
+    /// the run covers `len().div_ceil(CHUNK_CAPACITY)` chunks. O(1): for code that works on a
+    /// range of chunk indices, one setup per slab instead of one per chunk.
+    ///
+    /// # Panics
+    /// If `index >= chunk_count()`.
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr_core::CHUNK_CAPACITY;
+    /// let mut world = freyr_core::World::new();
+    /// world.spawn_batch((0..3000u32).map(|i| (i,)));
+    /// let id = world.component_id::<u32>().unwrap();
+    /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
+    /// let run = arch.run_at(1);
+    /// let chunks = run.len().div_ceil(CHUNK_CAPACITY);
+    /// assert!(chunks >= 1 && 1 + chunks <= arch.chunk_count());
+    /// // It starts at chunk 1's first row and continues through the following chunks.
+    /// let values = run.column::<u32>(id).unwrap();
+    /// assert_eq!(values[0], 512);
+    /// assert_eq!(values, &(512..512 + run.len() as u32).collect::<Vec<_>>()[..]);
+    /// ```
+    #[inline]
+    pub fn run_at(&self, index: usize) -> ChunkRef<'_> {
+        let count = self.chunk_count();
+        assert!(
+            index < count,
+            "freyr: chunk {index} out of range ({count} chunks)"
+        );
+        let window = self.rows.window(index);
+        // Chunks of the slab from this one on: a slab holds consecutive chunk indices, chunk
+        // `index` sitting at slab row `first`.
+        let in_slab = window.chunks as usize - window.first as usize / CHUNK_CAPACITY;
+        let len = (self.rows.len - index * CHUNK_CAPACITY).min(in_slab * CHUNK_CAPACITY);
+        // SAFETY: the `len` rows from chunk `index`'s row 0 are the rows of chunks
+        // `index..index + len.div_ceil(CHUNK_CAPACITY)`, which are non-empty (`len` is at most
+        // the rows left in the archetype) and all in `index`'s slab (at most the chunks left in
+        // it): initialised (every chunk but the archetype's last is full) and contiguous per
+        // column within the slab. `&self` keeps the slab allocated and the rows unmodified.
+        unsafe { ChunkRef::new(self, window, len) }
     }
 
     /// Number of allocated chunks, including empty ones.

@@ -292,6 +292,30 @@ fn runs_cover_the_chunks_in_order_one_per_slab() {
     let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
     assert_eq!(lens, [512, 1024, 2048, 4_300 - 3584]);
     assert_eq!(arch.allocated_slabs(), 4);
+    // `run_at(c)`: from chunk `c`'s first row to the end of its run, for every chunk.
+    let run_starts = [0, 1, 3, 7];
+    for c in 0..arch.chunk_count() {
+        let run = arch.run_at(c);
+        let start = run_starts.iter().rposition(|&s| s <= c).unwrap();
+        let run_rows = runs[start].len() - (c - run_starts[start]) * CHUNK_CAPACITY;
+        assert_eq!(run.len(), run_rows, "chunk {c}");
+        let from = c * CHUNK_CAPACITY;
+        assert_eq!(
+            rows(vec![run]),
+            by_chunk[from..from + run_rows],
+            "chunk {c}"
+        );
+    }
+}
+
+#[test]
+#[should_panic(expected = "chunk 2 out of range (2 chunks)")]
+fn run_at_rejects_a_chunk_past_the_last() {
+    let mut world = World::new();
+    world.spawn_batch((0..600u32).map(|i| (i,)));
+    let id = world.component_id::<u32>().unwrap();
+    let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
+    let _ = arch.run_at(2);
 }
 
 #[test]
