@@ -7,8 +7,9 @@
 //! indices, and returns early when the range should be split
 //! (`PROTOCOL.md`, "Run").
 //!
-//! - [`IndexedJob`] jobs get a runner monomorphised for the job type, so the
-//!   per-index body is inlined into the loop: no indirect call per index.
+//! - [`IndexedJob`] jobs get a runner monomorphised for the job type that
+//!   calls [`IndexedJob::run_batch`] per batch, inlined: no indirect call per
+//!   index, and a job can share set-up across a batch's indices.
 //! - `submit_indexed`'s `fn(&J, usize)` jobs and scoped spawns share one
 //!   runner that calls the task's `body` function pointer per index.
 
@@ -19,7 +20,8 @@ use crate::task::Task;
 /// [`ThreadPool::submit_job`](crate::ThreadPool::submit_job).
 ///
 /// Each index in `0..count` is run exactly once, on some pool thread, with a
-/// shared `&self` (hence `Sync`). The call is monomorphised into the
+/// shared `&self` (hence `Sync`), in batches of consecutive indices handed to
+/// [`run_batch`](IndexedJob::run_batch). The call is monomorphised into the
 /// scheduler's batch loop, so a cheap body costs about as much as a plain
 /// loop iteration.
 ///
@@ -47,6 +49,60 @@ pub trait IndexedJob: Sync {
     /// Runs index `index` of the job. A panic is caught by the pool and
     /// stored in the task group; the job's other indices still run.
     fn run(&self, index: usize);
+
+    /// Runs the consecutive indices `*next..end` (`*next < end`), in order,
+    /// each exactly once. The pool calls it once per batch of a range it
+    /// owns, so a job whose neighbouring indices share set-up (the same
+    /// buffer, the same pointers) can do that set-up once per batch.
+    ///
+    /// Contract: set `*next` to `i + 1` before running index `i`, so that
+    /// after an unwind `*next` is one past the index that panicked; the pool
+    /// records the panic and calls again from there, so the other indices
+    /// still run. On return `*next` must be `end`. The default calls
+    /// [`run`](Self::run) per index. A faulty override cannot make the pool
+    /// run an index twice: the pool clamps `*next` into the batch, one past
+    /// its first index when unwinding (so a panicking batch skips at least
+    /// that index), `end` on return.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
+    ///
+    /// // Counts how many batches ran; every index is still marked once.
+    /// struct Marks { seen: Vec<AtomicUsize>, batches: AtomicUsize }
+    /// impl IndexedJob for Marks {
+    ///     fn run(&self, index: usize) {
+    ///         self.seen[index].fetch_add(1, Ordering::Relaxed);
+    ///     }
+    ///     fn run_batch(&self, next: &mut usize, end: usize) {
+    ///         self.batches.fetch_add(1, Ordering::Relaxed);
+    ///         while *next < end {
+    ///             let index = *next;
+    ///             *next = index + 1;
+    ///             self.run(index);
+    ///         }
+    ///     }
+    /// }
+    /// let pool = ThreadPool::new(2);
+    /// let job = Marks { seen: (0..100).map(|_| AtomicUsize::new(0)).collect(), batches: AtomicUsize::new(0) };
+    /// let group = TaskGroup::new();
+    /// // SAFETY: `job` and `group` outlive the wait.
+    /// unsafe { pool.submit_job(&group, &job, 100) };
+    /// group.wait(&pool);
+    /// assert!(job.seen.iter().all(|s| s.load(Ordering::Relaxed) == 1));
+    /// let batches = job.batches.load(Ordering::Relaxed);
+    /// assert!(batches >= 1 && batches < 100, "{batches} batches");
+    /// ```
+    #[inline]
+    fn run_batch(&self, next: &mut usize, end: usize) {
+        while *next < end {
+            let index = *next;
+            *next = index + 1;
+            self.run(index);
+        }
+    }
 }
 
 /// The most indices run between two looks for sleeping threads (run step
@@ -55,14 +111,21 @@ pub trait IndexedJob: Sync {
 /// of trivial indices pays one relaxed load per 16.
 pub(crate) const MAX_BATCH: usize = 16;
 
-/// Runs `f(i)` for `i` in `*next..end`, in order, in batches of 1, 2, 4, ...
-/// up to [`MAX_BATCH`] indices. Between batches, if two or more indices
-/// remain and `sleep` reports a thread blocked without a wake-up, it returns
-/// early so the scheduler can split the rest of the range. `*next` is left
-/// one past the last index started, also when `f` unwinds (a drop guard
-/// writes it back), so the caller can resume after a panicking index.
+/// Runs indices `*next..end`, in order, by calling `f(&mut at, stop)` for
+/// batches `at..stop` of 1, 2, 4, ... up to [`MAX_BATCH`] indices (`f` runs
+/// its batch as [`IndexedJob::run_batch`] does). Between batches, if two or
+/// more indices remain and `sleep` reports a thread blocked without a
+/// wake-up, it returns early so the scheduler can split the rest of the
+/// range. `*next` is left one past the last index started, also when `f`
+/// unwinds (a drop guard writes it back, clamped into the batch and past its
+/// first index), so the caller can resume after a panicking index.
 #[inline]
-pub(crate) fn run_indices(next: &mut usize, end: usize, sleep: &Sleep, mut f: impl FnMut(usize)) {
+pub(crate) fn run_indices(
+    next: &mut usize,
+    end: usize,
+    sleep: &Sleep,
+    mut f: impl FnMut(&mut usize, usize),
+) {
     /// Keeps the loop counter in a register; writes it back on the way out
     /// (normal or unwinding).
     struct Progress<'a> {
@@ -75,21 +138,48 @@ pub(crate) fn run_indices(next: &mut usize, end: usize, sleep: &Sleep, mut f: im
             *self.next = self.at;
         }
     }
+    /// Runs batch `at..stop` through `f`; on unwind leaves `at` within
+    /// `start + 1..=stop`, on return at `stop`, whatever `f` did with it.
+    #[inline(always)]
+    fn clamped_batch(
+        progress: &mut Progress<'_>,
+        stop: usize,
+        f: &mut impl FnMut(&mut usize, usize),
+    ) {
+        struct Clamp<'a> {
+            at: &'a mut usize,
+            first: usize,
+            stop: usize,
+        }
+        impl Drop for Clamp<'_> {
+            #[inline]
+            fn drop(&mut self) {
+                // Reached only when `f` unwinds: the index that panicked is
+                // not run again, nor is anything outside the batch.
+                *self.at = (*self.at).clamp(self.first + 1, self.stop);
+            }
+        }
+        let first = progress.at;
+        let clamp = Clamp {
+            at: &mut progress.at,
+            first,
+            stop,
+        };
+        f(&mut *clamp.at, stop);
+        core::mem::forget(clamp);
+        progress.at = stop;
+    }
     let mut progress = Progress { at: *next, next };
     let mut batch = 1;
     loop {
         let stop = end.min(progress.at.saturating_add(batch));
-        while progress.at < stop {
-            let index = progress.at;
-            progress.at = index + 1;
-            f(index);
+        if progress.at < stop {
+            clamped_batch(&mut progress, stop, &mut f);
         }
         if end - progress.at < 2 {
             // The last index (if any) runs without another look.
             if progress.at < end {
-                let index = progress.at;
-                progress.at = index + 1;
-                f(index);
+                clamped_batch(&mut progress, end, &mut f);
             }
             return;
         }
@@ -100,7 +190,8 @@ pub(crate) fn run_indices(next: &mut usize, end: usize, sleep: &Sleep, mut f: im
     }
 }
 
-/// The batch runner of an [`IndexedJob`] task: `J::run` inlined per index.
+/// The batch runner of an [`IndexedJob`] task: `J::run_batch` inlined per
+/// batch.
 ///
 /// # Safety
 ///
@@ -116,7 +207,7 @@ pub(crate) unsafe fn run_job_batch<J: IndexedJob>(
     // SAFETY: per the contract, `task.job` points to a live `J`; `J: Sync`
     // makes the shared reference sound on this thread.
     let job = unsafe { &*task.job.cast::<J>() };
-    run_indices(next, end, sleep, |index| job.run(index));
+    run_indices(next, end, sleep, |next, stop| job.run_batch(next, stop));
 }
 
 /// The batch runner of tasks that carry a per-index `body` function
@@ -131,7 +222,15 @@ pub(crate) unsafe fn run_body_batch(task: &Task, next: &mut usize, end: usize, s
         unreachable!("freyr-sched: a body-batch task always carries its body");
     };
     // SAFETY: per the contract, `body(job, i)` is sound for these indices.
-    run_indices(next, end, sleep, |index| unsafe { body(task.job, index) });
+    run_indices(next, end, sleep, |next, stop| {
+        while *next < stop {
+            let index = *next;
+            *next = index + 1;
+            // SAFETY: `index` is in the batch the caller owns, for which
+            // `body(job, index)` is sound (contract).
+            unsafe { body(task.job, index) };
+        }
+    });
 }
 
 #[cfg(all(test, not(freyr_loom)))]
@@ -139,25 +238,89 @@ mod tests {
     use super::*;
     use std::panic::{self, AssertUnwindSafe};
 
+    /// A batch function that runs `f` per index, as `IndexedJob::run_batch`'s default does.
+    fn per_index(mut f: impl FnMut(usize)) -> impl FnMut(&mut usize, usize) {
+        move |next, stop| {
+            while *next < stop {
+                let index = *next;
+                *next = index + 1;
+                f(index);
+            }
+        }
+    }
+
     #[test]
     fn progress_is_written_back_on_completion_and_on_unwind() {
         let sleep = Sleep::new();
         let mut next = 2;
         let mut seen = Vec::new();
-        run_indices(&mut next, 40, &sleep, |i| seen.push(i));
+        run_indices(&mut next, 40, &sleep, per_index(|i| seen.push(i)));
         assert_eq!(next, 40);
         assert_eq!(seen, (2..40).collect::<Vec<_>>());
 
         let mut next = 0;
         let mut ran = Vec::new();
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            run_indices(&mut next, 5, &sleep, |i| {
-                ran.push(i);
-                assert_ne!(i, 2, "index 2 fails");
-            });
+            run_indices(
+                &mut next,
+                5,
+                &sleep,
+                per_index(|i| {
+                    ran.push(i);
+                    assert_ne!(i, 2, "index 2 fails");
+                }),
+            );
         }));
         assert!(outcome.is_err());
         assert_eq!(next, 3, "resume after the index that panicked");
         assert_eq!(ran, [0, 1, 2]);
+    }
+
+    #[test]
+    fn batches_double_up_to_the_cap() {
+        let sleep = Sleep::new();
+        let mut next = 0;
+        let mut batches = Vec::new();
+        run_indices(&mut next, 100, &sleep, |next, stop| {
+            batches.push((*next, stop));
+            *next = stop;
+        });
+        assert_eq!(next, 100);
+        let lens: Vec<usize> = batches.iter().map(|(a, b)| b - a).collect();
+        assert_eq!(lens[..5], [1, 2, 4, 8, MAX_BATCH]);
+        assert!(
+            lens.iter().all(|&n| (1..=MAX_BATCH).contains(&n)),
+            "{lens:?}"
+        );
+        assert!(batches.windows(2).all(|w| w[0].1 == w[1].0), "{batches:?}");
+        assert_eq!(lens.iter().sum::<usize>(), 100);
+    }
+
+    #[test]
+    fn a_faulty_batch_cannot_make_an_index_run_twice() {
+        let sleep = Sleep::new();
+        // Returns without advancing: the batch still counts as done.
+        let mut next = 0;
+        let mut calls = 0;
+        run_indices(&mut next, 10, &sleep, |_, _| calls += 1);
+        assert_eq!(next, 10);
+        assert!(calls < 10);
+        // Unwinds without advancing: resume one past the batch's first index.
+        let mut next = 4;
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            run_indices(&mut next, 10, &sleep, |_, _| panic!("before advancing"));
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(next, 5);
+        // Unwinds after running past its batch: clamped to the batch's end.
+        let mut next = 0;
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            run_indices(&mut next, 10, &sleep, |next, _| {
+                *next = 1_000;
+                panic!("overran");
+            });
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(next, 1, "the first batch is index 0 alone");
     }
 }

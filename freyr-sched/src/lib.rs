@@ -9,8 +9,9 @@
 //!    module) and model-checked by `loom-tests/`.
 //! 2. **Cheap dispatch**: a chunk task is a small `Copy` value in a bounded
 //!    MPMC queue (no heap allocation per task), a batch costs one
-//!    group-counter increment, an [`IndexedJob`]'s body is inlined into the
-//!    pool's batch loop (`submit_job`), and an idle pool parks (~0 CPU).
+//!    group-counter increment, an [`IndexedJob`]'s `run_batch` is inlined
+//!    into the pool's batch loop (`submit_job`), and an idle pool parks
+//!    (~0 CPU).
 //! 3. **No surprises**: a pool of one runs everything inline; `grain == 0`
 //!    is a clear panic, never a hang; dropping a pool joins its threads.
 //!

@@ -8,9 +8,10 @@ use std::io;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::group::TaskGroup;
-use crate::job::{IndexedJob, run_body_batch, run_job_batch};
+use crate::job::{IndexedJob, run_body_batch, run_indices, run_job_batch};
 use crate::metrics::{CachePadded, PoolMetrics};
 use crate::shared::{Shared, close_episode, open_episode, worker_main};
+use crate::sleep::Sleep;
 use crate::sync::{self, Arc, AtomicUsize, JoinHandle, Ordering};
 use crate::worker_count::resolve_worker_count;
 
@@ -315,7 +316,13 @@ impl ThreadPool {
         if self.is_inline() {
             // SAFETY: the caller guarantees `job` is valid until the wait.
             let job = unsafe { &*job };
-            self.run_inline_batch(group, count, |i| func(job, i));
+            self.run_inline_batch(group, count, |next, stop| {
+                while *next < stop {
+                    let index = *next;
+                    *next = index + 1;
+                    func(job, index);
+                }
+            });
             return;
         }
         // SAFETY: `fn(&J, usize)` and `unsafe fn(*const (), usize)` have the
@@ -338,11 +345,12 @@ impl ThreadPool {
     }
 
     /// The fast chunk-task path: like [`submit_indexed`](Self::submit_indexed),
-    /// but the job is an [`IndexedJob`] whose `run` is monomorphised into the
-    /// scheduler's batch loop: no indirect call per index, so a batch of
-    /// cheap tasks costs about a plain loop plus the per-batch dispatch.
-    /// Queues `count` indices (task `i` calls `job.run(i)` once) as a few
-    /// `Copy` range values; no heap allocation.
+    /// but the job is an [`IndexedJob`] whose `run_batch` is monomorphised
+    /// into the scheduler's batch loop: no indirect call per index, so a
+    /// batch of cheap tasks costs about a plain loop plus the per-batch
+    /// dispatch, and a job can share set-up across a batch. Queues `count`
+    /// indices (each run once, through `run_batch`, whose default calls
+    /// `job.run(i)`) as a few `Copy` range values; no heap allocation.
     ///
     /// Returns at once. With `workers() == 1` the tasks run inline before it
     /// returns. A panic in index `i` is caught and stored in `group`; the
@@ -388,7 +396,7 @@ impl ThreadPool {
         if self.is_inline() {
             // SAFETY: the caller guarantees `job` is valid until the wait.
             let job = unsafe { &*job };
-            self.run_inline_batch(group, count, |i| job.run(i));
+            self.run_inline_batch(group, count, |next, stop| job.run_batch(next, stop));
             return;
         }
         // SAFETY: the caller's contract is exactly `submit_range`'s:
@@ -408,10 +416,10 @@ impl ThreadPool {
     /// An inline pool's batch: runs every index on this thread, counting the
     /// tasks and the busy time in this thread's slot.
     #[inline]
-    fn run_inline_batch(&self, group: &TaskGroup, count: usize, f: impl Fn(usize)) {
+    fn run_inline_batch(&self, group: &TaskGroup, count: usize, f: impl FnMut(&mut usize, usize)) {
         let counters = self.shared.current_counters();
         let episode = open_episode();
-        run_inline(group, count, f);
+        run_inline(group, count, self.shared.sleep(), f);
         close_episode(episode, counters);
         counters.add_run(count);
     }
@@ -517,17 +525,23 @@ impl ThreadPool {
     }
 }
 
-/// Runs `f(0..count)` on this thread, catching each panic into `group` and
+/// Runs indices `0..count` on this thread through the batch function `f`
+/// (as [`run_indices`] calls it), catching each panic into `group` and
 /// carrying on with the next index.
 #[inline]
-pub(crate) fn run_inline(group: &TaskGroup, count: usize, f: impl Fn(usize)) {
+pub(crate) fn run_inline(
+    group: &TaskGroup,
+    count: usize,
+    sleep: &Sleep,
+    mut f: impl FnMut(&mut usize, usize),
+) {
     let mut next = 0;
     while next < count {
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            // `run_indices` returns early only for sleepers (none here) and
+            // always leaves `next` one past the last index it started.
             while next < count {
-                let index = next;
-                next += 1;
-                f(index);
+                run_indices(&mut next, count, sleep, &mut f);
             }
         }));
         match outcome {

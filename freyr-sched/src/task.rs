@@ -20,7 +20,7 @@ pub(crate) type RunIndex = unsafe fn(job: *const (), index: usize);
 ///         │    │    │        └── indices start..end still to run (end > start)
 ///         │    │    └── per-index fn for `run_body_batch` (None for IndexedJob)
 ///         │    └── type-erased &Job (or a Box for a scoped spawn)
-///         └── batch runner: monomorphised per IndexedJob type (body inlined),
+///         └── batch runner: monomorphised per IndexedJob type (run_batch inlined),
 ///             or `run_body_batch` (calls `body` per index)
 /// ```
 ///

@@ -91,3 +91,67 @@ fn a_panic_mid_batch_lets_the_rest_of_the_batch_run() {
         assert!(again.runs.iter().all(|r| r.load(Ordering::Relaxed) == 1));
     }
 }
+
+/// An [`IndexedJob`] that overrides `run_batch`: it records every batch it is handed, and runs
+/// the batch's indices itself (advancing `next` before each, as the contract asks).
+struct Batches {
+    tally: Tally,
+    batches: std::sync::Mutex<Vec<(usize, usize)>>,
+}
+
+impl IndexedJob for Batches {
+    fn run(&self, index: usize) {
+        self.tally.run(index);
+    }
+
+    fn run_batch(&self, next: &mut usize, end: usize) {
+        self.batches.lock().unwrap().push((*next, end));
+        while *next < end {
+            let index = *next;
+            *next = index + 1;
+            self.tally.run(index);
+        }
+    }
+}
+
+#[test]
+fn run_batch_overrides_get_disjoint_batches_and_resume_after_a_panic() {
+    for workers in [1, 2, 3, 8] {
+        let pool = ThreadPool::new(workers);
+        let group = TaskGroup::new();
+        for (count, panic_every) in [(1954, 0), (1000, 7)] {
+            let job = Batches {
+                tally: Tally::new(count, panic_every),
+                batches: std::sync::Mutex::new(Vec::new()),
+            };
+            // SAFETY: `job` and `group` outlive the wait.
+            unsafe { pool.submit_job(&group, &job, count) };
+            let outcome = group.try_wait(&pool);
+            assert_eq!(outcome.is_err(), panic_every != 0, "{workers} workers");
+            assert!(
+                job.tally
+                    .runs
+                    .iter()
+                    .all(|r| r.load(Ordering::Relaxed) == 1),
+                "{workers} workers, {count} indices: an index was skipped or repeated"
+            );
+            // Batches never overlap, and a panicking batch is resumed one past the index that
+            // panicked (a new batch starts there).
+            let mut batches = job.batches.into_inner().unwrap();
+            batches.sort_unstable();
+            assert!(
+                batches.windows(2).all(|w| w[0].0 < w[1].0),
+                "{workers} workers: {batches:?}"
+            );
+            assert!(batches.len() < count, "batches of one index only");
+            if panic_every != 0 {
+                for p in (panic_every..count - 1).step_by(panic_every) {
+                    assert!(
+                        batches.iter().any(|b| b.0 == p + 1),
+                        "{workers} workers: no batch resumed after index {p}"
+                    );
+                }
+            }
+        }
+    }
+}
