@@ -12,9 +12,10 @@
 //!
 //! # Panics in callbacks
 //!
-//! If a callback panics, the buffer of the chunk it was processing is cleared (its commands are
-//! discarded, never half-applied); the other chunks' commands are still applied at the sync
-//! point, and then the panic is re-raised there.
+//! If a callback panics, the buffer of the task it was processing (its chunk, or its piece of one
+//! with [`Query::rows_per_task`](crate::Query::rows_per_task)) is cleared: its commands are
+//! discarded, never half-applied. The other tasks' commands are still applied at the sync point,
+//! and then the panic is re-raised there.
 //!
 //! # Stale entities
 //!

@@ -172,3 +172,77 @@ fn zero_rows_per_task_is_rejected() {
     let mut registry = Registry::with_workers(1);
     let _ = registry.query::<&Val>().rows_per_task(0);
 }
+
+/// Marks a command recorded by the callback of row `.0`.
+struct Echo(u64);
+
+/// Pool threads run a batch of neighbouring tasks of one slab with one kernel call. A panic in
+/// one task must still skip only the rest of that task's rows and discard only that task's
+/// commands: tasks batched with it, before and after, run and keep their commands. 40 chunks of
+/// one archetype span several slabs, so batches cross chunk (and slab) boundaries.
+#[test]
+fn a_panic_skips_only_the_rest_of_its_own_task_inside_a_batch() {
+    const N: u64 = 40 * CHUNK_CAPACITY as u64 - 17;
+    let c = CHUNK_CAPACITY as u64;
+    // Rows whose callback panics: mid-chunk, first and last row of a chunk, in the short last
+    // chunk, and two in one chunk.
+    let panics = [
+        5 * c + 100,
+        6 * c,
+        20 * c + 511,
+        33 * c + 7,
+        33 * c + 300,
+        N - 3,
+    ];
+    for (workers, rows) in [1, 2, 3, 8]
+        .into_iter()
+        .flat_map(|w| SPLITS.map(|r| (w, r)))
+    {
+        let mut registry = Registry::with_workers(workers);
+        registry.spawn_batch((0..N).map(|i| (Val(i), Hits(0))));
+        // The task of row `i`, and whether its callback runs: not after a panicking row of the
+        // same task.
+        let task = |i: u64| (i / c, (i % c) / rows as u64);
+        let runs = |i: u64| !panics.iter().any(|&p| task(p) == task(i) && p < i);
+        let kept = |i: u64| !panics.iter().any(|&p| task(p) == task(i));
+
+        registry
+            .query::<(&Val, &mut Hits)>()
+            .rows_per_task(rows)
+            .each_async(move |_, (val, hits)| {
+                hits.0 += 1;
+                assert!(!panics.contains(&val.0), "row {} fails", val.0);
+            });
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.execute_tasks()));
+        assert!(outcome.is_err(), "workers {workers}, rows {rows}");
+        let mut wrong = Vec::new();
+        registry.query::<(&Val, &Hits)>().each(|_, (v, h)| {
+            if h.0 != u32::from(runs(v.0)) {
+                wrong.push((v.0, h.0));
+            }
+        });
+        assert!(
+            wrong.is_empty(),
+            "workers {workers}, rows {rows}: (row, runs) {:?}",
+            &wrong[..wrong.len().min(8)]
+        );
+
+        registry
+            .query::<&Val>()
+            .rows_per_task(rows)
+            .each_async_with(move |_, val, ctx| {
+                ctx.commands().spawn((Echo(val.0),));
+                assert!(!panics.contains(&val.0), "row {} fails", val.0);
+            });
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.execute_tasks()));
+        assert!(outcome.is_err(), "workers {workers}, rows {rows}");
+        let mut echoes = Vec::new();
+        registry.query::<&Echo>().each(|_, e| echoes.push(e.0));
+        let want: Vec<u64> = (0..N).filter(|&i| kept(i)).collect();
+        assert_eq!(echoes.len(), want.len(), "workers {workers}, rows {rows}");
+        assert_eq!(echoes, want, "workers {workers}, rows {rows}: spawn order");
+        registry.world().check_invariants();
+    }
+}

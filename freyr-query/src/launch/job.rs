@@ -1,7 +1,7 @@
 //! The shared job of one `each_async` call: the task spans (one per matched archetype with
-//! chunks), the callback ("kernel"), the views, one output slot per chunk and the task group.
+//! chunks), the callback ("kernel"), the views, one output slot per task and the task group.
 //! The job is an [`IndexedJob`] queued by freyr-sched's `submit_job` (a few `Copy` range values,
-//! `run_task` inlined into the pool's batch loop): no heap allocation per task.
+//! `run_batch` inlined into the pool's batch loop): no heap allocation per task.
 //!
 //! ```text
 //!  Box<Job>  (one allocation per call; the slot vector is a second one unless `Slot` is `()`,
@@ -15,12 +15,14 @@
 //!  │ kernel: K                   the user's closure(s)              │
 //!  │ views:  V::Fetch            world / resource pointers          │
 //!  └────────────────────────────────────────────────────────────────┘
-//!  task i: finds its span, resolves chunk i - span.start's column pointers through the
-//!          archetype, runs it, writes slots[i] only  (each index runs exactly once)
+//!  batch *next..end (tasks a pool thread owns): per slab run of consecutive chunks, find the
+//!          span, resolve the run's column pointers through the archetype once, then one
+//!          kernel call runs the batch's tasks in that run in order, task i writing slots[i]
+//!          only  (each index runs exactly once)
 //! ```
 //!
-//! Launching costs O(matched archetypes) on the calling thread; the per-chunk pointer lookup is
-//! done by the task itself, in parallel.
+//! Launching costs O(matched archetypes) on the calling thread; the pointer lookup is done by
+//! the tasks, in parallel, once per batch and slab.
 
 use core::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -31,53 +33,86 @@ use freyr_sched::{IndexedJob, TaskGroup};
 
 use crate::commands::Context;
 use crate::fetch::{ColumnPtr, QueryData};
-use crate::launch::Spans;
 use crate::launch::callback::CallbackScope;
 use crate::launch::reduce::ReduceSlot;
+use crate::launch::{Spans, TaskRun};
 use crate::view::ViewSet;
 
-/// One task's share of a launch: where its chunk's columns start, and its rows `start..end` of
-/// that chunk (all of them unless the query splits chunks by rows).
-pub(crate) struct ChunkTask<P> {
-    pub(crate) ptrs: P,
-    pub(crate) entities: ColumnPtr<Entity>,
-    pub(crate) start: usize,
-    pub(crate) end: usize,
+/// What a task run's kernel gets: the run's column pointers and its entity ids, at its row 0.
+pub(crate) type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);
+
+/// The entities of rows `start..end` of a run, paired with their row numbers.
+///
+/// # Safety
+///
+/// `entities` points at an entity array of at least `end` rows, not written while the returned
+/// iterator is used.
+#[inline(always)]
+unsafe fn rows(
+    entities: ColumnPtr<Entity>,
+    (start, end): (usize, usize),
+) -> impl Iterator<Item = (usize, Entity)> {
+    (start..end).map(move |row| {
+        // SAFETY: `row < end`, within the run's initialised rows (caller contract).
+        (row, unsafe { <Entity as QueryData>::item(entities, row) })
+    })
 }
 
-impl<P> ChunkTask<P> {
-    /// The task's entities, paired with their row numbers in the chunk.
-    ///
-    /// # Safety
-    ///
-    /// `entities` points at the chunk's entity array of at least `end` rows, not written while
-    /// the returned iterator is used.
-    #[inline(always)]
-    unsafe fn rows(&self) -> impl Iterator<Item = (usize, Entity)> + use<P> {
-        let entities = self.entities;
-        (self.start..self.end).map(move |row| {
-            // SAFETY: `row < end`, within the chunk's initialised rows (caller contract).
-            (row, unsafe { <Entity as QueryData>::item(entities, row) })
-        })
-    }
-}
-
-/// What a launch does with each chunk, and what it leaves behind per chunk.
+/// What a launch does with each task, and what it leaves behind per task.
 pub(crate) trait Kernel<Q: QueryData, V: ViewSet>: Send + Sync + 'static {
-    /// Per-chunk output. `Default` is also what an unwinding chunk leaves behind.
+    /// Per-task output. `Default` is also what an unwinding task leaves behind.
     type Slot: Default + Send;
 
-    /// Runs the callback over the task's rows of `chunk`, in row order.
+    /// Runs tasks `*next..stop` of `run` in index order, each over its rows in row order. Sets
+    /// `*next` to `i + 1` before starting task `i` (so an unwind leaves it one past the task
+    /// that panicked), and writes only `slots[i]` for task `i`, resetting it to its default if
+    /// the task unwinds.
     ///
     /// # Safety
     ///
-    /// `chunk` and `views` are valid for the call (the launch is registered and its access
-    /// checked), and no other task runs the same chunk.
-    unsafe fn run(&self, chunk: &ChunkTask<Q::Ptrs>, views: V::Fetch, slot: &mut Self::Slot);
+    /// `run` and `views` are valid for the call (the launch is registered and its access
+    /// checked), `run.first <= *next < stop <= run.end()`, and no other thread runs these tasks
+    /// or touches their slots.
+    unsafe fn run_tasks(
+        &self,
+        run: &TaskRun<RunPtrs<Q>>,
+        views: V::Fetch,
+        slots: &[UnsafeCell<Self::Slot>],
+        next: &mut usize,
+        stop: usize,
+    );
 
-    /// Consumes the per-chunk outputs in chunk order at retirement and returns the command
-    /// buffers to apply, in chunk order.
+    /// Consumes the per-task outputs in task order at retirement and returns the command
+    /// buffers to apply, in task order.
     fn finish(self, slots: Vec<Self::Slot>) -> Vec<CommandBuffer>;
+}
+
+/// Runs `body(rows, slot)` for tasks `*next..stop` of `run`, in order, with `slots[i]` for task
+/// `i`: the per-task loop of every kernel.
+///
+/// # Safety
+///
+/// As for [`Kernel::run_tasks`]: `*next..stop` lies in the run, and this thread alone runs these
+/// tasks and touches their slots.
+#[inline(always)]
+unsafe fn for_each_task<P, S: Default>(
+    run: &TaskRun<P>,
+    slots: &[UnsafeCell<S>],
+    next: &mut usize,
+    stop: usize,
+    mut body: impl FnMut((usize, usize), &mut S),
+) {
+    while *next < stop {
+        let index = *next;
+        *next = index + 1;
+        // SAFETY: task `index` runs exactly once, on this thread (caller contract), so this is
+        // the only reference to `slots[index]` until retirement, which happens after the group
+        // completed.
+        let slot = unsafe { &mut *slots[index].get() };
+        let guard = ResetOnUnwind { slot };
+        body(run.task_rows(index), &mut *guard.slot);
+        core::mem::forget(guard);
+    }
 }
 
 /// `each_async`: a plain per-row callback, no outputs.
@@ -91,19 +126,31 @@ where
 {
     type Slot = ();
 
-    // Out of line on purpose: as its own function, with the chunk's column pointers arriving as
+    // Out of line on purpose: as its own function, with the run's column pointers arriving as
     // opaque arguments, the row loop is vectorised across rows (`pos += vel * dt` over `[f32; 3]`
     // runs at the memory floor); inlined into the pool's batch loop it stayed scalar, about 1.6x
-    // slower. The price is that every task resolves its chunk's pointers and makes one call,
-    // about 4 ns, even when the callback does nothing.
+    // slower. One call covers a whole batch of tasks in one slab, so an empty callback costs a
+    // few instructions per task.
     #[inline(never)]
-    unsafe fn run(&self, chunk: &ChunkTask<Q::Ptrs>, _views: V::Fetch, _slot: &mut ()) {
-        // SAFETY: the chunk's entity array holds at least `end` entities and is not written
-        // meanwhile.
-        for (row, entity) in unsafe { chunk.rows() } {
-            // SAFETY: `row < end <= len`; this task is the only one touching these rows, and the
-            // launch's access was checked against all other work (caller contract).
-            (self.0)(entity, unsafe { Q::item(chunk.ptrs, row) });
+    unsafe fn run_tasks(
+        &self,
+        run: &TaskRun<RunPtrs<Q>>,
+        _views: V::Fetch,
+        slots: &[UnsafeCell<()>],
+        next: &mut usize,
+        stop: usize,
+    ) {
+        let (ptrs, entities) = run.ptrs;
+        // SAFETY: `*next..stop` lies in the run and is this thread's alone (caller contract).
+        unsafe {
+            for_each_task(run, slots, next, stop, |task, _| {
+                // SAFETY: the run's entity array holds its `len` rows, not written meanwhile.
+                for (row, entity) in rows(entities, task) {
+                    // SAFETY: `row < len`; this task is the only one touching its rows, and
+                    // the launch's access was checked against all other work (caller contract).
+                    (self.0)(entity, Q::item(ptrs, row));
+                }
+            });
         }
     }
 
@@ -112,7 +159,7 @@ where
     }
 }
 
-/// `each_async_with`: a per-row callback with a [`Context`] (views + per-chunk commands).
+/// `each_async_with`: a per-row callback with a [`Context`] (views + per-task commands).
 pub(crate) struct WithContext<F>(pub(crate) F);
 
 impl<Q, V, F> Kernel<Q, V> for WithContext<F>
@@ -124,14 +171,26 @@ where
     type Slot = CommandBuffer;
 
     #[inline]
-    unsafe fn run(&self, chunk: &ChunkTask<Q::Ptrs>, views: V::Fetch, slot: &mut CommandBuffer) {
-        // SAFETY: views are valid while the launch is registered (caller contract).
-        let views = unsafe { V::item(views) };
-        let mut ctx = Context::new(views, slot);
-        // SAFETY: as in `Plain::run`.
-        for (row, entity) in unsafe { chunk.rows() } {
-            // SAFETY: as in `Plain::run`.
-            (self.0)(entity, unsafe { Q::item(chunk.ptrs, row) }, &mut ctx);
+    unsafe fn run_tasks(
+        &self,
+        run: &TaskRun<RunPtrs<Q>>,
+        views: V::Fetch,
+        slots: &[UnsafeCell<CommandBuffer>],
+        next: &mut usize,
+        stop: usize,
+    ) {
+        let (ptrs, entities) = run.ptrs;
+        // SAFETY: as in `Plain::run_tasks`.
+        unsafe {
+            for_each_task(run, slots, next, stop, |task, slot| {
+                // SAFETY: views are valid while the launch is registered (caller contract).
+                let mut ctx = Context::new(V::item(views), slot);
+                // SAFETY: as in `Plain::run_tasks`.
+                for (row, entity) in rows(entities, task) {
+                    // SAFETY: as in `Plain::run_tasks`.
+                    (self.0)(entity, Q::item(ptrs, row), &mut ctx);
+                }
+            });
         }
     }
 
@@ -140,7 +199,7 @@ where
     }
 }
 
-/// `each_async_reduce`: fold each chunk from `identity`, combine the chunk results in chunk order
+/// `each_async_reduce`: fold each task from `identity`, combine the task results in task order
 /// at retirement.
 pub(crate) struct Reduce<A, I, Fo, C> {
     pub(crate) identity: I,
@@ -161,14 +220,27 @@ where
     type Slot = Option<A>;
 
     #[inline]
-    unsafe fn run(&self, chunk: &ChunkTask<Q::Ptrs>, _views: V::Fetch, slot: &mut Option<A>) {
-        let mut acc = (self.identity)();
-        // SAFETY: as in `Plain::run`.
-        for (row, entity) in unsafe { chunk.rows() } {
-            // SAFETY: as in `Plain::run`.
-            acc = (self.fold)(acc, entity, unsafe { Q::item(chunk.ptrs, row) });
+    unsafe fn run_tasks(
+        &self,
+        run: &TaskRun<RunPtrs<Q>>,
+        _views: V::Fetch,
+        slots: &[UnsafeCell<Option<A>>],
+        next: &mut usize,
+        stop: usize,
+    ) {
+        let (ptrs, entities) = run.ptrs;
+        // SAFETY: as in `Plain::run_tasks`.
+        unsafe {
+            for_each_task(run, slots, next, stop, |task, slot| {
+                let mut acc = (self.identity)();
+                // SAFETY: as in `Plain::run_tasks`.
+                for (row, entity) in rows(entities, task) {
+                    // SAFETY: as in `Plain::run_tasks`.
+                    acc = (self.fold)(acc, entity, Q::item(ptrs, row));
+                }
+                *slot = Some(acc);
+            });
         }
-        *slot = Some(acc);
     }
 
     fn finish(self, slots: Vec<Option<A>>) -> Vec<CommandBuffer> {
@@ -211,8 +283,8 @@ impl Timing {
         }
     }
 
-    fn task_done(&self) {
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+    fn tasks_done(&self, n: usize) {
+        if self.remaining.fetch_sub(n, Ordering::AcqRel) == n {
             let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             self.end_nanos.store(nanos.max(1), Ordering::Release);
         }
@@ -278,40 +350,49 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         }
     }
 
-    /// The task body: runs chunk `index` (the pool calls it once per chunk index, through
-    /// [`IndexedJob::run`], monomorphised into its batch loop). Resolves the chunk's column
-    /// pointers here, on the worker, so launching does not cost O(chunks).
+    /// The batch body: runs tasks `*next..end` (the pool calls it per batch of a range it owns,
+    /// through [`IndexedJob::run_batch`], monomorphised into its batch loop). Resolves the column
+    /// pointers here, on the worker, once per slab run of consecutive chunks rather than once
+    /// per task, so launching does not cost O(chunks) and a batch of cheap tasks costs about one
+    /// kernel call.
     #[inline]
-    pub(crate) fn run_task(job: &Self, index: usize) {
+    pub(crate) fn run_tasks(job: &Self, next: &mut usize, end: usize) {
         let _scope = CallbackScope::enter(job.registry_id);
-        let span = job.spans.find(index);
-        // SAFETY: `span.archetype` points into the registry's boxed world, taken from `&World`
-        // when the launch was built. The launch is registered in the registry's in-flight list
-        // until retired, and retirement waits for this task; every registry path that creates
-        // `&mut World` (structural changes, `world_mut`, applying commands) and the registry's
-        // `Drop` first wait for all in-flight launches (`OpAccess::Exclusive`,
-        // launch/inflight.rs). So the world is alive, not reallocated and only shared while this
-        // reference lives, and the archetype still has the chunks the span counted.
-        let archetype = unsafe { span.archetype.as_ref() };
-        let (chunk, part) = job.spans.locate(span, index);
-        let chunk = archetype.chunk(chunk);
-        let (start, end) = job.spans.part_rows(part, chunk.len());
-        let chunk = &ChunkTask {
-            ptrs: Q::ptrs(span.columns, chunk),
-            entities: <Entity as QueryData>::ptrs((), chunk),
-            start,
-            end,
-        };
-        // SAFETY: task `index` runs exactly once, so this is the only reference to `slots[index]`
-        // until retirement, which happens after the group completed.
-        let slot = unsafe { &mut *job.slots[index].get() };
-        let guard = ResetOnUnwind { slot };
-        // SAFETY: the launch is registered until retired, and retirement waits for this task;
-        // its access was checked against every other piece of work when it was launched.
-        unsafe { job.kernel.run(chunk, job.views, &mut *guard.slot) };
-        core::mem::forget(guard);
-        if let Some(timing) = &job.timing {
-            timing.task_done();
+        while *next < end {
+            let index = *next;
+            let span = job.spans.find(index);
+            // SAFETY: `span.archetype` points into the registry's boxed world, taken from
+            // `&World` when the launch was built. The launch is registered in the registry's
+            // in-flight list until retired, and retirement waits for this task; every registry
+            // path that creates `&mut World` (structural changes, `world_mut`, applying commands)
+            // and the registry's `Drop` first wait for all in-flight launches
+            // (`OpAccess::Exclusive`, launch/inflight.rs). So the world is alive, not
+            // reallocated and only shared while this reference lives, and the archetype still
+            // has the chunks the span counted.
+            let archetype = unsafe { span.archetype.as_ref() };
+            let chunk = job.spans.chunk_of(span, index);
+            let rows = archetype.run_at(chunk);
+            let run = job.spans.task_run(
+                span,
+                chunk,
+                rows.len(),
+                (
+                    Q::ptrs(span.columns, rows),
+                    <Entity as QueryData>::ptrs((), rows),
+                ),
+            );
+            let stop = end.min(run.end());
+            // SAFETY: `run.first <= index < stop <= run.end()`; this thread owns the indices
+            // `index..stop` (each runs exactly once); the launch is registered until retired, and
+            // retirement waits for these tasks; its access was checked against every other piece
+            // of work when it was launched.
+            unsafe {
+                job.kernel
+                    .run_tasks(&run, job.views, &job.slots, next, stop);
+            }
+            if let Some(timing) = &job.timing {
+                timing.tasks_done(stop - index);
+            }
         }
     }
 }
@@ -319,12 +400,18 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> IndexedJob for Job<Q, V, K> {
     #[inline]
     fn run(&self, index: usize) {
-        Job::run_task(self, index);
+        let mut next = index;
+        Job::run_tasks(self, &mut next, index + 1);
+    }
+
+    #[inline]
+    fn run_batch(&self, next: &mut usize, end: usize) {
+        Job::run_tasks(self, next, end);
     }
 }
 
-/// Resets a chunk's slot if its callback unwinds: its commands are discarded and a reduction
-/// sees the chunk as missing.
+/// Resets a task's slot if its callback unwinds: its commands are discarded and a reduction
+/// sees the task's piece as missing.
 struct ResetOnUnwind<'a, S: Default> {
     slot: &'a mut S,
 }

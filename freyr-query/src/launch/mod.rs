@@ -46,7 +46,7 @@ pub(crate) struct Span<C> {
 /// order commands are applied and reductions combined in.
 ///
 /// Building it costs O(matched archetypes), not O(chunks): the chunk pointers are resolved by
-/// each task on its worker ([`Job::run_task`](job::Job::run_task)). The first span is stored
+/// the tasks on the workers ([`Job::run_tasks`](job::Job::run_tasks)). The first span is stored
 /// inline, so a single-archetype launch allocates nothing here.
 ///
 /// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
@@ -107,27 +107,34 @@ impl<C: Copy> Spans<C> {
         self.rest.last().unwrap_or(&self.first).end
     }
 
-    /// The chunk index (in `span`'s archetype) and the part of it that task `index` of `span`
-    /// (which holds it) runs.
+    /// The chunk (of `span`'s archetype) that task `index` of `span` runs (a part of).
     #[inline(always)]
-    pub(crate) fn locate(&self, span: &Span<C>, index: usize) -> (usize, usize) {
+    pub(crate) fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
         let local = index - span.start;
         if self.parts == 1 {
-            (local, 0)
+            local
         } else {
-            (local / self.parts, local % self.parts)
+            local / self.parts
         }
     }
 
-    /// The rows `start..end` of part `part` of a chunk of `len` rows; empty when the chunk is
-    /// shorter than the part's first row.
+    /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
+    /// rows starting at row 0 of `chunk`, with `ptrs` pointing there (see [`TaskRun`]).
     #[inline(always)]
-    pub(crate) fn part_rows(&self, part: usize, len: usize) -> (usize, usize) {
-        if self.parts == 1 {
-            return (0, len);
+    pub(crate) fn task_run<P>(
+        &self,
+        span: &Span<C>,
+        chunk: usize,
+        len: usize,
+        ptrs: P,
+    ) -> TaskRun<P> {
+        TaskRun {
+            ptrs,
+            len,
+            first: span.start + chunk * self.parts,
+            parts: self.parts,
+            rows: self.rows,
         }
-        let start = (part * self.rows).min(len);
-        (start, (start + self.rows).min(len))
     }
 
     /// The span holding task `index`.
@@ -141,6 +148,46 @@ impl<C: Copy> Spans<C> {
             return &self.first;
         }
         &self.rest[self.rest.partition_point(|s| s.end <= index)]
+    }
+}
+
+/// Consecutive tasks of one span whose chunks are consecutive in one slab, so that their rows
+/// are contiguous in every column: the run's column pointers `ptrs` (at row 0 of its first
+/// chunk), its length, and how task indices map to its rows.
+///
+/// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: rows
+/// `c * CHUNK_CAPACITY + k * rows ..` up to `rows` rows, cut at the chunk's end (chunks are
+/// full except the archetype's last, cut at `len`).
+pub(crate) struct TaskRun<P> {
+    pub(crate) ptrs: P,
+    /// Rows in the run.
+    pub(crate) len: usize,
+    /// Task index of the run's first chunk's part 0.
+    pub(crate) first: usize,
+    parts: usize,
+    rows: usize,
+}
+
+impl<P> TaskRun<P> {
+    /// The task index one past the run's last task.
+    #[inline(always)]
+    pub(crate) fn end(&self) -> usize {
+        self.first + self.len.div_ceil(CHUNK_CAPACITY) * self.parts
+    }
+
+    /// Rows `start..end` of the run that task `index` (in `first..end()`) runs; empty for a
+    /// part past the end of a short last chunk.
+    #[inline(always)]
+    pub(crate) fn task_rows(&self, index: usize) -> (usize, usize) {
+        let local = index - self.first;
+        if self.parts == 1 {
+            let start = local * CHUNK_CAPACITY;
+            return (start, (start + CHUNK_CAPACITY).min(self.len));
+        }
+        let chunk_start = local / self.parts * CHUNK_CAPACITY;
+        let chunk_end = (chunk_start + CHUNK_CAPACITY).min(self.len);
+        let start = (chunk_start + local % self.parts * self.rows).min(chunk_end);
+        (start, (start + self.rows).min(chunk_end))
     }
 }
 
@@ -266,6 +313,8 @@ mod tests {
     #[test]
     fn a_row_split_covers_every_row_once_in_chunk_and_row_order() {
         for (rows, len) in [
+            (CHUNK_CAPACITY, 512),
+            (CHUNK_CAPACITY, 3),
             (64, 512),
             (64, 488),
             (100, 512),
@@ -273,20 +322,36 @@ mod tests {
             (1, 3),
             (511, 512),
         ] {
-            let mut spans = spans(&[2]);
+            let mut spans = spans(&[3]);
             spans.parts = CHUNK_CAPACITY.div_ceil(rows);
             spans.rows = rows;
-            spans.first.end = 2 * spans.parts;
-            let lens = [CHUNK_CAPACITY, len];
+            spans.first.end = 3 * spans.parts;
+            let lens = [CHUNK_CAPACITY, CHUNK_CAPACITY, len];
+            let total = lens.iter().sum::<usize>();
             let mut seen = Vec::new();
-            for index in 0..spans.tasks() {
-                let span = *spans.find(index);
-                let (chunk, part) = spans.locate(&span, index);
-                let (start, end) = spans.part_rows(part, lens[chunk]);
-                assert!(end - start <= rows, "task {index}: rows {start}..{end}");
-                seen.extend((start..end).map(|r| (chunk, r)));
+            // Chunk 0 alone, then chunks 1 and 2 as one run (as if chunk 1 began a slab).
+            for (chunk, run_len) in [(0, CHUNK_CAPACITY), (1, total - CHUNK_CAPACITY)] {
+                let span = *spans.find(0);
+                let run = spans.task_run(&span, chunk, run_len, ());
+                let first_row = chunk * CHUNK_CAPACITY;
+                for index in run.first..run.end() {
+                    assert_eq!(
+                        spans.chunk_of(&span, index),
+                        chunk + (index - run.first) / spans.parts
+                    );
+                    let (start, end) = run.task_rows(index);
+                    assert!(
+                        start <= end && end - start <= rows,
+                        "task {index}: rows {start}..{end}"
+                    );
+                    seen.extend(
+                        (first_row + start..first_row + end)
+                            .map(|r| (r / CHUNK_CAPACITY, r % CHUNK_CAPACITY)),
+                    );
+                }
             }
-            let want: Vec<_> = (0..2)
+            assert_eq!(spans.tasks(), 3 * spans.parts);
+            let want: Vec<_> = (0..3)
                 .flat_map(|c| (0..lens[c]).map(move |r| (c, r)))
                 .collect();
             assert_eq!(seen, want, "rows {rows}, last chunk {len}");
