@@ -11,7 +11,7 @@
 
 use core::any::TypeId;
 
-use freyr_core::ComponentId;
+use freyr_core::{ArchetypeId, ComponentId};
 
 use crate::error::QueryError;
 
@@ -124,26 +124,23 @@ impl TypeAccess {
     }
 }
 
-/// A growable bitset over [`ComponentId`]s.
+/// A growable set of small indices: bit `i % 64` of word `i / 64` set ⇔ index `i` in the set.
 ///
 /// ```text
 ///  words[0]                          words[1]
-///  bit 0 .. bit 63                   bit 64 .. bit 127     bit i set <=> ComponentId(i) in set
+///  bit 0 .. bit 63                   bit 64 .. bit 127
 /// ```
+///
+/// Not a `bitvec::BitVec`: Miri's Stacked Borrows model rejects bitvec 1.x's element access
+/// (ferrilab/bitvec#193; `BitVec::resize` here), and freyr-query's unsafe paths are Miri-tested
+/// through the registry, which builds these sets on every query.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ComponentSet {
+struct IndexSet {
     words: Vec<u64>,
 }
 
-impl ComponentSet {
-    /// An empty set.
-    pub fn new() -> Self {
-        ComponentSet { words: Vec::new() }
-    }
-
-    /// Adds `id`.
-    pub fn insert(&mut self, id: ComponentId) {
-        let i = id.index();
+impl IndexSet {
+    fn insert(&mut self, i: usize) {
         let word = i / 64;
         if word >= self.words.len() {
             self.words.resize(word + 1, 0);
@@ -151,40 +148,34 @@ impl ComponentSet {
         self.words[word] |= 1u64 << (i % 64);
     }
 
-    /// Removes `id`.
-    pub fn remove(&mut self, id: ComponentId) {
-        let i = id.index();
+    fn remove(&mut self, i: usize) {
         if let Some(w) = self.words.get_mut(i / 64) {
             *w &= !(1u64 << (i % 64));
         }
     }
 
-    /// Whether `id` is in the set.
-    pub fn contains(&self, id: ComponentId) -> bool {
-        let i = id.index();
+    fn contains(&self, i: usize) -> bool {
         self.words
             .get(i / 64)
             .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
     }
 
-    /// Whether the set is empty.
-    pub fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.words.iter().all(|&w| w == 0)
     }
 
-    /// The lowest id in both sets, if any.
-    pub fn first_common(&self, other: &ComponentSet) -> Option<usize> {
-        for (i, (a, b)) in self.words.iter().zip(&other.words).enumerate() {
-            let both = a & b;
-            if both != 0 {
-                return Some(i * 64 + both.trailing_zeros() as usize);
-            }
-        }
-        None
+    fn first_common(&self, other: &IndexSet) -> Option<usize> {
+        self.words
+            .iter()
+            .zip(&other.words)
+            .enumerate()
+            .find_map(|(i, (a, b))| {
+                let both = a & b;
+                (both != 0).then(|| i * 64 + both.trailing_zeros() as usize)
+            })
     }
 
-    /// Adds every id of `other`.
-    pub fn union_with(&mut self, other: &ComponentSet) {
+    fn union_with(&mut self, other: &IndexSet) {
         if other.words.len() > self.words.len() {
             self.words.resize(other.words.len(), 0);
         }
@@ -192,14 +183,141 @@ impl ComponentSet {
             *a |= b;
         }
     }
+
+    fn difference_with(&mut self, other: &IndexSet) {
+        for (a, b) in self.words.iter_mut().zip(&other.words) {
+            *a &= !b;
+        }
+    }
+}
+
+/// A growable bitset over [`ComponentId`]s (bit `i` set ⇔ `ComponentId` `i` in the set).
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::access::ComponentSet;
+///
+/// let mut world = freyr_core::World::new();
+/// let (a, b) = (world.register::<u8>(), world.register::<u16>());
+/// let mut set = ComponentSet::new();
+/// set.insert(b);
+/// assert!(set.contains(b) && !set.contains(a));
+/// let mut other = ComponentSet::new();
+/// other.insert(a);
+/// assert_eq!(set.first_common(&other), None);
+/// other.union_with(&set);
+/// assert_eq!(set.first_common(&other), Some(b.index()));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ComponentSet(IndexSet);
+
+impl ComponentSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        ComponentSet::default()
+    }
+
+    /// Adds `id`.
+    pub fn insert(&mut self, id: ComponentId) {
+        self.0.insert(id.index());
+    }
+
+    /// Removes `id`.
+    pub fn remove(&mut self, id: ComponentId) {
+        self.0.remove(id.index());
+    }
+
+    /// Whether `id` is in the set.
+    pub fn contains(&self, id: ComponentId) -> bool {
+        self.0.contains(id.index())
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The lowest id in both sets, if any.
+    pub fn first_common(&self, other: &ComponentSet) -> Option<usize> {
+        self.0.first_common(&other.0)
+    }
+
+    /// Adds every id of `other`.
+    pub fn union_with(&mut self, other: &ComponentSet) {
+        self.0.union_with(&other.0);
+    }
+}
+
+/// A growable bitset over [`ArchetypeId`]s: the archetypes an [`Access`] is confined to.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::access::ArchetypeSet;
+///
+/// let mut world = freyr_core::World::new();
+/// let (ea, eb) = (world.spawn((1u8,)), world.spawn((1u16,)));
+/// let a = world.entity_location(ea).unwrap().0;
+/// let b = world.entity_location(eb).unwrap().0;
+/// let mut set = ArchetypeSet::new();
+/// set.insert(a);
+/// assert!(set.contains(a) && !set.contains(b));
+/// let mut other = ArchetypeSet::new();
+/// other.insert(b);
+/// assert!(!set.intersects(&other));
+/// other.insert(a);
+/// assert!(set.intersects(&other));
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ArchetypeSet(IndexSet);
+
+impl ArchetypeSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        ArchetypeSet::default()
+    }
+
+    /// Adds `id`.
+    pub fn insert(&mut self, id: ArchetypeId) {
+        self.0.insert(id.index());
+    }
+
+    /// Whether `id` is in the set.
+    pub fn contains(&self, id: ArchetypeId) -> bool {
+        self.0.contains(id.index())
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether some archetype is in both sets.
+    pub fn intersects(&self, other: &ArchetypeSet) -> bool {
+        self.0.first_common(&other.0).is_some()
+    }
+
+    /// Adds every id of `other`.
+    pub fn union_with(&mut self, other: &ArchetypeSet) {
+        self.0.union_with(&other.0);
+    }
 }
 
 /// The resolved access of a query launch or a registry operation.
 ///
 /// `reads` and `writes` are disjoint: a component both read and written is recorded as written.
-/// `resources` lists the resource types read. `world_ref` records that the work holds a shared
-/// reference to the world itself (component views do), so nothing may take the world exclusively
-/// while it runs; structural changes take it exclusively and conflict with every launch anyway.
+/// They may be *confined* to a set of archetypes (a query touches only the rows of the archetypes
+/// it matched; [`confine_to`](Access::confine_to)), or apply to every archetype (the default, and
+/// what component views need: `Read<T>` may look at any entity). `resources` lists the resource
+/// types read. `world_ref` records that the work holds a shared reference to the world itself
+/// (component views do), so nothing may take the world exclusively while it runs; structural
+/// changes take it exclusively and conflict with every launch anyway.
+///
+/// Two accesses conflict when one writes a component the other reads or writes **and** some
+/// archetype is in both their confinements: rows of different archetypes live in different
+/// chunks, and no entity changes archetype while work is in flight (structural changes wait for
+/// all of it), so work on disjoint archetypes never touches the same value.
 ///
 /// # Examples
 ///
@@ -222,11 +340,23 @@ impl ComponentSet {
 /// assert!(writer.conflicts_with(&reader));
 /// assert!(!reader.conflicts_with(&other));
 /// assert!(!writer.conflicts_with(&other));
+///
+/// // Confined to archetypes that no entity shares, the same writer and reader do not conflict.
+/// let (x, y) = (world.spawn((1u32,)), world.spawn((1u32, 1.0f32)));
+/// let in_x = world.entity_location(x).unwrap().0;
+/// let in_y = world.entity_location(y).unwrap().0;
+/// writer.confine_to(in_x);
+/// reader.confine_to(in_y);
+/// assert!(!writer.conflicts_with(&reader));
+/// reader.confine_to(in_x);
+/// assert!(writer.conflicts_with(&reader));
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Access {
     reads: ComponentSet,
     writes: ComponentSet,
+    /// `Some`: the component access touches only rows of these archetypes; `None`: any.
+    archetypes: Option<ArchetypeSet>,
     resources: Vec<TypeId>,
     world_ref: bool,
 }
@@ -250,6 +380,27 @@ impl Access {
         self.reads.remove(id);
     }
 
+    /// Confines the component access to the archetypes passed to `confine_to` so far, adding
+    /// `archetype`: the work touches only rows of those archetypes. Without any call the access
+    /// applies to every archetype.
+    pub fn confine_to(&mut self, archetype: ArchetypeId) {
+        self.archetypes
+            .get_or_insert_with(ArchetypeSet::new)
+            .insert(archetype);
+    }
+
+    /// Confines the component access to no archetype at all, until
+    /// [`confine_to`](Access::confine_to) adds some (a query that matched nothing touches
+    /// nothing).
+    pub fn confine_to_none(&mut self) {
+        self.archetypes = Some(ArchetypeSet::new());
+    }
+
+    /// The archetypes the component access is confined to (`None`: every archetype).
+    pub fn archetypes(&self) -> Option<&ArchetypeSet> {
+        self.archetypes.as_ref()
+    }
+
     /// Records a read of the resource `T`.
     pub fn add_resource_read<T: 'static>(&mut self) {
         let id = TypeId::of::<T>();
@@ -263,15 +414,30 @@ impl Access {
         self.world_ref = true;
     }
 
-    /// Adds everything `other` accesses.
+    /// Adds everything `other` accesses. The result is confined to the union of both
+    /// confinements, or to nothing if either applies to every archetype; an access without
+    /// component reads or writes (resources only) leaves the confinement as it is.
     pub fn extend(&mut self, other: &Access) {
+        let other_touches = !other.reads.is_empty() || !other.writes.is_empty();
+        let self_touches = !self.reads.is_empty() || !self.writes.is_empty();
+        if other_touches {
+            self.archetypes = if self_touches {
+                match (self.archetypes.take(), &other.archetypes) {
+                    (Some(mut mine), Some(theirs)) => {
+                        mine.union_with(theirs);
+                        Some(mine)
+                    }
+                    _ => None,
+                }
+            } else {
+                other.archetypes.clone()
+            };
+        }
         self.writes.union_with(&other.writes);
         let mut reads = other.reads.clone();
         reads.union_with(&self.reads);
         // Keep `reads` and `writes` disjoint.
-        for (r, w) in reads.words.iter_mut().zip(&self.writes.words) {
-            *r &= !w;
-        }
+        reads.0.difference_with(&self.writes.0);
         self.reads = reads;
         for r in &other.resources {
             if !self.resources.contains(r) {
@@ -312,13 +478,28 @@ impl Access {
     }
 
     /// Whether running `self` and `other` at the same time could race: one writes a component the
-    /// other reads or writes. Resources are only ever read by launches, so they never conflict here.
+    /// other reads or writes, in an archetype both may touch. Resources are only ever read by
+    /// launches, so they never conflict here.
     pub fn conflicts_with(&self, other: &Access) -> bool {
         self.conflicting_component(other).is_some()
     }
 
-    /// The index of the lowest component id on which `self` and `other` conflict.
+    /// Whether the two confinements share an archetype (an unconfined access shares every one,
+    /// an access confined to no archetype none).
+    pub fn shares_archetypes(&self, other: &Access) -> bool {
+        match (&self.archetypes, &other.archetypes) {
+            (Some(a), Some(b)) => a.intersects(b),
+            (Some(a), None) | (None, Some(a)) => !a.is_empty(),
+            (None, None) => true,
+        }
+    }
+
+    /// The index of the lowest component id on which `self` and `other` conflict (`None` when
+    /// they touch no archetype in common).
     pub fn conflicting_component(&self, other: &Access) -> Option<usize> {
+        if !self.shares_archetypes(other) {
+            return None;
+        }
         [
             self.writes.first_common(&other.writes),
             self.writes.first_common(&other.reads),
@@ -377,6 +558,68 @@ mod tests {
         assert!(a.reads().contains(c[2]));
         assert!(a.reads_resource(TypeId::of::<u8>()) && a.holds_world_ref());
         assert!(!a.resources_empty());
+    }
+
+    /// Archetype ids `0..n` of a world (the empty archetype and `n - 1` one-component ones).
+    fn archetypes(n: usize) -> Vec<ArchetypeId> {
+        let mut world = World::new();
+        world.spawn((1u8,));
+        world.spawn((1u16,));
+        world.spawn((1u32,));
+        let ids: Vec<_> = world.archetypes().iter().map(|a| a.id()).collect();
+        ids[..n].to_vec()
+    }
+
+    #[test]
+    fn extend_keeps_or_drops_the_confinement() {
+        let c = ids(2);
+        let x = archetypes(4);
+        let confined = |read: bool, archetype: usize| {
+            let mut a = Access::new();
+            if read {
+                a.add_read(c[0]);
+            } else {
+                a.add_write(c[0]);
+            }
+            a.confine_to(x[archetype]);
+            a
+        };
+        // Both confined: the union.
+        let mut a = confined(false, 1);
+        a.extend(&confined(true, 2));
+        let set = a.archetypes().expect("still confined");
+        assert!(set.contains(x[1]) && set.contains(x[2]) && !set.contains(x[3]));
+        assert!(!a.conflicts_with(&confined(true, 3)));
+        assert!(a.conflicts_with(&confined(true, 2)));
+        // A resource-only access (a `Res<T>` view) leaves the confinement alone.
+        let mut res = Access::new();
+        res.add_resource_read::<u8>();
+        let mut b = confined(false, 1);
+        b.extend(&res);
+        assert_eq!(b.archetypes().map(|s| s.contains(x[1])), Some(true));
+        // An unconfined component access (a `Read<T>` view) makes the whole access unconfined.
+        let mut view = Access::new();
+        view.add_read(c[1]);
+        view.set_world_ref();
+        let mut d = confined(true, 1);
+        d.extend(&view);
+        assert!(d.archetypes().is_none());
+        let mut writer = Access::new();
+        writer.add_write(c[1]);
+        writer.confine_to(x[3]);
+        assert!(
+            d.conflicts_with(&writer),
+            "the view may read c[1] in any archetype"
+        );
+        // Confined to nothing, an access conflicts with nothing.
+        let mut nothing = Access::new();
+        nothing.add_write(c[0]);
+        nothing.confine_to_none();
+        assert!(!nothing.conflicts_with(&confined(false, 1)));
+        let mut view_c0 = Access::new();
+        view_c0.add_read(c[0]);
+        assert!(!nothing.conflicts_with(&view_c0) && !view_c0.conflicts_with(&nothing));
+        assert!(confined(false, 1).conflicts_with(&view_c0));
     }
 
     #[test]

@@ -47,7 +47,8 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 ///
 /// Conflicting access inside the query (`(&mut A, &A)`) was rejected when the query was built.
 /// Every run method first waits for in-flight work that conflicts with this query's access (an
-/// implicit sync point); disjoint work keeps running.
+/// implicit sync point): work that writes a component this query reads, or touches one it
+/// writes, in an archetype both match. Disjoint work, by type or by archetype, keeps running.
 ///
 /// # Examples
 ///

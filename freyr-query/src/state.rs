@@ -72,7 +72,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         Self::type_access().check()?;
         let data = Q::init_state(world);
         let filter = F::init_state(world);
-        let access = Arc::new(Self::component_access(&data));
+        let access = Arc::new(Self::component_access(&data, &[]));
         let mut state = QueryState {
             data,
             filter,
@@ -92,9 +92,15 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         out
     }
 
-    fn component_access(data: &Q::State) -> Access {
+    /// `Q`'s component access, confined to the `matched` archetypes: a query touches no row
+    /// outside them.
+    fn component_access(data: &Q::State, matched: &[MatchedArchetype<Q::Columns>]) -> Access {
         let mut access = Access::new();
         Q::component_access(data, &mut access);
+        access.confine_to_none();
+        for m in matched {
+            access.confine_to(m.id);
+        }
         access
     }
 
@@ -103,13 +109,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     pub fn update(&mut self, world: &World) {
         let data_changed = Q::resolve(&mut self.data, world);
         F::resolve(&mut self.filter, world);
-        if data_changed {
-            self.access = Arc::new(Self::component_access(&self.data));
-        }
         let archetypes = world.archetypes();
-        if self.cursor == archetypes.len() {
-            return;
-        }
+        let matched_before = self.matched.len();
         for archetype in &archetypes[self.cursor..] {
             self.examined += 1;
             if Q::matches(&self.data, archetype) && F::matches(&self.filter, archetype) {
@@ -120,6 +121,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             }
         }
         self.cursor = archetypes.len();
+        if data_changed || self.matched.len() != matched_before {
+            // A fresh `Arc`: launches in flight keep the access (and the archetypes) they were
+            // launched with.
+            self.access = Arc::new(Self::component_access(&self.data, &self.matched));
+        }
     }
 
     /// The matched archetypes, in creation order.
@@ -133,7 +139,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         self.examined
     }
 
-    /// The resolved component access of `Q`.
+    /// The resolved component access of `Q`, confined to the matched archetypes.
     pub fn access(&self) -> &Access {
         &self.access
     }

@@ -196,3 +196,78 @@ fn world_access_waits_for_writers_only() {
     assert_eq!(registry.implicit_syncs(), 2);
     registry.execute_tasks();
 }
+
+/// A tag that splits the `A` entities into two archetypes.
+struct Tagged;
+
+#[test]
+fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
+    use freyr_query::{With, Without};
+    let mut registry = Registry::with_workers(8);
+    registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
+    registry.spawn_batch((0..600u32).map(|i| (A(i), B(i), Tagged)));
+    let gate = Gate::default();
+    let g = gate.clone();
+    // Writes `A` of the tagged entities only; every task blocks until the gate opens.
+    registry
+        .query_filtered::<&mut A, With<Tagged>>()
+        .each_async(move |_, a| {
+            g.block();
+            a.0 += 1;
+        });
+    // The same type, in the other archetype: neither waits (a wait would hang until the gate's
+    // timeout failed the blocked tasks).
+    registry
+        .query_filtered::<&mut A, Without<Tagged>>()
+        .each(|_, a| a.0 += 10);
+    registry
+        .query_filtered::<(&A, &mut B), Without<Tagged>>()
+        .each_async(|_, (a, b)| b.0 = a.0);
+    assert_eq!(registry.implicit_syncs(), 0);
+    assert_eq!(registry.in_flight(), 2);
+    // `&A` over both archetypes overlaps the blocked writer: it waits, once the gate opens.
+    while gate.entered() == 0 {
+        std::thread::yield_now();
+    }
+    let opener = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            gate.open();
+        })
+    };
+    let mut sum = 0u64;
+    registry.query::<&A>().each(|_, a| sum += u64::from(a.0));
+    assert_eq!(
+        sum,
+        (10..1010u64).sum::<u64>() + (1..=600u64).sum::<u64>(),
+        "the tagged writes were finished before the read"
+    );
+    assert_eq!(registry.implicit_syncs(), 1);
+    opener.join().unwrap();
+    registry.execute_tasks();
+    let mut copied = true;
+    registry
+        .query_filtered::<(&A, &B), Without<Tagged>>()
+        .each(|_, (a, b)| copied &= a.0 == b.0);
+    assert!(copied);
+}
+
+#[test]
+fn a_component_view_reaches_every_archetype_so_it_waits() {
+    use freyr_query::{Read, With, Without};
+    let mut registry = Registry::with_workers(4);
+    registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
+    registry.spawn_batch((0..600u32).map(|i| (A(i), Tagged)));
+    registry
+        .query_filtered::<&mut A, With<Tagged>>()
+        .each_async(|_, a| a.0 += 1);
+    // Matches only untagged entities, but its `Read<A>` view may look up any entity's `A`,
+    // tagged ones included: it must wait for the writer.
+    registry
+        .query_filtered::<&B, Without<Tagged>>()
+        .views::<Read<A>>()
+        .each_with(|_, _, _| {});
+    assert_eq!(registry.implicit_syncs(), 1);
+    registry.execute_tasks();
+}

@@ -21,7 +21,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, World};
-use freyr_query::{Entity, Phase, QueryFilter, Read, Registry, With};
+use freyr_query::{Entity, Phase, QueryFilter, Read, Registry, With, Without};
 
 // ---- components -------------------------------------------------------------------------------
 
@@ -603,24 +603,42 @@ impl Soak {
         }
     }
 
-    /// `each_async`: `val += inc` (may panic part-way through chunks).
+    /// `each_async`: `val += inc` (may panic part-way through chunks). One time in three as two
+    /// launches split by `Tag`: they write `Val` in disjoint archetypes, so the second does not
+    /// wait for the first, and both run at once.
     fn op_add_inc(&mut self) -> String {
         let (nonce, panic, split) = (self.next_nonce(), self.panic_rate(), self.split());
+        let by_tag = self.rng.chance(3);
         let chunks = if panic != 0 {
             Some(layout::<(With<Val>, With<Inc>)>(&mut self.registry, split))
         } else {
             None
         };
-        self.registry
-            .query::<(&Serial, &mut Val, &Inc)>()
-            .with_label("AddInc")
-            .rows_per_task(split)
-            .each_async(move |_, (s, v, i)| {
-                if planned_panic(s.0, nonce, panic) {
-                    panic!("{PANIC_MSG} (AddInc)");
-                }
-                v.0 = v.0.wrapping_add(i.0);
-            });
+        let add = move |_: Entity, (s, v, i): (&Serial, &mut Val, &Inc)| {
+            if planned_panic(s.0, nonce, panic) {
+                panic!("{PANIC_MSG} (AddInc)");
+            }
+            v.0 = v.0.wrapping_add(i.0);
+        };
+        if by_tag {
+            self.registry
+                .query_filtered::<(&Serial, &mut Val, &Inc), With<Tag>>()
+                .with_label("AddInc")
+                .rows_per_task(split)
+                .each_async(add);
+            self.registry
+                .query_filtered::<(&Serial, &mut Val, &Inc), Without<Tag>>()
+                .with_label("AddInc")
+                .rows_per_task(split)
+                .each_async(add);
+            self.tally.launches += 1;
+        } else {
+            self.registry
+                .query::<(&Serial, &mut Val, &Inc)>()
+                .with_label("AddInc")
+                .rows_per_task(split)
+                .each_async(add);
+        }
         self.tally.launches += 1;
         let model = &mut self.model;
         let apply = |rows: &mut HashMap<u64, Row>, s: u64| {
@@ -652,7 +670,7 @@ impl Soak {
                 }
             }
         }
-        format!("add_inc panic={panic} split={split}")
+        format!("add_inc panic={panic} split={split} by_tag={by_tag}")
     }
 
     /// Synchronous `each`: `inc = mix(inc)` (a panic stops it at once).

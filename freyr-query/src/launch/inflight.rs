@@ -11,11 +11,17 @@
 //!
 //! | operation                                   | waits for in-flight launches that …        |
 //! |---------------------------------------------|--------------------------------------------|
-//! | query (`each`, `each_async`, …), `get_mut`  | write what it reads, or access what it writes |
+//! | query (`each`, `each_async`, …)             | write what it reads, or access what it writes, in an archetype both match (component views match every archetype) |
+//! | `get_mut::<T>`                              | read or write `T`                          |
 //! | `get::<T>`, `world_hash`                    | write `T` (the hashed types)               |
 //! | `world()`                                   | write anything                             |
 //! | replace / remove / mutably borrow resource `R` | read `R`                                |
 //! | spawn, despawn, insert, remove, `world_mut`, applying commands | (all of them)           |
+//!
+//! A query's access is confined to the archetypes it matched when it ran (or launched): rows of
+//! different archetypes live in different chunks, and no entity changes archetype and no
+//! archetype appears while a launch is in flight (that takes `&mut World`, the last row), so
+//! two queries on disjoint archetypes never touch the same value, whatever their types.
 //!
 //! Waiting for a launch that was not waited for before is an *implicit sync point*; the profiler
 //! counts them. Disjoint work never waits. A launch's panic, caught when it is waited for, is kept
