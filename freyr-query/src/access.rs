@@ -484,6 +484,14 @@ impl Access {
         self.conflicting_component(other).is_some()
     }
 
+    /// Whether the access may touch rows of `archetype` (it is unconfined, or confined to a set
+    /// holding it).
+    pub fn may_touch(&self, archetype: ArchetypeId) -> bool {
+        self.archetypes
+            .as_ref()
+            .is_none_or(|set| set.contains(archetype))
+    }
+
     /// Whether the two confinements share an archetype (an unconfined access shares every one,
     /// an access confined to no archetype none).
     pub fn shares_archetypes(&self, other: &Access) -> bool {

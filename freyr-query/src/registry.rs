@@ -400,7 +400,7 @@ impl Registry {
         self.world_mut().remove::<B>(entity)
     }
 
-    /// `entity`'s `T`. Waits only for in-flight work that writes `T`.
+    /// `entity`'s `T`. Waits only for in-flight work that writes `T` in `entity`'s archetype.
     ///
     /// # Errors
     ///
@@ -418,13 +418,16 @@ impl Registry {
     pub fn get<T: Component>(&self, entity: Entity) -> Result<&T, ComponentError> {
         self.guard("Registry::get");
         let world = self.world.get();
-        if let Some(id) = world.component_id::<T>() {
-            self.wait_for(OpAccess::ReadOne(id));
+        if let (Some(id), Some((archetype, _, _))) =
+            (world.component_id::<T>(), world.entity_location(entity))
+        {
+            self.wait_for(OpAccess::ReadOne(id, archetype));
         }
         world.get::<T>(entity)
     }
 
-    /// `entity`'s `T`, mutably. Waits only for in-flight work that reads or writes `T`.
+    /// `entity`'s `T`, mutably. Waits only for in-flight work that reads or writes `T` in
+    /// `entity`'s archetype.
     ///
     /// # Errors
     ///
@@ -446,15 +449,17 @@ impl Registry {
             .ok_or(ComponentError::NoSuchEntity)?;
         let missing = ComponentError::MissingComponent(core::any::type_name::<T>());
         let id = world.component_id::<T>().ok_or(missing)?;
+        self.wait_for(OpAccess::WriteOne(id, archetype));
         let archetype = world.archetype(archetype);
         let column = archetype.column_index(id).ok_or(missing)?;
-        self.wait_for(OpAccess::WriteOne(id));
         let ptr = archetype.chunk(chunk).column_ptr(column).cast::<T>();
         // SAFETY:
         // - `(chunk, row)` is `entity`'s live location, so the row is initialised and in bounds,
         //   and the column holds `T` (`id` is `T`'s id);
-        // - every in-flight launch reading or writing `T` was waited for, and no new one can
-        //   start while the returned borrow of `self` lives; the world is only reached through
+        // - every in-flight launch reading or writing `T` in this entity's archetype was waited
+        //   for (the others are confined to archetypes without this row, which cannot move
+        //   while they run), and no new one can start while the returned borrow of `self`
+        //   lives; the world is only reached through
         //   `&World` here (never `&mut World`), so tasks holding component views stay valid;
         // - the pointer has the chunk allocation's provenance, so writing through it is allowed.
         Ok(unsafe { &mut *ptr.as_ptr().add(row) })

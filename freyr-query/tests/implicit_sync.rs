@@ -271,3 +271,42 @@ fn a_component_view_reaches_every_archetype_so_it_waits() {
     assert_eq!(registry.implicit_syncs(), 1);
     registry.execute_tasks();
 }
+
+#[test]
+fn get_and_get_mut_wait_only_for_work_on_their_entitys_archetype() {
+    use freyr_query::With;
+    let mut registry = Registry::with_workers(4);
+    let plain = registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
+    let tagged = registry.spawn_batch((0..600u32).map(|i| (A(i), B(i), Tagged)));
+    let gate = Gate::default();
+    let g = gate.clone();
+    registry
+        .query_filtered::<&mut A, With<Tagged>>()
+        .each_async(move |_, a| {
+            g.block();
+            a.0 += 1;
+        });
+    // An untagged entity's `A` is outside the writer's archetypes: no wait (a wait would hang
+    // until the gate's timeout failed the blocked tasks).
+    assert_eq!(registry.get::<A>(plain[7]).unwrap().0, 7);
+    registry.get_mut::<A>(plain[8]).unwrap().0 = 80;
+    assert_eq!(registry.implicit_syncs(), 0);
+    // A tagged entity's `A` is the writer's: both wait.
+    while gate.entered() == 0 {
+        std::thread::yield_now();
+    }
+    let opener = {
+        let gate = gate.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            gate.open();
+        })
+    };
+    assert_eq!(registry.get::<A>(tagged[5]).unwrap().0, 6);
+    assert_eq!(registry.implicit_syncs(), 1);
+    registry.get_mut::<A>(tagged[6]).unwrap().0 = 60;
+    assert_eq!(registry.get::<A>(plain[8]).unwrap().0, 80);
+    opener.join().unwrap();
+    registry.execute_tasks();
+    assert_eq!(registry.get::<A>(tagged[6]).unwrap().0, 60);
+}

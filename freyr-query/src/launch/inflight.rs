@@ -12,8 +12,9 @@
 //! | operation                                   | waits for in-flight launches that …        |
 //! |---------------------------------------------|--------------------------------------------|
 //! | query (`each`, `each_async`, …)             | write what it reads, or access what it writes, in an archetype both match (component views match every archetype) |
-//! | `get_mut::<T>`                              | read or write `T`                          |
-//! | `get::<T>`, `world_hash`                    | write `T` (the hashed types)               |
+//! | `get_mut::<T>(e)`                           | read or write `T`, in `e`'s archetype      |
+//! | `get::<T>(e)`                               | write `T`, in `e`'s archetype              |
+//! | `world_hash`                                | write the hashed types                     |
 //! | `world()`                                   | write anything                             |
 //! | replace / remove / mutably borrow resource `R` | read `R`                                |
 //! | spawn, despawn, insert, remove, `world_mut`, applying commands | (all of them)           |
@@ -35,7 +36,7 @@ use core::ptr::NonNull;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use freyr_core::{CommandBuffer, ComponentId};
+use freyr_core::{ArchetypeId, CommandBuffer, ComponentId};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
@@ -46,10 +47,10 @@ use crate::profiler::Profiler;
 pub(crate) enum OpAccess<'a> {
     /// Reads and writes the components in the access set.
     Components(&'a Access),
-    /// Reads one component type.
-    ReadOne(ComponentId),
-    /// Writes one component type.
-    WriteOne(ComponentId),
+    /// Reads one component type, of an entity in the given archetype.
+    ReadOne(ComponentId, ArchetypeId),
+    /// Writes one component type, of an entity in the given archetype.
+    WriteOne(ComponentId, ArchetypeId),
     /// Reads the whole world through `&World`.
     WorldRead,
     /// Writes (replaces, removes, mutably borrows) the resource with this type id.
@@ -62,8 +63,13 @@ impl OpAccess<'_> {
     fn conflicts_with(&self, launch: &Access) -> bool {
         match self {
             OpAccess::Components(access) => access.conflicts_with(launch),
-            OpAccess::ReadOne(id) => launch.writes().contains(*id),
-            OpAccess::WriteOne(id) => launch.writes().contains(*id) || launch.reads().contains(*id),
+            OpAccess::ReadOne(id, archetype) => {
+                launch.writes().contains(*id) && launch.may_touch(*archetype)
+            }
+            OpAccess::WriteOne(id, archetype) => {
+                (launch.writes().contains(*id) || launch.reads().contains(*id))
+                    && launch.may_touch(*archetype)
+            }
             OpAccess::WorldRead => launch.writes_anything(),
             OpAccess::ResourceWrite(id) => launch.reads_resource(*id),
             OpAccess::Exclusive => true,
