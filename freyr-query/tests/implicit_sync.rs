@@ -36,6 +36,18 @@ impl Gate {
     fn entered(&self) -> usize {
         self.1.load(Ordering::SeqCst)
     }
+    /// Waits until a task is blocked on the gate, then opens it from another thread 20 ms
+    /// later, while the main thread goes on to block in a conflicting operation.
+    fn open_once_entered(&self) -> std::thread::JoinHandle<()> {
+        while self.entered() == 0 {
+            std::thread::yield_now();
+        }
+        let gate = self.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            gate.open();
+        })
+    }
 }
 
 fn registry() -> (Registry, Vec<freyr_query::Entity>) {
@@ -83,16 +95,7 @@ fn conflicting_queries_wait_and_see_the_finished_writes() {
     });
     // Wait until the tasks are really running, then open the gate from another thread while
     // the main thread is blocked in the conflicting read.
-    while gate.entered() == 0 {
-        std::thread::yield_now();
-    }
-    let opener = {
-        let gate = gate.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            gate.open();
-        })
-    };
+    let opener = gate.open_once_entered();
     let mut sum = 0u64;
     registry.query::<&A>().each(|_, a| sum += u64::from(a.0));
     assert_eq!(sum, (1..=1000u64).sum::<u64>());
@@ -226,16 +229,7 @@ fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
     assert_eq!(registry.implicit_syncs(), 0);
     assert_eq!(registry.in_flight(), 2);
     // `&A` over both archetypes overlaps the blocked writer: it waits, once the gate opens.
-    while gate.entered() == 0 {
-        std::thread::yield_now();
-    }
-    let opener = {
-        let gate = gate.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            gate.open();
-        })
-    };
+    let opener = gate.open_once_entered();
     let mut sum = 0u64;
     registry.query::<&A>().each(|_, a| sum += u64::from(a.0));
     assert_eq!(
@@ -292,16 +286,7 @@ fn get_and_get_mut_wait_only_for_work_on_their_entitys_archetype() {
     registry.get_mut::<A>(plain[8]).unwrap().0 = 80;
     assert_eq!(registry.implicit_syncs(), 0);
     // A tagged entity's `A` is the writer's: both wait.
-    while gate.entered() == 0 {
-        std::thread::yield_now();
-    }
-    let opener = {
-        let gate = gate.clone();
-        std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(20));
-            gate.open();
-        })
-    };
+    let opener = gate.open_once_entered();
     assert_eq!(registry.get::<A>(tagged[5]).unwrap().0, 6);
     assert_eq!(registry.implicit_syncs(), 1);
     registry.get_mut::<A>(tagged[6]).unwrap().0 = 60;
