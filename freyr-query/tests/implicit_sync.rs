@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use freyr_query::{Registry, Res};
+use freyr_query::{Entity, Registry, Res, With};
 
 #[derive(Clone, Copy)]
 struct A(u32);
@@ -203,21 +203,27 @@ fn world_access_waits_for_writers_only() {
 /// A tag that splits the `A` entities into two archetypes.
 struct Tagged;
 
-#[test]
-fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
-    use freyr_query::{With, Without};
+/// 1,000 untagged and 600 tagged `(A, B)` entities, and an `each_async` writing `A` of the
+/// tagged ones only, every task blocked until the returned gate opens.
+fn tagged_writer_in_flight() -> (Registry, Vec<Entity>, Vec<Entity>, Gate) {
     let mut registry = Registry::with_workers(8);
-    registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
-    registry.spawn_batch((0..600u32).map(|i| (A(i), B(i), Tagged)));
+    let plain = registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
+    let tagged = registry.spawn_batch((0..600u32).map(|i| (A(i), B(i), Tagged)));
     let gate = Gate::default();
     let g = gate.clone();
-    // Writes `A` of the tagged entities only; every task blocks until the gate opens.
     registry
         .query_filtered::<&mut A, With<Tagged>>()
         .each_async(move |_, a| {
             g.block();
             a.0 += 1;
         });
+    (registry, plain, tagged, gate)
+}
+
+#[test]
+fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
+    use freyr_query::Without;
+    let (mut registry, _, _, gate) = tagged_writer_in_flight();
     // The same type, in the other archetype: neither waits (a wait would hang until the gate's
     // timeout failed the blocked tasks).
     registry
@@ -249,7 +255,7 @@ fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
 
 #[test]
 fn a_component_view_reaches_every_archetype_so_it_waits() {
-    use freyr_query::{Read, With, Without};
+    use freyr_query::{Read, Without};
     let mut registry = Registry::with_workers(4);
     registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
     registry.spawn_batch((0..600u32).map(|i| (A(i), Tagged)));
@@ -268,18 +274,7 @@ fn a_component_view_reaches_every_archetype_so_it_waits() {
 
 #[test]
 fn get_and_get_mut_wait_only_for_work_on_their_entitys_archetype() {
-    use freyr_query::With;
-    let mut registry = Registry::with_workers(4);
-    let plain = registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
-    let tagged = registry.spawn_batch((0..600u32).map(|i| (A(i), B(i), Tagged)));
-    let gate = Gate::default();
-    let g = gate.clone();
-    registry
-        .query_filtered::<&mut A, With<Tagged>>()
-        .each_async(move |_, a| {
-            g.block();
-            a.0 += 1;
-        });
+    let (mut registry, plain, tagged, gate) = tagged_writer_in_flight();
     // An untagged entity's `A` is outside the writer's archetypes: no wait (a wait would hang
     // until the gate's timeout failed the blocked tasks).
     assert_eq!(registry.get::<A>(plain[7]).unwrap().0, 7);
