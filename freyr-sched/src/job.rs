@@ -139,7 +139,8 @@ pub(crate) fn run_indices(
         }
     }
     /// Runs batch `at..stop` through `f`; on unwind leaves `at` within
-    /// `start + 1..=stop`, on return at `stop`, whatever `f` did with it.
+    /// `first + 1..=stop` (`first` its first index), on return at `stop`,
+    /// whatever `f` did with it.
     #[inline(always)]
     fn clamped_batch(
         progress: &mut Progress<'_>,
