@@ -1,9 +1,9 @@
-//! `each_async`: one task per non-empty matching chunk, launched through freyr-sched's
-//! allocation-free `submit_indexed` path, registered with the registry until a sync point
-//! retires it.
+//! `each_async`: one task per non-empty matching chunk (or per piece of one with
+//! `rows_per_task`), launched through freyr-sched's allocation-free `submit_job` path,
+//! registered with the registry until a sync point retires it.
 //!
-//! - [`job`]: the shared job (task spans, callback, per-chunk slots) and the task body, which
-//!   resolves its chunk's column pointers on the worker;
+//! - [`job`]: the shared job (task spans, callback, per-task slots) and the batch body, which
+//!   resolves the column pointers of a batch's slab run on the worker;
 //! - [`inflight`]: the registry's in-flight list and the waiting rules (the soundness model);
 //! - [`reduce`]: deterministic reductions;
 //! - [`callback`]: the per-thread "inside a callback of registry N" marker.
