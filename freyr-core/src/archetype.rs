@@ -59,6 +59,9 @@ impl ArchetypeId {
 /// last row into the hole.
 pub(crate) struct Rows {
     pub(crate) columns: Box<[Column]>,
+    /// `(offset, size)` of every column that takes bytes, in column order: what a row move
+    /// copies, packed so the swap-remove loop reads one small array instead of the columns.
+    pub(crate) sized: Box<[(usize, usize)]>,
     /// Whether any column has a drop function (skips the drop loop otherwise).
     pub(crate) needs_drop: bool,
     pub(crate) chunks: ChunkList,
@@ -173,8 +176,7 @@ impl Rows {
         let src = self.chunks.entry(last_chunk).window;
         let moved = if (src, last_row) != (hole, row) {
             let dst = hole;
-            for column in self.columns.iter() {
-                let (offset, size) = (column.offset, column.size);
+            for &(offset, size) in self.sized.iter() {
                 // SAFETY: both rows are initialised rows of this archetype (`last < len`, and
                 // (chunk, row) is the vacated row) and distinct, so the ranges do not overlap;
                 // the last row's value is moved, and `len` shrinks below so it is not read or
@@ -328,6 +330,11 @@ impl Archetype {
             bits,
             rows: Rows {
                 needs_drop: columns.iter().any(|c| c.drop.is_some()),
+                sized: columns
+                    .iter()
+                    .filter(|c| c.size != 0)
+                    .map(|c| (c.offset, c.size))
+                    .collect(),
                 columns,
                 chunks: ChunkList::new(layout),
                 len: 0,

@@ -41,19 +41,33 @@ pub(crate) mod sealed {
         /// Registers each element type and appends its id, in tuple order.
         fn register(components: &mut Components, out: &mut Vec<ComponentId>);
 
-        /// Moves each element into the slot `dst[i]` (tuple order).
+        /// Moves each element into the slot `slot(i)` (called once per element, in tuple
+        /// order). A closure rather than a slice of pointers: the row-move paths compute each
+        /// slot from the edge as it is written, with no pointer array to fill first.
         ///
         /// # Safety
-        /// `dst` holds `LEN` pointers, `dst[i]` valid for writing element `i`'s type and aligned
-        /// for it; the slots hold no live values (they are overwritten, not dropped).
-        unsafe fn write(self, dst: &[*mut u8]);
+        /// `slot(i)` is valid for writing element `i`'s type and aligned for it; the slots hold
+        /// no live values (they are overwritten, not dropped).
+        unsafe fn write_with(self, slot: impl FnMut(usize) -> *mut u8);
 
-        /// Moves each element out of the slot `src[i]` (tuple order).
+        /// Moves each element into row `row` of its column: element `i` goes to
+        /// `columns[i] as *mut T_i` offset by `row` values. The offset is computed from the
+        /// element's static size, so a batch loop advances one row index instead of one pointer
+        /// per column.
         ///
         /// # Safety
-        /// `src` holds `LEN` pointers, `src[i]` pointing to a live, aligned value of element
-        /// `i`'s type; the caller gives those values up (it must not use or drop them again).
-        unsafe fn read(src: &[*mut u8]) -> Self;
+        /// `columns` holds `LEN` pointers, `columns[i]` aligned for element `i`'s type, and the
+        /// slot `row` values after it valid for writing that type and vacant (it is
+        /// overwritten, not dropped).
+        unsafe fn write_row(self, columns: &[*mut u8], row: usize);
+
+        /// Moves each element out of the slot `slot(i)` (called once per element, in tuple
+        /// order).
+        ///
+        /// # Safety
+        /// `slot(i)` points to a live, aligned value of element `i`'s type; the caller gives
+        /// those values up (it must not use or drop them again).
+        unsafe fn read_with(slot: impl FnMut(usize) -> *mut u8) -> Self;
 
         /// Writes a pointer to each element of `*this` into `out[i]` (tuple order).
         ///
@@ -96,24 +110,33 @@ macro_rules! impl_bundle {
             }
 
             #[inline(always)]
-            #[allow(unused_variables, unused_comparisons)]
-            unsafe fn write(self, dst: &[*mut u8]) {
-                debug_assert!(dst.len() >= $len);
+            #[allow(unused_variables, unused_mut)]
+            unsafe fn write_with(self, mut slot: impl FnMut(usize) -> *mut u8) {
                 $(
-                    // SAFETY: the caller guarantees `dst[$idx]` is a valid, aligned, vacant slot
-                    // for `$name` (the bundle's element type at this position).
-                    unsafe { dst.get_unchecked($idx).cast::<$name>().write(self.$idx) };
+                    // SAFETY: the caller guarantees `slot($idx)` is a valid, aligned, vacant
+                    // slot for `$name` (the bundle's element type at this position).
+                    unsafe { slot($idx).cast::<$name>().write(self.$idx) };
                 )*
             }
 
             #[inline(always)]
-            #[allow(unused_variables, unused_comparisons, clippy::unused_unit)]
-            unsafe fn read(src: &[*mut u8]) -> Self {
-                debug_assert!(src.len() >= $len);
+            #[allow(unused_variables, unused_comparisons)]
+            unsafe fn write_row(self, columns: &[*mut u8], row: usize) {
+                debug_assert!(columns.len() >= $len);
+                $(
+                    // SAFETY: the caller guarantees `columns[$idx]` is aligned for `$name` and
+                    // that the slot `row` values further on is valid and vacant.
+                    unsafe { columns.get_unchecked($idx).cast::<$name>().add(row).write(self.$idx) };
+                )*
+            }
+
+            #[inline(always)]
+            #[allow(unused_variables, unused_mut, clippy::unused_unit)]
+            unsafe fn read_with(mut slot: impl FnMut(usize) -> *mut u8) -> Self {
                 ($(
-                    // SAFETY: the caller guarantees `src[$idx]` points to a live, aligned
+                    // SAFETY: the caller guarantees `slot($idx)` points to a live, aligned
                     // `$name` that it gives up, so reading it out moves ownership here.
-                    unsafe { src.get_unchecked($idx).cast::<$name>().read() },
+                    unsafe { slot($idx).cast::<$name>().read() },
                 )*)
             }
 
@@ -181,10 +204,21 @@ mod tests {
         let mut b = core::mem::MaybeUninit::<u8>::uninit();
         let ptrs = [a.as_mut_ptr().cast::<u8>(), b.as_mut_ptr().cast::<u8>()];
         // SAFETY: the two slots are valid, aligned and vacant for (String, u8).
-        unsafe { (String::from("x"), 7u8).write(&ptrs) };
+        unsafe { (String::from("x"), 7u8).write_with(|i| ptrs[i]) };
         // SAFETY: both slots now hold live values that we take back.
-        let (s, n) = unsafe { <(String, u8)>::read(&ptrs) };
+        let (s, n) = unsafe { <(String, u8)>::read_with(|i| ptrs[i]) };
         assert_eq!((s.as_str(), n), ("x", 7));
+    }
+
+    #[test]
+    fn write_row_places_each_element_at_its_row() {
+        let mut words = [0u32; 4];
+        let mut bytes = [0u8; 4];
+        let columns = [words.as_mut_ptr().cast::<u8>(), bytes.as_mut_ptr()];
+        // SAFETY: row 2 is in bounds of both arrays, which are aligned for u32 and u8; the slots
+        // hold plain integers (nothing to drop).
+        unsafe { (7u32, 9u8).write_row(&columns, 2) };
+        assert_eq!((words, bytes), ([0, 0, 7, 0], [0, 0, 9, 0]));
     }
 
     #[test]

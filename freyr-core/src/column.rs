@@ -77,33 +77,55 @@ pub(crate) fn chunk_layout<'a>(
     (columns.into_boxed_slice(), layout)
 }
 
-/// Moves one value of `size` bytes from `src` to `dst`, with fixed-size copies for the common
-/// small sizes so the hot row-move path does not call `memcpy`. Bytes are moved as
-/// `MaybeUninit`, so padding (uninitialised) bytes are copied without being read as integers.
+/// Moves one value of `size` bytes from `src` to `dst` without calling `memcpy` for values of
+/// 4 to 32 bytes: one fixed-size copy for the common sizes (4, 8, 12, 16), otherwise two per
+/// size class, the second ending at the value's last byte (so 24 bytes are bytes 0..16 and
+/// 8..24; the overlap is copied twice, harmlessly). The copies are plain moves on every x86-64
+/// level, so the row moves of insert and remove need no wider vectors to run at full speed. Bytes are moved as `MaybeUninit`, so padding
+/// (uninitialised) bytes are copied without being read as integers.
 ///
 /// # Safety
 /// `src` is valid for reading and `dst` for writing `size` bytes, and the ranges do not overlap.
 #[inline(always)]
 pub(crate) unsafe fn copy_value(src: *const u8, dst: *mut u8, size: usize) {
+    /// Copies `N` bytes at `src + at` to `dst + at`.
+    ///
+    /// # Safety
+    /// `at + N <= size` for `copy_value`'s `size`.
     #[inline(always)]
-    unsafe fn fixed<const N: usize>(src: *const u8, dst: *mut u8) {
+    unsafe fn fixed<const N: usize>(src: *const u8, dst: *mut u8, at: usize) {
         type Bytes<const N: usize> = MaybeUninit<[u8; N]>;
-        // SAFETY: the caller (`copy_value`'s caller) guarantees both ranges are valid for N
-        // bytes and do not overlap; unaligned `MaybeUninit` accesses assume no alignment and no
-        // initialisation.
+        // SAFETY: `at + N <= size` (caller), and `copy_value`'s caller guarantees both ranges
+        // are valid for `size` bytes and do not overlap; unaligned `MaybeUninit` accesses
+        // assume no alignment and no initialisation.
         unsafe {
-            dst.cast::<Bytes<N>>()
-                .write_unaligned(src.cast::<Bytes<N>>().read_unaligned())
+            dst.add(at)
+                .cast::<Bytes<N>>()
+                .write_unaligned(src.add(at).cast::<Bytes<N>>().read_unaligned())
         }
     }
-    // SAFETY: (all arms) `size` bytes are valid at both pointers (caller contract).
+    // SAFETY: (all arms) each `fixed::<N>` call has `at + N <= size`: the first at 0 with
+    // `N <= size`, the second at `size - N`; `size` bytes are valid at both pointers (caller
+    // contract).
     unsafe {
         match size {
             0 => {}
-            4 => fixed::<4>(src, dst),
-            8 => fixed::<8>(src, dst),
-            12 => fixed::<12>(src, dst),
-            16 => fixed::<16>(src, dst),
+            4 => fixed::<4>(src, dst, 0),
+            8 => fixed::<8>(src, dst, 0),
+            12 => fixed::<12>(src, dst, 0),
+            16 => fixed::<16>(src, dst, 0),
+            5..=7 => {
+                fixed::<4>(src, dst, 0);
+                fixed::<4>(src, dst, size - 4);
+            }
+            9..=15 => {
+                fixed::<8>(src, dst, 0);
+                fixed::<8>(src, dst, size - 8);
+            }
+            17..=32 => {
+                fixed::<16>(src, dst, 0);
+                fixed::<16>(src, dst, size - 16);
+            }
             _ => core::ptr::copy_nonoverlapping(src, dst, size),
         }
     }
@@ -181,7 +203,7 @@ mod tests {
 
     #[test]
     fn copy_value_moves_every_size() {
-        for size in [0usize, 1, 4, 8, 12, 16, 24] {
+        for size in [0usize, 1, 3, 4, 5, 8, 9, 12, 16, 17, 24, 32, 33, 100] {
             let src: Vec<u8> = (0..size as u8).collect();
             let mut dst = vec![0u8; size];
             // SAFETY: both buffers hold `size` bytes and are distinct allocations.

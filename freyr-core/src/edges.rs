@@ -106,6 +106,9 @@ pub(crate) struct InsertEdge {
     pub(crate) fields: Box<[Field]>,
     /// The source row's values that move to the target (zero-sized columns left out).
     pub(crate) moves: Box<[Move]>,
+    /// Whether some bundle component is already in the source (the row keeps or swaps it);
+    /// when none is, the row always moves and every bundle column of the target is vacant.
+    pub(crate) overwrites: bool,
     /// Whether some overwritten old value needs dropping.
     pub(crate) drops_old: bool,
 }
@@ -180,6 +183,7 @@ impl InsertEdge {
             .map(|&c| field(column(target, c), source.has(c)))
             .collect();
         InsertEdge {
+            overwrites: fields.iter().any(|f| f.overwrite),
             drops_old: fields.iter().any(|f| f.overwrite && f.drop.is_some()),
             fields,
             moves: moves(source, target, source.components()),

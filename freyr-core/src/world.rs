@@ -574,7 +574,7 @@ impl World {
             rows.reserve(archetype, chunks, lower);
         }
         let mut spawned = Vec::with_capacity(lower);
-        let mut dst = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
+        let mut columns = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         // The next item is fetched before a chunk is made for it, so no empty chunk is left
         // behind when the items end on a chunk boundary.
         let Some(mut item) = iter.next() else {
@@ -585,8 +585,9 @@ impl World {
             let (chunk, mut row) = rows.prepare_push(archetype, chunks);
             let window = rows.window(chunk);
             let chunk_id = rows.chunks.list[chunk].id;
-            for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
-                *d = window.slot(offset, size, row);
+            // Row 0 of each element's column in this chunk.
+            for (column, &(offset, size)) in columns.iter_mut().zip(info.slots.iter()) {
+                *column = window.slot(offset, size, 0);
             }
             loop {
                 let location = Location {
@@ -595,17 +596,15 @@ impl World {
                 };
                 let entity = entities.alloc(location);
                 // SAFETY: `row` is the vacant row `rows.len` of chunk `chunk` (prepare_push
-                // made it exist), and `dst[i]` points at column i's slot for that row: aligned
-                // (offset and size are multiples of the alignment) and vacant.
+                // made it exist, `row < CHUNK_CAPACITY`), and `columns[i]` is row 0 of element
+                // i's column in that chunk, aligned for its type (column offsets are multiples
+                // of the alignment), so `row` values further on is that row's vacant slot.
                 unsafe {
                     Rows::write_entity(window, row, entity);
-                    item.write(&dst[..B::LEN]);
+                    item.write_row(&columns[..B::LEN], row);
                 }
                 rows.len += 1;
                 spawned.push(entity);
-                for (d, &(_, size)) in dst.iter_mut().zip(info.slots.iter()) {
-                    *d = d.wrapping_add(size);
-                }
                 row += 1;
                 // User code: if it panics, every row so far is committed.
                 match iter.next() {
@@ -704,6 +703,43 @@ impl World {
         };
         let edge = &self.insert_edges[hop.edge as usize];
         let target = hop.target as usize;
+        if !edge.overwrites && target != found.archetype {
+            // Every component is new, so the row moves (the empty bundle stays): the common
+            // case, with the bundle written by type instead of byte-copied field by field.
+            let fields = &edge.fields[..B::LEN];
+            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+            // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and
+            // `complete_move` below removes the source row without dropping.
+            let landing = unsafe {
+                begin_move(
+                    &mut dst.rows,
+                    ArchetypeId(hop.target),
+                    &mut self.chunks,
+                    entity,
+                    (found.window, found.row),
+                    &edge.moves,
+                )
+            };
+            // SAFETY: slot i is the landing row of bundle element i's column (edge field i, in
+            // tuple order) in the landing chunk: aligned for its type, and vacant
+            // (`begin_move` filled only the moved columns, which the bundle does not name
+            // since none is overwritten).
+            unsafe {
+                bundle.write_with(|i| {
+                    let f = fields[i];
+                    landing.window.slot(f.offset, f.size, landing.row)
+                })
+            };
+            complete_move(
+                (&mut src.rows, &mut dst.rows),
+                &mut self.chunks,
+                &mut self.entities,
+                entity,
+                &landing,
+                &found,
+            );
+            return Ok(());
+        }
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         let mut bundle = ManuallyDrop::new(bundle);
         // SAFETY: `bundle` is a live tuple and `fields` has MAX_BUNDLE >= B::LEN entries.
@@ -807,13 +843,13 @@ impl World {
             return Err(ComponentError::MissingComponent(name));
         }
         let target = hop.target as usize;
-        let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         if target == found.archetype {
             // Only the empty bundle removes nothing and stays.
             // SAFETY: B::LEN == 0 here (a non-empty bundle always leaves the archetype), so no
-            // pointer is read.
-            return Ok(unsafe { B::read(&fields[..B::LEN]) });
+            // slot is asked for.
+            return Ok(unsafe { B::read_with(|_| unreachable!("the empty bundle has no slots")) });
         }
+        let fields = &edge.fields[..B::LEN];
         let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
         let source = found.window;
         // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and `complete_move`
@@ -829,12 +865,14 @@ impl World {
             )
         };
         // Nothing below can panic.
-        for (field, f) in fields.iter_mut().zip(edge.fields.iter()) {
-            *field = source.slot(f.offset, f.size, found.row);
-        }
-        // SAFETY: each pointer is the entity's live value of the matching tuple element; they
-        // are moved out here and the row is removed below without dropping them.
-        let value = unsafe { B::read(&fields[..B::LEN]) };
+        // SAFETY: slot i is the entity's live value of tuple element i (edge field i, in tuple
+        // order); they are moved out here and the row is removed below without dropping them.
+        let value = unsafe {
+            B::read_with(|i| {
+                let f = fields[i];
+                source.slot(f.offset, f.size, found.row)
+            })
+        };
         complete_move(
             (&mut src.rows, &mut dst.rows),
             &mut self.chunks,
@@ -978,6 +1016,7 @@ fn spawn_in<B: Bundle>(
     chunks: &mut ChunkTable,
     bundle: B,
 ) -> Entity {
+    let slots = &info.slots[..B::LEN];
     let rows = &mut archetypes[info.archetype.index()].rows;
     let (chunk, row) = rows.prepare_push(info.archetype, chunks);
     let window = rows.window(chunk);
@@ -985,16 +1024,15 @@ fn spawn_in<B: Bundle>(
         chunk: rows.chunks.list[chunk].id,
         row: row as u32,
     });
-    let mut dst = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
-    for (d, &(offset, size)) in dst.iter_mut().zip(info.slots.iter()) {
-        *d = window.slot(offset, size, row);
-    }
     // SAFETY: (chunk, row) is the vacant row `rows.len` (prepare_push made its chunk exist);
-    // `dst[i]` is element i's column slot at that row, aligned and vacant. Nothing can panic
+    // slot i is element i's column slot at that row, aligned and vacant. Nothing can panic
     // between here and committing the row.
     unsafe {
         Rows::write_entity(window, row, entity);
-        bundle.write(&dst[..B::LEN]);
+        bundle.write_with(|i| {
+            let (offset, size) = slots[i];
+            window.slot(offset, size, row)
+        });
     }
     rows.len += 1;
     entity
