@@ -1,7 +1,12 @@
-//! Criterion bench group `core`: Freyr's storage against hecs and bevy_ecs (feature `compare`).
+//! Criterion bench group `core`: Freyr's storage against hecs, bevy_ecs and legion (feature
+//! `compare`).
 //!
 //! Workloads, each with the shared component types of `freyr_benches`:
-//! - `spawn_batch_1m`: one `spawn_batch` of 1M (Position, Velocity) into an empty world;
+//! - `spawn_batch_1m`: one batch spawn of 1M (Position, Velocity) into an empty world;
+//! - `simple_insert_10k`: one batch spawn of 10k (Transform, Position, Rotation, Velocity) into an
+//!   empty world (ecs_bench_suite's `simple_insert`): `spawn_batch` of an iterator for Freyr,
+//!   hecs and bevy_ecs; legion's `extend` of its fastest source, four column `Vec`s built
+//!   before the timer starts (`into_soa`), so legion's row is the one to beat;
 //! - `spawn_10k`: 10k `spawn` calls of (Transform, Position, Rotation, Velocity) into an empty world;
 //! - `add_remove_10k`: insert `Extra` into 10k (Position, Velocity) entities, then remove it;
 //! - `despawn_1m`: despawn every entity of a 1M (Position, Velocity) world.
@@ -38,6 +43,14 @@ mod freyr {
     #[inline(never)]
     pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.spawn_batch((0..BIG).map(pos_vel))
+    }
+
+    /// Nothing to prepare: the measured part spawns from an iterator.
+    pub fn simple_insert_input() {}
+
+    #[inline(never)]
+    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+        world.spawn_batch((0..SMALL).map(four))
     }
 
     #[inline(never)]
@@ -79,6 +92,14 @@ mod hecs_peer {
     #[inline(never)]
     pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.spawn_batch((0..BIG).map(pos_vel)).collect()
+    }
+
+    /// Nothing to prepare: the measured part spawns from an iterator.
+    pub fn simple_insert_input() {}
+
+    #[inline(never)]
+    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+        world.spawn_batch((0..SMALL).map(four)).collect()
     }
 
     #[inline(never)]
@@ -123,6 +144,14 @@ mod bevy_peer {
         world.spawn_batch((0..BIG).map(pos_vel)).collect()
     }
 
+    /// Nothing to prepare: the measured part spawns from an iterator.
+    pub fn simple_insert_input() {}
+
+    #[inline(never)]
+    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+        world.spawn_batch((0..SMALL).map(four)).collect()
+    }
+
     #[inline(never)]
     pub fn spawn_four(world: &mut World) {
         for i in 0..SMALL {
@@ -148,13 +177,83 @@ mod bevy_peer {
     }
 }
 
-/// Registers the four workloads for one implementation module.
+#[cfg(feature = "compare")]
+mod legion_peer {
+    use super::*;
+    use legion::{Entity, IntoSoa, World};
+
+    type Columns = (Vec<Transform>, Vec<Position>, Vec<Rotation>, Vec<Velocity>);
+
+    pub fn world(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::default();
+        let ids = world.extend((0..n).map(pos_vel)).to_vec();
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+        world.extend((0..BIG).map(pos_vel)).to_vec()
+    }
+
+    #[inline(never)]
+    /// The four component columns, built outside the measured part.
+    pub fn simple_insert_input() -> Columns {
+        (
+            (0..SMALL).map(|i| four(i).0).collect(),
+            (0..SMALL).map(|i| four(i).1).collect(),
+            (0..SMALL).map(|i| four(i).2).collect(),
+            (0..SMALL).map(|i| four(i).3).collect(),
+        )
+    }
+
+    #[inline(never)]
+    pub fn simple_insert(world: &mut World, columns: Columns) -> Vec<Entity> {
+        world.extend(columns.into_soa()).to_vec()
+    }
+
+    #[inline(never)]
+    pub fn spawn_four(world: &mut World) {
+        for i in 0..SMALL {
+            black_box(world.push(four(i)));
+        }
+    }
+
+    #[inline(never)]
+    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.entry(e).unwrap().add_component(Extra(1.0));
+        }
+        for &e in ids {
+            world.entry(e).unwrap().remove_component::<Extra>();
+        }
+    }
+
+    #[inline(never)]
+    pub fn despawn(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            assert!(world.remove(e));
+        }
+    }
+}
+
+/// Registers the workloads for one implementation module.
 macro_rules! workloads {
     ($group:expr, $name:literal, $m:ident) => {
         $group.bench_function(concat!("spawn_batch_1m/", $name), |b| {
             b.iter_batched_ref(
                 || $m::world(0).0,
                 |world| $m::spawn_batch(world),
+                BatchSize::PerIteration,
+            )
+        });
+        $group.bench_function(concat!("simple_insert_10k/", $name), |b| {
+            // The world is handed back so that dropping it falls outside the measured part.
+            b.iter_batched(
+                || ($m::world(0).0, $m::simple_insert_input()),
+                |(mut world, input)| {
+                    let ids = $m::simple_insert(&mut world, input);
+                    (world, ids)
+                },
                 BatchSize::PerIteration,
             )
         });
@@ -192,6 +291,7 @@ fn core(c: &mut Criterion) {
     {
         workloads!(group, "hecs", hecs_peer);
         workloads!(group, "bevy_ecs", bevy_peer);
+        workloads!(group, "legion", legion_peer);
     }
     group.finish();
 }
