@@ -740,6 +740,17 @@ impl World {
             );
             return Ok(());
         }
+        self.insert_overwriting(entity, bundle, found, hop);
+        Ok(())
+    }
+
+    /// The rest of [`insert`](World::insert): some bundle component is already present (or the
+    /// bundle is empty), so old values are swapped out and dropped. Out of line, so the common
+    /// path above keeps its registers.
+    #[inline(never)]
+    fn insert_overwriting<B: Bundle>(&mut self, entity: Entity, bundle: B, found: Found, hop: Hop) {
+        let edge = &self.insert_edges[hop.edge as usize];
+        let target = hop.target as usize;
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         let mut bundle = ManuallyDrop::new(bundle);
         // SAFETY: `bundle` is a live tuple and `fields` has MAX_BUNDLE >= B::LEN entries.
@@ -792,7 +803,7 @@ impl World {
         }
         // The world is consistent; drop the overwritten old values now held by the bundle.
         if !edge.drops_old {
-            return Ok(());
+            return;
         }
         for_each_finishing_on_panic(edge.fields.len(), |i| {
             let f = &edge.fields[i];
@@ -802,7 +813,6 @@ impl World {
                 unsafe { drop(fields[i], 1) };
             }
         });
-        Ok(())
     }
 
     /// Removes the components of bundle `B` from `entity` and returns them, moving the entity
