@@ -9,7 +9,9 @@
 //!   before the timer starts (`into_soa`), so legion's row is the one to beat;
 //! - `spawn_10k`: 10k `spawn` calls of (Transform, Position, Rotation, Velocity) into an empty world;
 //! - `add_remove_10k`: insert `Extra` into 10k (Position, Velocity) entities, then remove it;
-//! - `despawn_1m`: despawn every entity of a 1M (Position, Velocity) world.
+//! - `despawn_1m`: despawn every entity of a 1M (Position, Velocity) world;
+//! - `commands_10k` / `commands_100k` (Freyr only, `core/commands.rs`): recording deferred
+//!   spawns and inserts in per-task command buffers, and applying them at a sync point.
 //!
 //! Setup (building the world) happens outside the measured part; the measured part is each
 //! scenario's `#[inline(never)] run`. Run: `cargo bench -p freyr-benches --bench core`
@@ -18,8 +20,15 @@
 use std::hint::black_box;
 use std::time::Duration;
 
-use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
 use freyr_benches::{Extra, Position, Rotation, Transform, Velocity, pos_vel};
+
+#[path = "core/commands.rs"]
+mod commands;
+
+/// The group every scenario registers its rows in.
+type Group<'a> = BenchmarkGroup<'a, WallTime>;
 
 const BIG: usize = 1_000_000;
 const SMALL: usize = 10_000;
@@ -287,6 +296,8 @@ fn core(c: &mut Criterion) {
         .measurement_time(Duration::from_secs(3))
         .sample_size(20);
     workloads!(group, "freyr", freyr);
+    commands::bench(&mut group, SMALL, "10k");
+    commands::bench(&mut group, 10 * SMALL, "100k");
     #[cfg(feature = "compare")]
     {
         workloads!(group, "hecs", hecs_peer);
