@@ -35,8 +35,11 @@ pub(crate) mod sealed {
         /// Number of components.
         const LEN: usize;
 
-        /// Appends the `TypeId` and type name of each element, in tuple order.
-        fn type_ids(out: &mut Vec<(TypeId, &'static str)>);
+        /// The `TypeId` and type name of element `i` (tuple order).
+        ///
+        /// # Panics
+        /// If `i >= LEN`.
+        fn type_at(i: usize) -> (TypeId, &'static str);
 
         /// Registers each element type and appends its id, in tuple order.
         fn register(components: &mut Components, out: &mut Vec<ComponentId>);
@@ -77,19 +80,27 @@ pub(crate) mod sealed {
     }
 }
 
-/// Panics if a bundle type names one component type twice. Runs before anything changes.
+/// Panics if a bundle type names one component type twice. Runs before anything changes, and
+/// allocates nothing: with the types known at compile time the comparisons fold away, so a
+/// command buffer can check every recorded bundle for free.
+#[inline]
 pub(crate) fn check_distinct<B: Bundle>() {
-    let mut types = Vec::with_capacity(B::LEN);
-    B::type_ids(&mut types);
-    for (i, (ty, name)) in types.iter().enumerate() {
-        if types[..i].iter().any(|(other, _)| other == ty) {
-            panic!(
-                "freyr: bundle `{}` contains component type `{}` more than once",
-                core::any::type_name::<B>(),
-                name
-            );
+    for i in 1..B::LEN {
+        let (ty, name) = B::type_at(i);
+        if (0..i).any(|j| B::type_at(j).0 == ty) {
+            repeated_type::<B>(name);
         }
     }
+}
+
+#[cold]
+#[inline(never)]
+fn repeated_type<B: Bundle>(name: &str) -> ! {
+    panic!(
+        "freyr: bundle `{}` contains component type `{}` more than once",
+        core::any::type_name::<B>(),
+        name
+    );
 }
 
 macro_rules! impl_bundle {
@@ -99,9 +110,10 @@ macro_rules! impl_bundle {
         impl<$($name: Component),*> sealed::BundleImpl for ($($name,)*) {
             const LEN: usize = $len;
 
-            #[allow(unused_variables)]
-            fn type_ids(out: &mut Vec<(TypeId, &'static str)>) {
-                $(out.push((TypeId::of::<$name>(), core::any::type_name::<$name>()));)*
+            fn type_at(i: usize) -> (TypeId, &'static str) {
+                let types: [(TypeId, &'static str); $len] =
+                    [$((TypeId::of::<$name>(), core::any::type_name::<$name>())),*];
+                types[i]
             }
 
             #[allow(unused_variables)]
