@@ -174,7 +174,9 @@ impl Rows {
         let last = self.len - 1;
         let (last_chunk, last_row) = (last / CHUNK_CAPACITY, last % CHUNK_CAPACITY);
         let src = self.chunks.entry(last_chunk).window;
-        let moved = if (src, last_row) != (hole, row) {
+        // The two rows are the same row iff their entity slots are the same address.
+        let same = src.entities().wrapping_add(last_row) == hole.entities().wrapping_add(row);
+        let moved = if !same {
             let dst = hole;
             for &(offset, size) in self.sized.iter() {
                 // SAFETY: both rows are initialised rows of this archetype (`last < len`, and
