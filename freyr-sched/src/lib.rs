@@ -15,6 +15,10 @@
 //! 3. **No surprises**: a pool of one runs everything inline; `grain == 0`
 //!    is a clear panic, never a hang; dropping a pool joins its threads.
 //!
+//! Around the tick, the time tools keep the machine's speed out of the
+//! outcome: [`FixedStep`] (fixed `dt`, catch-up clamp, gates) and the
+//! [`TickGovernor`] (overrun shedding).
+//!
 //! # Example
 //!
 //! ```
@@ -74,6 +78,7 @@ mod shared;
 mod sleep;
 mod sync;
 mod task;
+mod time;
 mod worker_count;
 
 #[doc = include_str!("../PROTOCOL.md")]
@@ -84,4 +89,9 @@ pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
+pub use time::{
+    Clock, DEFAULT_MAX_CATCHUP_TICKS, FixedStep, FixedStepError, FrameReport, Gate, GateId, Gates,
+    GovernorError, GovernorParams, Levers, ManualClock, MonotonicClock, TickGovernor,
+    ai_sample_due, clamp_catchup_ticks,
+};
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};
