@@ -16,7 +16,8 @@
 //!    is a clear panic, never a hang; dropping a pool joins its threads.
 //!
 //! Around the tick, the time tools keep the machine's speed out of the
-//! outcome: [`FixedStep`] (fixed `dt`, catch-up clamp, gates) and the
+//! outcome: [`FixedStep`] (fixed `dt`, catch-up clamp, gates),
+//! [`DeadlineScheduler`] (jobs applied at exactly T + K) and the
 //! [`TickGovernor`] (overrun shedding).
 //!
 //! # Example
@@ -90,8 +91,9 @@ pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use time::{
-    Clock, DEFAULT_MAX_CATCHUP_TICKS, FixedStep, FixedStepError, FrameReport, Gate, GateId, Gates,
-    GovernorError, GovernorParams, Levers, ManualClock, MonotonicClock, TickGovernor,
-    ai_sample_due, clamp_catchup_ticks,
+    Clock, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError, DeadlineScheduler, DeadlineStats, Delivered,
+    FixedStep, FixedStepError, FrameReport, Gate, GateId, Gates, GovernorError, GovernorParams,
+    JobPanic, JobStatus, JobTicket, Levers, ManualClock, MonotonicClock, TickGovernor,
+    ai_sample_due, clamp_catchup_ticks, due_tick,
 };
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};

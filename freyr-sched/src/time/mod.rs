@@ -20,13 +20,19 @@
 //! are applied only where their owner drains them.
 
 mod clock;
+mod deadline;
 mod fixed_step;
 mod gate;
 mod governor;
+mod pool_job;
 
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use deadline::{
+    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, due_tick,
+};
 pub use fixed_step::{
     DEFAULT_MAX_CATCHUP_TICKS, FixedStep, FixedStepError, FrameReport, clamp_catchup_ticks,
 };
 pub use gate::{Gate, GateId, Gates};
 pub use governor::{GovernorError, GovernorParams, Levers, TickGovernor, ai_sample_due};
+pub use pool_job::JobPanic;
