@@ -17,8 +17,10 @@
 //!
 //! Around the tick, the time tools keep the machine's speed out of the
 //! outcome: [`FixedStep`] (fixed `dt`, catch-up clamp, gates),
-//! [`DeadlineScheduler`] (jobs applied at exactly T + K) and the
-//! [`TickGovernor`] (overrun shedding).
+//! [`DeadlineScheduler`] (jobs applied at exactly T + K),
+//! [`AsyncPump`] (results drained by their owner, in launch order),
+//! [`BudgetQueue`] of [`Incremental`] jobs (work units per tick, e.g.
+//! [`GridPathSearch`]) and the [`TickGovernor`] (overrun shedding).
 //!
 //! # Example
 //!
@@ -91,9 +93,11 @@ pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use time::{
-    Clock, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError, DeadlineScheduler, DeadlineStats, Delivered,
-    FixedStep, FixedStepError, FrameReport, Gate, GateId, Gates, GovernorError, GovernorParams,
-    JobPanic, JobStatus, JobTicket, Levers, ManualClock, MonotonicClock, TickGovernor,
-    ai_sample_due, clamp_catchup_ticks, due_tick,
+    AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
+    DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,
+    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridPath, GridPathSearch,
+    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, ManualClock, MonotonicClock,
+    Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget, advance_by,
+    ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
 };
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};

@@ -19,14 +19,22 @@
 //! they were requested; budgets count work, not milliseconds; pump results
 //! are applied only where their owner drains them.
 
+mod budget;
 mod clock;
+mod completer;
 mod deadline;
 mod fixed_step;
 mod gate;
 mod governor;
+mod grid_path;
 mod pool_job;
+mod pump;
 
+pub use budget::{
+    BudgetQueue, Incremental, Progress, TickWork, WorkBudget, ZeroBudget, advance_by,
+};
 pub use clock::{Clock, ManualClock, MonotonicClock};
+pub use completer::Completer;
 pub use deadline::{
     DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, due_tick,
 };
@@ -35,4 +43,6 @@ pub use fixed_step::{
 };
 pub use gate::{Gate, GateId, Gates};
 pub use governor::{GovernorError, GovernorParams, Levers, TickGovernor, ai_sample_due};
+pub use grid_path::{Grid, GridPath, GridPathSearch, octile_distance};
 pub use pool_job::JobPanic;
+pub use pump::{AsyncPump, Discard, Launch, PumpError, PumpStats};
