@@ -33,6 +33,12 @@ pub trait Clock {
     fn now(&mut self) -> Duration;
 }
 
+impl<C: Clock + ?Sized> Clock for Box<C> {
+    fn now(&mut self) -> Duration {
+        (**self).now()
+    }
+}
+
 /// The machine's monotonic clock ([`Instant`]), measured from the moment the
 /// clock was created.
 ///

@@ -343,6 +343,27 @@ impl<C: Clock> FixedStep<C> {
         self.last_frame
     }
 
+    /// Renumbers the loop: the next tick will be `tick`. For a driver
+    /// that also runs ticks outside the loop (they keep one counter), or
+    /// that resumes a saved or replayed run. The accumulator is unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr_sched::{FixedStep, ManualClock};
+    /// let clock = ManualClock::new();
+    /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
+    /// fixed.set_next_tick(100);
+    /// clock.advance(Duration::from_millis(2));
+    /// let mut ticks = Vec::new();
+    /// fixed.run_frame(|t| ticks.push(t));
+    /// assert_eq!(ticks, [100, 101]);
+    /// ```
+    pub fn set_next_tick(&mut self, tick: u64) {
+        self.next_tick = tick;
+    }
+
     /// Registers a gate asked before every tick (see [`Gates`]).
     ///
     /// # Examples

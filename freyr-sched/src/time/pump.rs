@@ -538,6 +538,31 @@ impl<R, C, E> AsyncPump<R, C, E> {
         self.inflight.len()
     }
 
+    /// How many launches [`drain`](Self::drain) would retire now: the
+    /// settled ones at the head, up to the first still in flight. A
+    /// fixed-step [`Gate`](crate::Gate) can hold the next tick until the
+    /// launch it depends on is drainable (the deterministic mode).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, Launch};
+    /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
+    /// let Ok(Launch::External(a)) = pump.launch_external(()) else { unreachable!() };
+    /// let Ok(Launch::External(b)) = pump.launch_external(()) else { unreachable!() };
+    /// b.complete(2).unwrap();
+    /// assert_eq!(pump.drainable(), 0); // `a` holds `b` back
+    /// a.complete(1).unwrap();
+    /// assert_eq!(pump.drainable(), 2);
+    /// ```
+    #[must_use]
+    pub fn drainable(&self) -> usize {
+        self.inflight
+            .iter()
+            .take_while(|e| e.source.is_settled())
+            .count()
+    }
+
     /// The most launches in flight at once.
     ///
     /// # Examples
