@@ -289,7 +289,24 @@ pub struct DeadlineStats {
 }
 
 impl DeadlineStats {
-    fn add(&mut self, other: &DeadlineStats) {
+    /// Adds `other`'s counts and times to these (the longest stall is the
+    /// longer of the two): sums the telemetry of several collects or
+    /// schedulers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr_sched::DeadlineStats;
+    /// let one = DeadlineStats { late_jobs: 1, stall: Duration::from_millis(3), max_stall: Duration::from_millis(3), ..Default::default() };
+    /// let mut total = DeadlineStats::default();
+    /// total.add(&one);
+    /// total.add(&one);
+    /// assert_eq!(total.late_jobs, 2);
+    /// assert_eq!(total.stall, Duration::from_millis(6));
+    /// assert_eq!(total.max_stall, Duration::from_millis(3));
+    /// ```
+    pub fn add(&mut self, other: &DeadlineStats) {
         self.requested += other.requested;
         self.applied += other.applied;
         self.panicked += other.panicked;
