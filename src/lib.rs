@@ -5,7 +5,7 @@
 //! | crate | what it holds |
 //! |---|---|
 //! | [`freyr_core`] | storage: [`Entity`], [`World`], archetypes of 512-entity chunks, [`CommandBuffer`] |
-//! | [`freyr_sched`] | scheduling: [`ThreadPool`], [`TaskGroup`], `scope`, `parallel_for` |
+//! | [`freyr_sched`] | scheduling: [`ThreadPool`], [`TaskGroup`], `scope`, `parallel_for`; time: [`FixedStep`], [`DeadlineScheduler`], [`AsyncPump`], [`BudgetQueue`], [`TickGovernor`] |
 //! | [`freyr_query`] | the two joined: [`Registry`], queries, `each` / `each_async`, phases, systems |
 //!
 //! The README below is compiled and run as a doctest, so its example cannot go stale.
@@ -25,6 +25,16 @@ pub use freyr_core::{
 pub use freyr_sched::{
     GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
     ThreadPoolBuilder, WorkerMetrics, resolve_worker_count,
+};
+
+// Time and deferred work.
+pub use freyr_sched::{
+    AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
+    DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,
+    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridPath, GridPathSearch,
+    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, ManualClock, MonotonicClock,
+    Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget, advance_by,
+    ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
 };
 
 // Queries, the registry, systems and profiling.
