@@ -34,6 +34,37 @@ pub use freyr_query::{
     Resources, StableHash, StableHasher, System, ViewSet, With, Without,
 };
 
+/// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for
+/// an enum, so a component joins [`Registry::world_hash`] without a hand-written impl.
+///
+/// The derive macro and the trait share the name `StableHash` (as serde's `Serialize` does), so
+/// `use freyr::StableHash;` brings both. See [`freyr_derive`](macro@freyr_derive::StableHash)
+/// for the attributes and exactly what each shape hashes.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Registry, StableHash};
+///
+/// #[derive(StableHash)]
+/// struct Position([f32; 2]);
+/// #[derive(StableHash)]
+/// enum Team {
+///     Red,
+///     Blue,
+/// }
+///
+/// let hash = |team: Team| {
+///     let mut registry = Registry::with_workers(1);
+///     registry.spawn((Position([1.0, 2.0]), team));
+///     registry.world_hash::<(Position, Team)>()
+/// };
+/// assert_eq!(hash(Team::Red), hash(Team::Red));
+/// assert_ne!(hash(Team::Red), hash(Team::Blue));
+/// ```
+#[cfg(feature = "derive")]
+pub use freyr_derive::StableHash;
+
 /// The names almost every Freyr program uses: `use freyr::prelude::*;`.
 pub mod prelude {
     pub use freyr_core::{Bundle, CommandBuffer, Component, Entity, World};

@@ -183,6 +183,41 @@ impl<T: StableHash> StableHash for Vec<T> {
     }
 }
 
+impl StableHash for str {
+    /// The length, then the UTF-8 bytes, so `("ab", "c")` and `("a", "bc")` differ.
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.len().stable_hash(h);
+        core::hash::Hasher::write(h, self.as_bytes());
+    }
+}
+
+impl StableHash for String {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.as_str().stable_hash(h);
+    }
+}
+
+impl<T: StableHash + ?Sized> StableHash for Box<T> {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        (**self).stable_hash(h);
+    }
+}
+
+macro_rules! impl_stable_hash_tuple {
+    ($($name:ident $index:tt),+) => {
+        impl<$($name: StableHash),+> StableHash for ($($name,)+) {
+            fn stable_hash(&self, h: &mut StableHasher) {
+                $(self.$index.stable_hash(h);)+
+            }
+        }
+    };
+}
+
+impl_stable_hash_tuple!(A 0);
+impl_stable_hash_tuple!(A 0, B 1);
+impl_stable_hash_tuple!(A 0, B 1, C 2);
+impl_stable_hash_tuple!(A 0, B 1, C 2, D 3);
+
 /// The component types a world hash covers: a tuple of up to 12 `Component + StableHash` types.
 pub trait HashComponents: 'static {
     /// Records the types read.
