@@ -73,3 +73,28 @@ pub mod prelude {
     };
     pub use freyr_sched::ThreadPool;
 }
+
+/// The guide's chapters (`docs/src/`), compiled and run as doctests of this crate, so every code
+/// block in the book builds and runs with the `freyr::` paths a dependent uses:
+/// `cargo test -p freyr --doc`.
+#[cfg(doctest)]
+mod guide {
+    #[doc = include_str!("../docs/src/introduction.md")]
+    mod introduction {}
+    #[doc = include_str!("../docs/src/getting-started.md")]
+    mod getting_started {}
+    #[doc = include_str!("../docs/src/storage.md")]
+    mod storage {}
+    #[doc = include_str!("../docs/src/queries.md")]
+    mod queries {}
+    #[doc = include_str!("../docs/src/parallel.md")]
+    mod parallel {}
+    #[doc = include_str!("../docs/src/scheduler.md")]
+    mod scheduler {}
+    #[doc = include_str!("../docs/src/golden-rules.md")]
+    mod golden_rules {}
+    #[doc = include_str!("../docs/src/benchmarks.md")]
+    mod benchmarks {}
+    #[doc = include_str!("../docs/src/migrating.md")]
+    mod migrating {}
+}

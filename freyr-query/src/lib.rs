@@ -81,14 +81,3 @@ pub use crate::system::{Phase, System};
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 
 pub use freyr_core::Entity;
-
-// The guide's chapters on this crate are compiled and run as doctests, so they cannot go stale.
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/src/queries.md")]
-mod guide_queries {}
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/src/parallel.md")]
-mod guide_parallel {}
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/src/golden-rules.md")]
-mod guide_golden_rules {}
