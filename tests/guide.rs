@@ -329,6 +329,9 @@ fn built_book_has_no_broken_link() {
             let file = file.split('?').next().unwrap();
             let path = if file.is_empty() {
                 page.clone()
+            } else if let Some(from_root) = file.strip_prefix('/') {
+                // Site-absolute (the 404 page's `<base href="/">`): the book is served at `/`.
+                normalize(&book.join(from_root))
             } else {
                 normalize(&page.parent().unwrap().join(file))
             };
