@@ -7,6 +7,10 @@
 //! | [`freyr_core`] | storage: [`Entity`], [`World`], archetypes of 512-entity chunks, [`CommandBuffer`] |
 //! | [`freyr_sched`] | scheduling: [`ThreadPool`], [`TaskGroup`], `scope`, `parallel_for` |
 //! | [`freyr_query`] | the two joined: [`Registry`], queries, `each` / `each_async`, phases, systems |
+//! | `freyr_derive` | `#[derive(StableHash)]`, re-exported as [`StableHash`](macro@StableHash) (feature `derive`, on by default) |
+//!
+//! The guide (`docs/` in the repository, an mdBook) starts from a new crate that depends on
+//! `freyr`; every example in it is compiled and run as a doctest of this crate.
 //!
 //! The README below is compiled and run as a doctest, so its example cannot go stale.
 #![doc = include_str!("../README.md")]
