@@ -1,7 +1,5 @@
 //! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
 
-use bitvec::slice::BitSlice;
-
 use crate::CHUNK_CAPACITY;
 use crate::chunk::{ChunkList, ChunkRef, ChunkTable, Window};
 use crate::column::{Column, copy_value, for_each_finishing_on_panic};
@@ -293,10 +291,9 @@ impl Drop for Rows {
 pub struct Archetype {
     id: ArchetypeId,
     components: Box<[ComponentId]>,
-    /// Signature words: bit `i` (in `Lsb0` order) set iff `ComponentId(i)` is present.
+    /// Signature words: bit `i % usize::BITS` of word `i / usize::BITS` set iff `ComponentId(i)`
+    /// is present; as many words as the largest component index needs.
     signature: Box<[usize]>,
-    /// Number of meaningful signature bits (largest component index + 1).
-    bits: usize,
     pub(crate) rows: Rows,
     /// Bundle type -> index into the world's insert edges (target archetype + mappings).
     pub(crate) insert_edges: EdgeIndex,
@@ -315,8 +312,8 @@ impl Archetype {
         let (columns, layout) =
             crate::column::chunk_layout(components.iter().map(|&c| registry.info(c)));
         let bits = components.last().map_or(0, |c| c.index() + 1);
-        // Built from plain words (bit i of word i / usize::BITS, `Lsb0` order) rather than with
-        // `BitVec::set`, whose pointer handling Miri's Stacked Borrows model rejects.
+        // Plain words rather than a bit-vector crate: bitvec 1.x's pointer handling is rejected
+        // by Miri's Stacked Borrows model (ferrilab/bitvec#193), and this code is Miri-tested.
         let mut words = vec![0usize; bits.div_ceil(usize::BITS as usize)];
         for c in components.iter() {
             words[c.index() / usize::BITS as usize] |= 1 << (c.index() % usize::BITS as usize);
@@ -325,7 +322,6 @@ impl Archetype {
             id,
             components,
             signature: words.into_boxed_slice(),
-            bits,
             rows: Rows {
                 needs_drop: columns.iter().any(|c| c.drop.is_some()),
                 columns,
@@ -365,8 +361,10 @@ impl Archetype {
         &self.components
     }
 
-    /// The signature: bit `i` is set iff `ComponentId(i)` is present. Bits past the end of the
-    /// slice (components registered later, or with larger ids) are absent.
+    /// The signature as words: bit `i % usize::BITS` of word `i / usize::BITS` is set iff
+    /// `ComponentId(i)` is present. Bits past the end (components registered later, or with
+    /// larger ids) are absent. Plain words rather than a bit-set type, so the public API does
+    /// not tie users to one crate's version; [`has`](Archetype::has) tests one id.
     ///
     /// # Examples
     /// ```
@@ -374,15 +372,14 @@ impl Archetype {
     /// let e = world.spawn((1u8, 2u16));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// let id = world.component_id::<u16>().unwrap();
+    /// let bits = usize::BITS as usize;
+    /// let word = arch.signature()[id.index() / bits];
+    /// assert_ne!(word & (1 << (id.index() % bits)), 0);
     /// assert!(arch.has(id));
-    /// // bitvec 1.x bit reads are rejected by Miri's Stacked Borrows model
-    /// // (ferrilab/bitvec#193), so Miri-tested code should prefer `has`.
-    /// #[cfg(not(miri))]
-    /// assert!(arch.signature()[id.index()]);
     /// ```
     #[inline]
-    pub fn signature(&self) -> &BitSlice<usize> {
-        &BitSlice::from_slice(&self.signature)[..self.bits]
+    pub fn signature(&self) -> &[usize] {
+        &self.signature
     }
 
     /// Whether the archetype has component `id`.

@@ -14,6 +14,7 @@ use crate::component::{Component, ComponentId, ComponentInfo, Components, TypeId
 use crate::edges::{Hop, InsertEdge, Move, RemoveEdge, difference, union};
 use crate::entity::{Entities, Entity, Location};
 use crate::error::{ComponentError, NoSuchEntity};
+use crate::world_id::WorldId;
 
 /// What a world caches per bundle type: its component ids and where `spawn` puts each element.
 struct BundleInfo {
@@ -60,6 +61,8 @@ struct Found {
 /// assert!(world.is_empty());
 /// ```
 pub struct World {
+    /// This world's identity; see [`World::id`].
+    id: WorldId,
     entities: Entities,
     components: Components,
     archetypes: Vec<Archetype>,
@@ -231,6 +234,7 @@ impl World {
     /// ```
     pub fn new() -> World {
         let mut world = World {
+            id: WorldId::fresh(),
             entities: Entities::default(),
             components: Components::default(),
             archetypes: Vec::new(),
@@ -243,6 +247,20 @@ impl World {
         let empty = world.archetype_for(&[]);
         debug_assert_eq!(empty, ArchetypeId::EMPTY);
         world
+    }
+
+    /// This world's identity, distinct from every other world of the process (see
+    /// [`WorldId`]). Caches built from a world check it before use.
+    ///
+    /// # Examples
+    /// ```
+    /// let a = freyr_core::World::new();
+    /// let b = freyr_core::World::new();
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    #[inline]
+    pub fn id(&self) -> WorldId {
+        self.id
     }
 
     /// Registers `T` (if new) and returns its id. Components are also registered on first use;

@@ -219,7 +219,12 @@ impl_stable_hash_tuple!(A 0, B 1, C 2);
 impl_stable_hash_tuple!(A 0, B 1, C 2, D 3);
 
 /// The component types a world hash covers: a tuple of up to 12 `Component + StableHash` types.
-pub trait HashComponents: 'static {
+///
+/// Sealed: users do not implement it (it is public so that bounds can name it). The registry
+/// resolves [`access`](HashComponents::access) before waiting for in-flight work, so an
+/// implementation must only resolve ids there, never read a component value; the tuples below
+/// keep that rule.
+pub trait HashComponents: sealed::Sealed + 'static {
     /// Records the types read.
     fn type_access(out: &mut TypeAccess);
     /// Records the resolved component ids read.
@@ -228,8 +233,14 @@ pub trait HashComponents: 'static {
     fn hash_entity(world: &World, entity: Entity, h: &mut StableHasher);
 }
 
+mod sealed {
+    /// Keeps [`HashComponents`](super::HashComponents) to the tuples implemented here.
+    pub trait Sealed {}
+}
+
 macro_rules! impl_hash_components {
     ($($name:ident),*) => {
+        impl<$($name: Component + StableHash),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: Component + StableHash),*> HashComponents for ($($name,)*) {
             #[allow(unused_variables)]
             fn type_access(out: &mut TypeAccess) {

@@ -13,7 +13,7 @@ use std::time::Duration;
 use freyr_sched::{PoolMetrics, WorkerMetrics};
 use hashbrown::HashMap;
 
-use crate::system::Phase;
+use crate::phase::Phase;
 
 /// Totals for one label.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -7,7 +7,8 @@
 //! tasks resolve them from on their worker, reach tasks only through a registered launch's job;
 //! since every `&mut World` waits for all in-flight launches (the last row below), the world
 //! those pointers lead into is alive and structurally unchanged while any task runs. Every
-//! registry operation that touches the world first asks this list:
+//! registry operation that touches the world first asks this list, through the registry's
+//! wait-before-access API (`registry/world.rs`, which states the whole argument):
 //!
 //! | operation                                   | waits for in-flight launches that …        |
 //! |---------------------------------------------|--------------------------------------------|
@@ -16,6 +17,7 @@
 //! | `get::<T>(e)`                               | write `T`, in `e`'s archetype              |
 //! | `world_hash`                                | write the hashed types                     |
 //! | `world()`                                   | write anything                             |
+//! | layout only (`contains`, `len`, `count`, a `get` that finds nothing) | (none)            |
 //! | replace / remove / mutably borrow resource `R` | read `R`                                |
 //! | spawn, despawn, insert, remove, `world_mut`, applying commands | (all of them)           |
 //!
@@ -57,6 +59,9 @@ pub(crate) enum OpAccess<'a> {
     ResourceWrite(TypeId),
     /// Needs the world exclusively.
     Exclusive,
+    /// Reads only the layout (which entities exist and where, archetypes, component ids), which
+    /// in-flight work never changes, and no component value.
+    Layout,
 }
 
 impl OpAccess<'_> {
@@ -73,6 +78,7 @@ impl OpAccess<'_> {
             OpAccess::WorldRead => launch.writes_anything(),
             OpAccess::ResourceWrite(id) => launch.reads_resource(*id),
             OpAccess::Exclusive => true,
+            OpAccess::Layout => false,
         }
     }
 }
