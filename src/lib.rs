@@ -35,7 +35,7 @@ pub use freyr_sched::{
 pub use freyr_query::{
     Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats, ProfileReport,
     Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction, Registry, Res,
-    Resources, StableHash, StableHasher, System, ViewSet, With, Without,
+    Resources, StableHash, StableHasher, System, UnhashedComponents, ViewSet, With, Without,
 };
 
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for

@@ -282,6 +282,15 @@ impl<T: StableHash + ?Sized> StableHash for &T {
 
 /// Hashes `world`: entity count, then every live entity in id order with its components `C`.
 pub(crate) fn hash_world<C: HashComponents>(world: &World) -> u64 {
+    hash_world_with(world, C::hash_entity)
+}
+
+/// Hashes `world`: entity count, then every live entity in id order, each followed by what
+/// `hash_entity` feeds for it.
+pub(crate) fn hash_world_with(
+    world: &World,
+    mut hash_entity: impl FnMut(&World, Entity, &mut StableHasher),
+) -> u64 {
     let mut entities: Vec<Entity> = world
         .archetypes()
         .iter()
@@ -293,7 +302,7 @@ pub(crate) fn hash_world<C: HashComponents>(world: &World) -> u64 {
     entities.len().stable_hash(&mut h);
     for e in entities {
         e.stable_hash(&mut h);
-        C::hash_entity(world, e, &mut h);
+        hash_entity(world, e, &mut h);
     }
     core::hash::Hasher::finish(&h)
 }

@@ -8,12 +8,14 @@
 //! - `queries`: the query-state cache and the frames queries run in;
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
-//! - `profile`: the profiler and the world hash.
+//! - `profile`: the profiler and the world hash;
+//! - `hashing`: the registered hashable types and the hash over all of them.
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
 mod entities;
+mod hashing;
 mod profile;
 pub(crate) mod queries;
 mod resources;
@@ -29,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 
+use crate::hashable::Hashables;
 use crate::launch::callback::inside_callback_of;
 use crate::phase::Phase;
 use crate::profiler::Profiler;
@@ -86,6 +89,8 @@ pub struct Registry {
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
     profiler: Profiler,
+    /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
+    hashables: Hashables,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -167,6 +172,7 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             profiler,
+            hashables: Hashables::default(),
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,
