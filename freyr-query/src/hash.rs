@@ -16,7 +16,7 @@ use crate::access::{Access, AccessKind, TypeAccess};
 ///
 /// ```
 /// use core::hash::Hasher;
-/// use freyr_query::StableHasher;
+/// use freyr::StableHasher;
 ///
 /// let mut a = StableHasher::new();
 /// a.write(b"freyr");
@@ -66,7 +66,7 @@ impl core::hash::Hasher for StableHasher {
 ///
 /// ```
 /// use core::hash::Hasher;
-/// use freyr_query::{StableHash, StableHasher};
+/// use freyr::{StableHash, StableHasher};
 ///
 /// struct Pos {
 ///     x: f32,

@@ -129,7 +129,7 @@ impl Hashables {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Secret(u32);
 ///

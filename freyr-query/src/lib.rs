@@ -14,7 +14,7 @@
 //! # Examples
 //!
 //! ```
-//! use freyr_query::{Phase, Registry};
+//! use freyr::{Phase, Registry};
 //!
 //! #[derive(Clone, Copy)]
 //! struct Pos(f32);

@@ -33,11 +33,11 @@ pub struct Res<T>(PhantomData<fn() -> T>);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Read, Registry};
+/// use freyr::{Read, Registry};
 ///
 /// #[derive(Clone, Copy)]
 /// struct Pos(f32);
-/// struct Target(freyr_core::Entity);
+/// struct Target(freyr::Entity);
 /// struct Seen(f32);
 ///
 /// let mut registry = Registry::with_workers(2);

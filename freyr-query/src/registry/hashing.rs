@@ -26,7 +26,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash, StableHasher};
     ///
     /// struct Pos(f32);
     /// impl StableHash for Pos {
@@ -56,7 +56,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct RenderHandle(u64);
     ///
@@ -92,7 +92,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash, StableHasher};
     ///
     /// struct Health(u32);
     /// impl StableHash for Health {

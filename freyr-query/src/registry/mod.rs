@@ -63,7 +63,7 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -116,7 +116,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::new();
+    /// let registry = freyr::Registry::new();
     /// assert!(registry.workers() >= 1);
     /// assert!(registry.is_empty());
     /// ```
@@ -130,7 +130,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::with_workers(3);
+    /// let registry = freyr::Registry::with_workers(3);
     /// assert_eq!(registry.workers(), 3);
     /// ```
     pub fn with_workers(workers: usize) -> Self {
@@ -142,9 +142,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u32,));
-    /// let registry = freyr_query::Registry::from_world(world, 1);
+    /// let registry = freyr::Registry::from_world(world, 1);
     /// assert_eq!(registry.get::<u32>(e), Ok(&5));
     /// ```
     pub fn from_world(world: World, workers: usize) -> Self {
@@ -159,8 +159,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
-    /// let registry = freyr_query::Registry::from_parts(freyr_core::World::new(), pool);
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
+    /// let registry = freyr::Registry::from_parts(freyr::World::new(), pool);
     /// assert_eq!(registry.workers(), 2);
     /// ```
     pub fn from_parts(world: World, pool: ThreadPool) -> Self {
@@ -209,7 +209,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct A(u8);
     ///
