@@ -44,7 +44,7 @@ pub struct PhaseStats {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 ///
@@ -114,7 +114,7 @@ impl ProfileReport {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     ///

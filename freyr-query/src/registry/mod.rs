@@ -8,12 +8,14 @@
 //! - `queries`: the query-state cache and the frames queries run in;
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
-//! - `profile`: the profiler and the world hash.
+//! - `profile`: the profiler and the world hash;
+//! - `hashing`: the registered hashable types and the hash over all of them.
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
 mod entities;
+mod hashing;
 mod profile;
 pub(crate) mod queries;
 mod resources;
@@ -29,6 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 
+use crate::hashable::Hashables;
 use crate::launch::callback::inside_callback_of;
 use crate::phase::Phase;
 use crate::profiler::Profiler;
@@ -60,7 +63,7 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -86,6 +89,8 @@ pub struct Registry {
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
     profiler: Profiler,
+    /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
+    hashables: Hashables,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -111,7 +116,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::new();
+    /// let registry = freyr::Registry::new();
     /// assert!(registry.workers() >= 1);
     /// assert!(registry.is_empty());
     /// ```
@@ -125,7 +130,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::with_workers(3);
+    /// let registry = freyr::Registry::with_workers(3);
     /// assert_eq!(registry.workers(), 3);
     /// ```
     pub fn with_workers(workers: usize) -> Self {
@@ -137,9 +142,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u32,));
-    /// let registry = freyr_query::Registry::from_world(world, 1);
+    /// let registry = freyr::Registry::from_world(world, 1);
     /// assert_eq!(registry.get::<u32>(e), Ok(&5));
     /// ```
     pub fn from_world(world: World, workers: usize) -> Self {
@@ -154,8 +159,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
-    /// let registry = freyr_query::Registry::from_parts(freyr_core::World::new(), pool);
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
+    /// let registry = freyr::Registry::from_parts(freyr::World::new(), pool);
     /// assert_eq!(registry.workers(), 2);
     /// ```
     pub fn from_parts(world: World, pool: ThreadPool) -> Self {
@@ -167,6 +172,7 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             profiler,
+            hashables: Hashables::default(),
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,
@@ -203,7 +209,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct A(u8);
     ///
