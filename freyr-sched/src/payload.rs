@@ -45,3 +45,56 @@ pub(crate) fn keep_first(
         Some(_) => drop_payload(payload),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::panic::{AssertUnwindSafe, catch_unwind, panic_any};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use crate::ThreadPool;
+
+    static DROPPED: AtomicUsize = AtomicUsize::new(0);
+
+    /// A panic payload whose own `Drop` panics.
+    struct Nasty;
+
+    impl Drop for Nasty {
+        fn drop(&mut self) {
+            DROPPED.fetch_add(1, Ordering::SeqCst);
+            panic!("Nasty::drop");
+        }
+    }
+
+    #[test]
+    fn payloads_whose_drop_panics_neither_replace_the_first_nor_stop_the_pool() {
+        for workers in [1, 2, 4] {
+            let pool = ThreadPool::new(workers);
+            let before = DROPPED.load(Ordering::SeqCst);
+            let caught = catch_unwind(AssertUnwindSafe(|| {
+                pool.parallel_for(64, 1, |_| panic_any(Nasty));
+            }))
+            .unwrap_err();
+            assert!(caught.is::<Nasty>(), "workers = {workers}");
+            // The 63 set-aside payloads were dropped, once each.
+            assert_eq!(DROPPED.load(Ordering::SeqCst) - before, 63);
+            super::drop_payload(caught);
+            assert_eq!(DROPPED.load(Ordering::SeqCst) - before, 64);
+            let hits = AtomicUsize::new(0);
+            pool.parallel_for(100, 3, |_| {
+                hits.fetch_add(1, Ordering::Relaxed);
+            });
+            assert_eq!(hits.load(Ordering::Relaxed), 100);
+            let scoped = catch_unwind(AssertUnwindSafe(|| {
+                pool.scope(|s| {
+                    for _ in 0..8 {
+                        s.spawn(|_| panic_any(Nasty));
+                    }
+                    panic_any(Nasty);
+                })
+            }))
+            .unwrap_err();
+            assert!(scoped.is::<Nasty>());
+            super::drop_payload(scoped);
+        }
+    }
+}
