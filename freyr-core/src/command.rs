@@ -1,13 +1,18 @@
 //! Command buffers: structural changes recorded now and applied to a world later, in order.
+//!
+//! Recording allocates per buffer, not per command: a command is a small record in one `Vec`,
+//! and the bundle it carries moves into the buffer's [`Arena`] (one growing allocation), from
+//! which `apply` moves it into the world. Both keep their capacity when the buffer is emptied.
 
 use core::any::Any;
 use core::num::NonZeroU32;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::arena::Arena;
 use crate::bundle::{Bundle, check_distinct};
 use crate::entity::Entity;
-use crate::error::ComponentError;
+use crate::recorded::{Command, Recorded, Removed, drop_recorded, remove_erased};
 use crate::world::World;
 
 /// Generation bit that marks a pending handle. World generations never have it
@@ -74,44 +79,6 @@ pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
     core::mem::forget(payload);
 }
 
-/// A bundle with its type erased, for recording.
-trait ErasedBundle: Send + Sync {
-    fn spawn(self: Box<Self>, world: &mut World) -> Entity;
-    fn insert(self: Box<Self>, world: &mut World, entity: Entity) -> bool;
-}
-
-impl<B: Bundle> ErasedBundle for B {
-    fn spawn(self: Box<Self>, world: &mut World) -> Entity {
-        world.spawn(*self)
-    }
-
-    fn insert(self: Box<Self>, world: &mut World, entity: Entity) -> bool {
-        world.insert(entity, *self).is_ok()
-    }
-}
-
-/// How a recorded removal ran.
-enum Removed {
-    Done,
-    Stale,
-    Missing,
-}
-
-fn remove_erased<B: Bundle>(world: &mut World, entity: Entity) -> Removed {
-    match world.remove::<B>(entity) {
-        Ok(_) => Removed::Done,
-        Err(ComponentError::NoSuchEntity) => Removed::Stale,
-        Err(ComponentError::MissingComponent(_)) => Removed::Missing,
-    }
-}
-
-enum Command {
-    Spawn(Box<dyn ErasedBundle>),
-    Despawn(Entity),
-    Insert(Entity, Box<dyn ErasedBundle>),
-    Remove(Entity, fn(&mut World, Entity) -> Removed),
-}
-
 /// What [`CommandBuffer::apply`] did.
 ///
 /// # Examples
@@ -147,6 +114,10 @@ pub struct ApplyReport {
 /// same buffer may target; `apply` maps it to the real entity. A pending handle never names a real
 /// entity, so passing one to a world (or to another buffer) is reported as stale.
 ///
+/// Recording allocates per buffer, not per command: the commands are plain records in one
+/// list and their bundles are moved into one growing arena, and both keep their capacity when
+/// the buffer is applied or cleared, so a reused buffer records without allocating.
+///
 /// # Examples
 /// ```
 /// use freyr::{CommandBuffer, World};
@@ -160,7 +131,10 @@ pub struct ApplyReport {
 /// assert!(commands.is_empty());
 /// ```
 pub struct CommandBuffer {
+    /// The recorded commands, in order. Every bundle they carry is live in `arena`.
     commands: Vec<Command>,
+    /// The recorded bundles.
+    arena: Arena,
     /// Spawns recorded in this use of the buffer.
     spawns: u32,
     /// First pending number of each block this use took, in increasing order; spawn `k` has
@@ -194,6 +168,7 @@ impl CommandBuffer {
     pub fn new() -> CommandBuffer {
         CommandBuffer {
             commands: Vec::new(),
+            arena: Arena::new(),
             spawns: 0,
             blocks: Vec::new(),
         }
@@ -220,7 +195,8 @@ impl CommandBuffer {
             .spawns
             .checked_add(1)
             .expect("freyr: too many spawns in one buffer");
-        self.commands.push(Command::Spawn(Box::new(bundle)));
+        let recorded = Recorded::new(&mut self.arena, bundle);
+        self.commands.push(Command::Spawn(recorded));
         pending
     }
 
@@ -255,8 +231,8 @@ impl CommandBuffer {
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
         check_distinct::<B>();
-        self.commands
-            .push(Command::Insert(entity, Box::new(bundle)));
+        let recorded = Recorded::new(&mut self.arena, bundle);
+        self.commands.push(Command::Insert(entity, recorded));
     }
 
     /// Records removing (and dropping) bundle `B` from `entity`.
@@ -314,7 +290,16 @@ impl CommandBuffer {
     /// ```
     pub fn clear(&mut self) {
         self.reset();
-        self.commands.clear();
+        let commands = core::mem::take(&mut self.commands);
+        // Empties the buffer when the drops are done, also if one panicked.
+        let mut reset = Emptied {
+            buffer: self,
+            commands,
+        };
+        // SAFETY: every bundle the commands carry is live in the arena, and they are given up:
+        // `Emptied` forgets the commands and clears the arena afterwards.
+        unsafe { drop_recorded(&reset.commands, &reset.buffer.arena) };
+        reset.commands.clear();
     }
 
     fn reset(&mut self) {
@@ -365,11 +350,25 @@ impl CommandBuffer {
         let total = offset
             .checked_add(other.spawns)
             .expect("freyr: too many spawns in one buffer");
+        // Whatever can fail happens before a bundle moves: the handle blocks for every spawn
+        // of `other` (so `handle_of` below only reads them) and room for the commands.
+        if let Some(last) = total.checked_sub(1).filter(|_| other.spawns > 0) {
+            self.handle_of(last);
+        }
+        self.commands.reserve(other.commands.len());
+        let shift = self.arena.append(&mut other.arena);
+        // From here nothing panics: every bundle of `other` now lives in this arena.
         let mut taken = core::mem::take(&mut other.commands);
         for mut command in taken.drain(..) {
             match &mut command {
-                Command::Spawn(_) => {}
-                Command::Despawn(e) | Command::Insert(e, _) | Command::Remove(e, _) => {
+                Command::Spawn(r) => r.offset += shift,
+                Command::Insert(e, r) => {
+                    r.offset += shift;
+                    if let Some(k) = other.spawn_of(*e) {
+                        *e = self.handle_of(offset + k as u32);
+                    }
+                }
+                Command::Despawn(e) | Command::Remove(e, _) => {
                     if let Some(k) = other.spawn_of(*e) {
                         *e = self.handle_of(offset + k as u32);
                     }
@@ -379,6 +378,7 @@ impl CommandBuffer {
         }
         self.spawns = total;
         other.reset();
+        // Keep `other`'s allocation for its next round.
         other.commands = taken;
     }
 
@@ -435,15 +435,24 @@ impl CommandBuffer {
     /// assert_eq!(world.len(), 1);
     /// ```
     pub fn try_apply(&mut self, world: &mut World) -> (ApplyReport, Option<Box<dyn Any + Send>>) {
-        let mut commands = core::mem::take(&mut self.commands);
+        let commands = core::mem::take(&mut self.commands);
         // Spawn `k`'s entity, `None` if that spawn panicked: a spawn keeps its number either
         // way, so later handles still resolve to their own spawns.
         let mut spawned: Vec<Option<Entity>> = Vec::with_capacity(self.spawns as usize);
         let mut report = ApplyReport::default();
         let mut first_panic = None;
-        for command in commands.drain(..) {
+        // Should anything unwind out of the loop, the bundles of the commands not yet run are
+        // dropped and the buffer is emptied all the same.
+        let mut rest = Unapplied {
+            buffer: &*self,
+            commands: &commands,
+            next: 0,
+        };
+        while let Some(&command) = rest.commands.get(rest.next) {
+            // This command's bundle is consumed by `apply_one`, whatever happens in it.
+            rest.next += 1;
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-                self.apply_one(command, world, &mut spawned)
+                rest.buffer.apply_one(command, world, &mut spawned)
             }));
             match outcome {
                 Ok(Some(true)) => report.applied += 1,
@@ -455,15 +464,21 @@ impl CommandBuffer {
                 },
             }
         }
+        drop(rest);
         report.spawned = spawned.into_iter().flatten().collect();
         self.reset();
-        // Keep the allocation for the next round.
+        // Every bundle was moved out or dropped; keep the allocations for the next round.
+        self.arena.clear();
         self.commands = commands;
+        self.commands.clear();
         (report, first_panic)
     }
 
     /// Applies one command: `Some(true)` if it took effect, `Some(false)` if its target was
-    /// stale, `None` for a removal of a missing component.
+    /// stale, `None` for a removal of a missing component. The command's bundle is moved out
+    /// of the arena (into the world, or dropped) on every path, panics included.
+    ///
+    /// The command must be one of this buffer's, not yet applied (its bundle live in the arena).
     fn apply_one(
         &self,
         command: Command,
@@ -479,16 +494,24 @@ impl CommandBuffer {
             }
         };
         Some(match command {
-            Command::Spawn(bundle) => {
+            Command::Spawn(r) => {
                 spawned.push(None);
-                let entity = bundle.spawn(world);
+                // SAFETY: the command is unapplied, so its bundle is live in the arena; it is
+                // moved out here, once.
+                let entity = unsafe { (r.ops.spawn)(&self.arena, r.offset, world) };
                 *spawned.last_mut().expect("pushed above") = Some(entity);
                 true
             }
             Command::Despawn(e) => resolve(e, spawned).is_some_and(|e| world.despawn(e).is_ok()),
-            Command::Insert(e, bundle) => match resolve(e, spawned) {
-                Some(e) => bundle.insert(world, e),
-                None => false,
+            Command::Insert(e, r) => match resolve(e, spawned) {
+                // SAFETY: as for the spawn: the live bundle is moved out (inserted) once.
+                Some(e) => unsafe { (r.ops.insert)(&self.arena, r.offset, world, e) },
+                None => {
+                    // SAFETY: the command is unapplied, so its bundle is live in the arena; the
+                    // target is stale, so the bundle is dropped here, once.
+                    unsafe { (r.ops.drop)(&self.arena, r.offset) };
+                    false
+                }
             },
             Command::Remove(e, remove) => match resolve(e, spawned).map(|e| remove(world, e)) {
                 Some(Removed::Done) => true,
@@ -496,6 +519,45 @@ impl CommandBuffer {
                 Some(Removed::Stale) | None => false,
             },
         })
+    }
+}
+
+impl Drop for CommandBuffer {
+    fn drop(&mut self) {
+        // SAFETY: every bundle the commands carry is live in the arena and given up: the
+        // buffer is going away.
+        unsafe { drop_recorded(&self.commands, &self.arena) };
+    }
+}
+
+/// Empties a buffer whose commands were taken out and whose bundles are being dropped: puts
+/// the (cleared) command list back and clears the arena, also when a `Drop` panicked.
+struct Emptied<'a> {
+    buffer: &'a mut CommandBuffer,
+    commands: Vec<Command>,
+}
+
+impl Drop for Emptied<'_> {
+    fn drop(&mut self) {
+        self.commands.clear();
+        self.buffer.commands = core::mem::take(&mut self.commands);
+        self.buffer.arena.clear();
+    }
+}
+
+/// The commands of an `apply` from `next` on, whose bundles are still in the arena: dropped
+/// if the loop is left early, so none leaks.
+struct Unapplied<'a> {
+    buffer: &'a CommandBuffer,
+    commands: &'a [Command],
+    next: usize,
+}
+
+impl Drop for Unapplied<'_> {
+    fn drop(&mut self) {
+        // SAFETY: commands from `next` on were not applied, so their bundles are live in the
+        // buffer's arena; the apply gives them up.
+        unsafe { drop_recorded(&self.commands[self.next..], &self.buffer.arena) };
     }
 }
 

@@ -40,6 +40,7 @@
 //! ```
 
 mod archetype;
+mod arena;
 mod bundle;
 mod chunk;
 mod column;
@@ -48,6 +49,7 @@ mod component;
 mod edges;
 mod entity;
 mod error;
+mod recorded;
 mod world;
 mod world_id;
 
