@@ -191,12 +191,16 @@ impl CommandBuffer {
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         check_distinct::<B>();
         let pending = self.handle_of(self.spawns);
-        self.spawns = self
+        let spawns = self
             .spawns
             .checked_add(1)
             .expect("freyr: too many spawns in one buffer");
+        // Everything that can fail comes first: once the bundle is in the arena, the command
+        // that owns it is recorded and counted.
+        self.commands.reserve(1);
         let recorded = Recorded::new(&mut self.arena, bundle);
         self.commands.push(Command::Spawn(recorded));
+        self.spawns = spawns;
         pending
     }
 
@@ -231,6 +235,8 @@ impl CommandBuffer {
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
         check_distinct::<B>();
+        // As in `spawn`: room for the command first, so a stored bundle always has its command.
+        self.commands.reserve(1);
         let recorded = Recorded::new(&mut self.arena, bundle);
         self.commands.push(Command::Insert(entity, recorded));
     }
