@@ -2,6 +2,9 @@
 //!
 //! Every bench group (`core`, `sched`, `query`) and every peer (hecs, bevy_ecs, rayon behind the
 //! `compare` feature) uses these same component types, so the numbers compare like with like.
+//! [`heavy`] holds the `heavy_compute` work, shared with the `scaling` binary.
+
+pub mod heavy;
 
 /// A 4x4 transform matrix (64 bytes), the heavy component of the spawn benchmark.
 #[derive(Copy, Clone, Debug, PartialEq)]
