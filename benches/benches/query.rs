@@ -87,8 +87,8 @@ fn query(c: &mut Criterion) {
     init_bevy_task_pool();
     let mut group = c.benchmark_group("query");
     group
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
         .sample_size(20);
     each_1m::register(&mut group);
     stream::register_seq(&mut group);

@@ -25,9 +25,21 @@ components!(A, B, C, D, E);
 macro_rules! four_archetypes {
     ($extend:expr) => {{
         $extend((0..PER).map(|_| (A(0.0), B(1.0))).collect::<Vec<_>>());
-        $extend((0..PER).map(|_| (A(0.0), B(1.0), C(2.0))).collect::<Vec<_>>());
-        $extend((0..PER).map(|_| (A(0.0), B(1.0), C(2.0), D(3.0))).collect::<Vec<_>>());
-        $extend((0..PER).map(|_| (A(0.0), B(1.0), C(2.0), E(4.0))).collect::<Vec<_>>());
+        $extend(
+            (0..PER)
+                .map(|_| (A(0.0), B(1.0), C(2.0)))
+                .collect::<Vec<_>>(),
+        );
+        $extend(
+            (0..PER)
+                .map(|_| (A(0.0), B(1.0), C(2.0), D(3.0)))
+                .collect::<Vec<_>>(),
+        );
+        $extend(
+            (0..PER)
+                .map(|_| (A(0.0), B(1.0), C(2.0), E(4.0)))
+                .collect::<Vec<_>>(),
+        );
     }};
 }
 
@@ -79,7 +91,9 @@ impl Freyr {
     /// After an odd number of ticks every pair is swapped once: `a` holds 1.0 everywhere.
     fn check(&mut self) {
         let mut swapped = 0;
-        self.0.query::<&A>().each(|_, a| swapped += usize::from(a.0 == 1.0));
+        self.0
+            .query::<&A>()
+            .each(|_, a| swapped += usize::from(a.0 == 1.0));
         assert_eq!(swapped, 4 * PER, "the ab system ran over every entity");
     }
 }
@@ -222,13 +236,9 @@ pub fn register(group: &mut Group<'_>, n: usize) {
         group.bench_function(format!("schedule/hecs/w{n}"), |b| b.iter(|| hecs.run()));
         drop(hecs);
         let mut bevy = peers::Bevy::new();
-        group.bench_function(format!("schedule/bevy_ecs/w{n}"), |b| {
-            b.iter(|| bevy.run())
-        });
+        group.bench_function(format!("schedule/bevy_ecs/w{n}"), |b| b.iter(|| bevy.run()));
         drop(bevy);
         let mut legion = peers::Legion::new(n);
-        group.bench_function(format!("schedule/legion/w{n}"), |b| {
-            b.iter(|| legion.run())
-        });
+        group.bench_function(format!("schedule/legion/w{n}"), |b| b.iter(|| legion.run()));
     }
 }

@@ -14,7 +14,10 @@ use crate::Group;
 pub struct Source(pub u32);
 
 /// The component of every spawned entity.
-#[allow(dead_code, reason = "the payload sizes the spawned component; nothing reads it")]
+#[allow(
+    dead_code,
+    reason = "the payload sizes the spawned component; nothing reads it"
+)]
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 pub struct Spawned(pub u32);
@@ -98,9 +101,7 @@ mod peers {
     /// bevy_ecs: `n` sources, one system spawning through `Commands`.
     pub fn bevy_commands(n: usize) -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
-        world
-            .spawn_batch((0..n as u32).map(Source))
-            .for_each(drop);
+        world.spawn_batch((0..n as u32).map(Source)).for_each(drop);
         let mut schedule = crate::bevy_schedule();
         schedule.add_systems(bevy_spawner);
         (world, schedule)

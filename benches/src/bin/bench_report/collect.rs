@@ -122,7 +122,9 @@ fn read_new(new: &Path, since: Option<SystemTime>) -> io::Result<Option<Measurem
         return Ok(None);
     }
     let id = json(&bench)?;
-    let full_id = id["full_id"].as_str().ok_or_else(|| bad(&bench, "full_id"))?;
+    let full_id = id["full_id"]
+        .as_str()
+        .ok_or_else(|| bad(&bench, "full_id"))?;
     let median = json(&estimates)?["median"]["point_estimate"]
         .as_f64()
         .ok_or_else(|| bad(&estimates, "median.point_estimate"))?;
@@ -164,13 +166,20 @@ mod tests {
         assert_eq!(m.threads, Some(16));
         // Criterion's `BenchmarkId::new(name, 2)` ends in a bare count.
         let m = Measurement::from_id("sched/chunk_tasks_1954/rayon_par_iter/2", 1.0).unwrap();
-        assert_eq!((m.implementation.as_str(), m.threads), ("rayon_par_iter", Some(2)));
+        assert_eq!(
+            (m.implementation.as_str(), m.threads),
+            ("rayon_par_iter", Some(2))
+        );
         assert_eq!(Measurement::from_id("query/lonely", 1.0), None);
     }
 
     #[test]
     fn implementations_are_freyr_peers_or_baselines() {
-        let kind = |imp: &str| Measurement::from_id(&format!("g/r/{imp}"), 1.0).unwrap().kind();
+        let kind = |imp: &str| {
+            Measurement::from_id(&format!("g/r/{imp}"), 1.0)
+                .unwrap()
+                .kind()
+        };
         assert_eq!(kind("freyr_each_async"), Kind::Freyr);
         for peer in ["hecs", "hecs_rayon", "bevy_ecs_contiguous", "legion"] {
             assert_eq!(kind(peer), Kind::Peer, "{peer}");

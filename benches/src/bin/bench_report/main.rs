@@ -119,8 +119,13 @@ fn build_label(generic: bool) -> String {
 fn run_benches(args: &Args, target: &Path) -> Result<(), String> {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
-    cmd.current_dir(workspace_root())
-        .args(["bench", "-p", "freyr-benches", "--features", "compare"]);
+    cmd.current_dir(workspace_root()).args([
+        "bench",
+        "-p",
+        "freyr-benches",
+        "--features",
+        "compare",
+    ]);
     let benches: Vec<&str> = if args.benches.is_empty() {
         BENCHES.to_vec()
     } else {
@@ -145,18 +150,6 @@ fn run_benches(args: &Args, target: &Path) -> Result<(), String> {
     } else {
         Err(format!("cargo bench failed: {status}"))
     }
-}
-
-/// The CPU's name (Linux `/proc/cpuinfo`), or "unknown CPU".
-fn cpu_name() -> String {
-    fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|info| {
-            info.lines()
-                .find_map(|l| l.strip_prefix("model name")?.split(':').nth(1))
-                .map(|name| name.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown CPU".into())
 }
 
 /// `time` as `YYYY-MM-DD HH:MM UTC` (days to civil date: Howard Hinnant's algorithm).
@@ -223,7 +216,7 @@ fn main() -> ExitCode {
          - Build: {}\n- Machine: {}, {threads} hardware threads\n- Date: {}\n\
          - Reproduce: `cargo run --release -p freyr-benches --bin bench_report -- --run{}`\n\n",
         build_label(generic),
-        cpu_name(),
+        freyr_benches::cpu_name(),
         utc(started),
         if generic { " --generic" } else { "" },
     );
@@ -259,9 +252,16 @@ mod tests {
         assert!(parsed.run && parsed.generic);
         assert_eq!(parsed.benches, ["query"]);
         assert_eq!(parsed.out, Some(PathBuf::from("x.md")));
-        assert_eq!(args(&["--frobnicate"]).unwrap_err(), "unknown argument \"--frobnicate\" (see --help)");
+        assert_eq!(
+            args(&["--frobnicate"]).unwrap_err(),
+            "unknown argument \"--frobnicate\" (see --help)"
+        );
         assert_eq!(args(&["--filter"]).unwrap_err(), "--filter needs a value");
-        assert!(args(&["--bench", "nope"]).unwrap_err().contains("not one of"));
+        assert!(
+            args(&["--bench", "nope"])
+                .unwrap_err()
+                .contains("not one of")
+        );
     }
 
     #[test]

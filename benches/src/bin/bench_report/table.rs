@@ -193,7 +193,13 @@ mod tests {
 
     #[test]
     fn rows_without_peers_say_so() {
-        let all = [m("sched/parallel_for_1m/freyr/2", 10.0), m("sched/parallel_for_1m/rayon/2", 12.0)];
-        assert!(render(&all).contains("| sched | parallel_for_1m | 2 | 10.0 ns (freyr) | — | — | — | — |"));
+        let all = [
+            m("sched/parallel_for_1m/freyr/2", 10.0),
+            m("sched/parallel_for_1m/rayon/2", 12.0),
+        ];
+        assert!(
+            render(&all)
+                .contains("| sched | parallel_for_1m | 2 | 10.0 ns (freyr) | — | — | — | — |")
+        );
     }
 }
