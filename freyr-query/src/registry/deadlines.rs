@@ -173,7 +173,9 @@ impl Registry {
         let now = self.time.tick;
         let pool = self.sync.pool();
         let typed = Self::downcast_mut::<R>(&mut self.time.deadlines.schedulers[index]);
-        typed.jobs.request(pool, now, inputs, job)
+        let ticket = typed.jobs.request(pool, now, inputs, job)?;
+        self.time.stats.deadlines.requested += 1;
+        Ok(ticket)
     }
 
     /// Where the job `ticket` of result type `R` stands.
