@@ -36,13 +36,22 @@ fn simulate(workers: usize) -> (Vec<(u64, u64)>, TimeStats, usize) {
 
     r.spawn_batch((0..600u32).map(|i| {
         (
-            Pos { x: i as f32 * 0.25, y: (i % 17) as f32 },
-            Vel { x: 1.0 / (i as f32 + 1.0), y: 0.5 - (i % 5) as f32 * 0.25 },
+            Pos {
+                x: i as f32 * 0.25,
+                y: (i % 17) as f32,
+            },
+            Vel {
+                x: 1.0 / (i as f32 + 1.0),
+                y: 0.5 - (i % 5) as f32 * 0.25,
+            },
             Age(0),
         )
     }));
     let agents = r.spawn_batch((0..AGENTS).map(|i| {
-        let agent = Agent { cell: (i % 6, (i * 5) % 24), goal: (23 - i % 5, (i * 7) % 24) };
+        let agent = Agent {
+            cell: (i % 6, (i * 5) % 24),
+            goal: (23 - i % 5, (i * 7) % 24),
+        };
         (agent, Label(0))
     }));
     let board = r.spawn((Board(0),));
@@ -90,7 +99,8 @@ fn simulate(workers: usize) -> (Vec<(u64, u64)>, TimeStats, usize) {
                     ctx.commands().despawn(e);
                 } else if roll.is_multiple_of(83) {
                     let x = (roll % 500) as f32;
-                    ctx.commands().spawn((Pos { x, y: 1.0 }, Vel { x: -0.5, y: 0.25 }, Age(0)));
+                    ctx.commands()
+                        .spawn((Pos { x, y: 1.0 }, Vel { x: -0.5, y: 0.25 }, Age(0)));
                 }
             });
     });
@@ -111,13 +121,30 @@ fn simulate(workers: usize) -> (Vec<(u64, u64)>, TimeStats, usize) {
         paths.tick(|_, (agent, path)| found.push((agent, path)));
         for (agent, path) in found {
             let route = path.map_or(
-                Route { cells: 0, cost: u32::MAX, found_at: tick },
-                |p| Route { cells: p.cells.len() as u32, cost: p.cost, found_at: tick },
+                Route {
+                    cells: 0,
+                    cost: u32::MAX,
+                    found_at: tick,
+                },
+                |p| Route {
+                    cells: p.cells.len() as u32,
+                    cost: p.cost,
+                    found_at: tick,
+                },
             );
             let a = *r.get::<Agent>(agent).unwrap();
             let next = (rand(agent, tick, 3) % 24) as u32;
-            r.insert(agent, (route, Agent { cell: a.goal, goal: (next, 23 - next) }))
-                .unwrap();
+            r.insert(
+                agent,
+                (
+                    route,
+                    Agent {
+                        cell: a.goal,
+                        goal: (next, 23 - next),
+                    },
+                ),
+            )
+            .unwrap();
             r.remove::<(Queued,)>(agent).unwrap();
         }
     });
@@ -175,9 +202,19 @@ fn simulate(workers: usize) -> (Vec<(u64, u64)>, TimeStats, usize) {
 fn per_tick_hashes_match_for_1_2_3_and_8_workers() {
     let (reference, time, routes) = simulate(1);
     assert_eq!(reference.len(), TICKS as usize);
-    assert!(reference.iter().enumerate().all(|(i, &(t, _))| t == i as u64), "ticks in order");
+    assert!(
+        reference
+            .iter()
+            .enumerate()
+            .all(|(i, &(t, _))| t == i as u64),
+        "ticks in order"
+    );
     assert_eq!(time.deadlines.requested, TICKS);
-    assert_eq!(time.deadlines.applied, TICKS - 2, "one job per tick, each applied at T + 2");
+    assert_eq!(
+        time.deadlines.applied,
+        TICKS - 2,
+        "one job per tick, each applied at T + 2"
+    );
     assert_eq!(routes, AGENTS as usize, "every agent got a path");
     for workers in [2, 3, 8] {
         let (hashes, time, _) = simulate(workers);

@@ -142,7 +142,7 @@ fn record(workers: usize, frames: usize) -> (Log, Vec<(u64, u64)>) {
     let gate_answers = Arc::clone(&answers);
     r.add_gate(move |_next: u64| {
         let answers = &mut *gate_answers.lock().unwrap();
-        let allow = next(&mut answers.rng) % 5 != 0;
+        let allow = !next(&mut answers.rng).is_multiple_of(5);
         answers.log.push(allow);
         allow
     });
@@ -151,7 +151,7 @@ fn record(workers: usize, frames: usize) -> (Log, Vec<(u64, u64)>) {
         let mut inputs = Vec::new();
         for _ in 0..next(&mut rng) % 3 {
             let roll = next(&mut rng);
-            inputs.push(if roll % 2 == 0 {
+            inputs.push(if roll.is_multiple_of(2) {
                 Input::Spawn {
                     x: (roll % 1000) as f32,
                     vx: (roll % 7) as f32 - 3.0,

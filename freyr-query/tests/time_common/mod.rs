@@ -117,7 +117,12 @@ pub struct PathRequest {
 }
 
 impl PathRequest {
-    pub fn new(agent: Entity, grid: &Arc<freyr_sched::Grid>, from: (u32, u32), to: (u32, u32)) -> Self {
+    pub fn new(
+        agent: Entity,
+        grid: &Arc<freyr_sched::Grid>,
+        from: (u32, u32),
+        to: (u32, u32),
+    ) -> Self {
         PathRequest {
             agent,
             search: GridPathSearch::new(Arc::clone(grid), from, to),
