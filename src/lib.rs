@@ -39,9 +39,9 @@ pub use freyr_sched::{
 
 // Queries, the registry, systems and profiling.
 pub use freyr_query::{
-    Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats, ProfileReport,
-    Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction, Registry, Res,
-    Resources, StableHash, StableHasher, System, ViewSet, With, Without,
+    BoxedClock, Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats,
+    ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction,
+    Registry, Res, Resources, StableHash, StableHasher, System, TimeStats, ViewSet, With, Without,
 };
 
 /// The names almost every Freyr program uses: `use freyr::prelude::*;`.
@@ -52,3 +52,9 @@ pub mod prelude {
     };
     pub use freyr_sched::ThreadPool;
 }
+
+// The guide's chapter on time is compiled and run as doctests of this crate, so its examples
+// (which use the facade's paths) cannot go stale.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/src/time.md")]
+mod guide_time {}
