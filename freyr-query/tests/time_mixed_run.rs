@@ -209,10 +209,12 @@ fn per_tick_hashes_match_for_1_2_3_and_8_workers() {
             .all(|(i, &(t, _))| t == i as u64),
         "ticks in order"
     );
-    assert_eq!(time.deadlines.requested, TICKS);
+    // A frame may run a few ticks past TICKS (catch-up after a hold); those count too.
+    assert!(time.ticks >= TICKS);
+    assert_eq!(time.deadlines.requested, time.ticks);
     assert_eq!(
         time.deadlines.applied,
-        TICKS - 2,
+        time.ticks - 2,
         "one job per tick, each applied at T + 2"
     );
     assert_eq!(routes, AGENTS as usize, "every agent got a path");
@@ -222,6 +224,6 @@ fn per_tick_hashes_match_for_1_2_3_and_8_workers() {
             assert_eq!(want, got, "tick {tick} differs on {workers} workers");
         }
         assert_eq!(hashes.len(), reference.len());
-        assert_eq!(time.deadlines.applied, TICKS - 2);
+        assert_eq!(time.deadlines.applied, time.ticks - 2);
     }
 }
