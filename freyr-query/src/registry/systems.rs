@@ -146,12 +146,12 @@ impl Registry {
         );
         self.in_update = true;
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
-            self.begin_tick();
+            self.open_tick();
             self.run_phases(dt);
         }));
         self.in_update = false;
         self.phase = None;
-        self.end_tick();
+        self.close_tick();
         if let Err(panic) = result {
             panic::resume_unwind(panic);
         }

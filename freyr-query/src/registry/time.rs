@@ -267,12 +267,12 @@ impl Registry {
 
     /// The hook at the start of every tick, before any system: applies the deadline jobs due
     /// now.
-    pub(crate) fn begin_tick(&mut self) {
+    pub(crate) fn open_tick(&mut self) {
         self.collect_deadlines();
     }
 
     /// Closes the tick: the next one gets the next number.
-    pub(crate) fn end_tick(&mut self) {
+    pub(crate) fn close_tick(&mut self) {
         self.time.tick += 1;
         self.time.stats.ticks += 1;
     }
