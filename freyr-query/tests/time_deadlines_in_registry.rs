@@ -191,3 +191,42 @@ fn a_panicking_job_is_delivered_as_an_error_in_order_and_the_registry_goes_on() 
         r.execute_tasks();
     }
 }
+
+#[test]
+fn a_panicking_apply_callback_loses_no_other_delivery_of_its_tick() {
+    let mut r = Registry::with_workers(2);
+    r.insert_resource(Log(Vec::new()));
+    r.add_deadline_jobs(1, |r: &mut Registry, done: Delivered<u32>| {
+        let v = done.result.unwrap();
+        assert_ne!(v, 1, "apply fails on 1");
+        let tick = r.tick();
+        log(r, format!("tick {tick} u32 {v}"));
+    })
+    .unwrap();
+    r.add_deadline_jobs(1, |r: &mut Registry, done: Delivered<u64>| {
+        let tick = r.tick();
+        log(r, format!("tick {tick} u64 {}", done.result.unwrap()));
+    })
+    .unwrap();
+    for v in 0..3u32 {
+        r.request_job(v, |v| v).unwrap();
+    }
+    r.request_job(9u64, |v| v).unwrap();
+    r.update(0.0);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.update(0.0)));
+    let payload = caught.unwrap_err();
+    assert!(
+        payload
+            .downcast_ref::<String>()
+            .unwrap()
+            .contains("apply fails on 1")
+    );
+    assert_eq!(
+        r.resource::<Log>().unwrap().0,
+        ["tick 1 u32 0", "tick 1 u32 2", "tick 1 u64 9"]
+    );
+    // Nothing is applied twice or late.
+    r.update(0.0);
+    assert_eq!(r.resource::<Log>().unwrap().0.len(), 3);
+    assert_eq!(r.tick(), 3);
+}

@@ -57,19 +57,28 @@ impl<R: Send + 'static> ErasedScheduler for Typed<R> {
 
 type ApplyFn<R> = Box<dyn FnMut(&mut Registry, Delivered<R>) + Send>;
 
+/// A panic payload caught from an apply callback.
+type Payload = Box<dyn Any + Send>;
+
 trait ErasedApply: Send {
     /// Hands the deliveries buffered in scheduler `index` to the callback, in request order.
-    fn apply(&mut self, registry: &mut Registry, index: usize);
+    /// A panicking call does not stop the others; the first panic is returned.
+    fn apply(&mut self, registry: &mut Registry, index: usize) -> Option<Payload>;
 }
 
 struct Apply<R>(ApplyFn<R>);
 
 impl<R: Send + 'static> ErasedApply for Apply<R> {
-    fn apply(&mut self, registry: &mut Registry, index: usize) {
+    fn apply(&mut self, registry: &mut Registry, index: usize) -> Option<Payload> {
         let ready = core::mem::take(&mut registry.typed_mut::<R>(index).ready);
+        let mut first_panic = None;
         for done in ready {
-            (self.0)(registry, done);
+            let f = &mut self.0;
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(registry, done))) {
+                first_panic.get_or_insert(payload);
+            }
         }
+        first_panic
     }
 }
 
@@ -82,7 +91,10 @@ impl Registry {
     /// A job that panicked is delivered as `Err(JobPanic)` in its place. K never adapts to the
     /// machine's speed.
     ///
-    /// Result types are collected in the order they were registered.
+    /// Result types are collected in the order they were registered. If an `apply` call
+    /// panics, every other delivery of the tick is still applied (each exactly once, at its
+    /// tick), then the first panic is re-raised from [`update`](Registry::update) before any
+    /// system of the tick runs.
     ///
     /// # Errors
     ///
@@ -245,7 +257,8 @@ impl Registry {
     }
 
     /// The tick-start hook: collects every scheduler at the current tick (helping the pool for
-    /// late jobs), then applies the deliveries in registration order.
+    /// late jobs), then applies the deliveries in registration order, all of them even when a
+    /// callback panics (the first panic is re-raised afterwards).
     pub(crate) fn collect_deadlines(&mut self) {
         if self.time.deadlines.schedulers.is_empty() {
             return;
@@ -260,16 +273,17 @@ impl Registry {
             }
         }
         let mut appliers = core::mem::take(&mut self.time.deadlines.appliers);
-        let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-            for (index, applier) in appliers.iter_mut().enumerate() {
-                applier.apply(self, index);
+        let mut first_panic = None;
+        for (index, applier) in appliers.iter_mut().enumerate() {
+            if let Some(payload) = applier.apply(self, index) {
+                first_panic.get_or_insert(payload);
             }
-        }));
+        }
         // Types registered while applying go after the existing ones, like their schedulers.
         let added = core::mem::replace(&mut self.time.deadlines.appliers, appliers);
         self.time.deadlines.appliers.extend(added);
-        if let Err(panic) = ran {
-            panic::resume_unwind(panic);
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
         }
     }
 
