@@ -45,7 +45,7 @@ pub struct PhaseStats {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 ///
@@ -117,7 +117,7 @@ impl ProfileReport {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     ///

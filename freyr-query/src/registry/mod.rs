@@ -9,6 +9,7 @@
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
 //! - `profile`: the profiler and the world hash;
+//! - `hashing`: the registered hashable types and the hash over all of them;
 //! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
 //! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
 //! - `pump`: async-pump results drained in their owning system's update.
@@ -18,6 +19,7 @@
 
 mod deadlines;
 mod entities;
+mod hashing;
 mod profile;
 mod pump;
 pub(crate) mod queries;
@@ -35,6 +37,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 
+use crate::hashable::Hashables;
 use crate::launch::callback::inside_callback_of;
 use crate::phase::Phase;
 use crate::profiler::Profiler;
@@ -68,7 +71,7 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -94,6 +97,8 @@ pub struct Registry {
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
     profiler: Profiler,
+    /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
+    hashables: Hashables,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -122,7 +127,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::new();
+    /// let registry = freyr::Registry::new();
     /// assert!(registry.workers() >= 1);
     /// assert!(registry.is_empty());
     /// ```
@@ -136,7 +141,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::with_workers(3);
+    /// let registry = freyr::Registry::with_workers(3);
     /// assert_eq!(registry.workers(), 3);
     /// ```
     pub fn with_workers(workers: usize) -> Self {
@@ -148,9 +153,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u32,));
-    /// let registry = freyr_query::Registry::from_world(world, 1);
+    /// let registry = freyr::Registry::from_world(world, 1);
     /// assert_eq!(registry.get::<u32>(e), Ok(&5));
     /// ```
     pub fn from_world(world: World, workers: usize) -> Self {
@@ -165,8 +170,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
-    /// let registry = freyr_query::Registry::from_parts(freyr_core::World::new(), pool);
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
+    /// let registry = freyr::Registry::from_parts(freyr::World::new(), pool);
     /// assert_eq!(registry.workers(), 2);
     /// ```
     pub fn from_parts(world: World, pool: ThreadPool) -> Self {
@@ -178,6 +183,7 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             profiler,
+            hashables: Hashables::default(),
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,
@@ -215,7 +221,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct A(u8);
     ///

@@ -21,7 +21,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.execute_tasks();
     /// assert_eq!(registry.profile().sync_points, 1);
     /// registry.reset_profile();
@@ -45,7 +45,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash, StableHasher};
     ///
     /// struct Pos(f32);
     /// impl StableHash for Pos {

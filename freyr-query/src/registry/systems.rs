@@ -20,7 +20,7 @@ use super::Registry;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Phase, Registry, System};
+/// use freyr::{Phase, Registry, System};
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -71,7 +71,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Phase, Registry};
+    /// use freyr::{Phase, Registry};
     ///
     /// struct Log(Vec<&'static str>);
     ///
@@ -123,7 +123,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Phase, Registry};
+    /// use freyr::{Phase, Registry};
     ///
     /// struct Age(u32);
     ///
