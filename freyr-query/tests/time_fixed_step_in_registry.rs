@@ -83,3 +83,22 @@ fn direct_updates_and_frames_share_one_tick_counter() {
 fn a_frame_without_a_fixed_step_says_what_to_do() {
     Registry::with_workers(1).run_frame();
 }
+
+#[test]
+fn a_tick_that_panics_ends_the_frame_but_keeps_its_telemetry() {
+    let (mut r, clock) = registry_with_log(2);
+    r.add_system(Phase::PostUpdate, |r: &mut Registry, _: f32| {
+        assert_ne!(r.tick(), 1, "tick 1 fails");
+    });
+    clock.advance(Duration::from_millis(100)); // 10 due: 8 may run, 2 dropped
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.run_frame()));
+    assert!(caught.is_err());
+    assert_eq!(r.resource::<Ticks>().unwrap().0, [0, 1]);
+    let time = r.profile().time;
+    assert_eq!((time.frames, time.dropped_ticks, time.ticks), (1, 2, 2));
+    // The loop goes on from tick 2 with the time it still owes.
+    clock.advance(Duration::from_millis(10));
+    let frame = r.run_frame();
+    assert_eq!(frame.first_tick, 2);
+    assert_eq!(r.tick(), 2 + frame.ran);
+}

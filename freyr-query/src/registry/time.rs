@@ -173,6 +173,10 @@ impl Registry {
         fixed.set_next_tick(tick);
         fixed.begin_frame();
         let dt = fixed.dt().as_secs_f32();
+        // Counted before any tick runs, so a tick that panics loses no telemetry.
+        let dropped = fixed.last_frame().dropped;
+        self.time.stats.frames += 1;
+        self.time.stats.dropped_ticks += dropped;
         loop {
             let fixed = self.fixed_or_panic("run_frame");
             if fixed.advance().is_none() {
@@ -181,10 +185,7 @@ impl Registry {
             self.update(dt);
         }
         let frame = self.fixed_or_panic("run_frame").last_frame();
-        let stats = &mut self.time.stats;
-        stats.frames += 1;
-        stats.dropped_ticks += frame.dropped;
-        stats.held_ticks += u64::from(frame.held);
+        self.time.stats.held_ticks += u64::from(frame.held);
         frame
     }
 
