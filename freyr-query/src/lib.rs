@@ -55,6 +55,7 @@ mod commands;
 mod error;
 mod fetch;
 mod filter;
+mod first_panic;
 mod hash;
 mod hashable;
 mod iter;

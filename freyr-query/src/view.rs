@@ -115,7 +115,9 @@ unsafe impl<T: ?Sized + Sync> Sync for SharedPtr<T> {}
 /// # Safety
 ///
 /// An implementation must report every component it reads in `type_access` and `access`, every
-/// resource it reads in `access`, and `item` must only create shared references.
+/// resource it reads in `access`, and `item` must only create shared references. `access` must
+/// read only the world's layout (component ids), never a component value: the registry calls it
+/// before waiting for the parallel tasks that may write them.
 pub unsafe trait ViewSet: 'static {
     /// What the callback gets, e.g. `(ComponentView<'w, Position>, &'w Grid)`.
     type Item<'w>: Copy;

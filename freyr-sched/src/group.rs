@@ -4,6 +4,7 @@ use core::any::Any;
 use core::fmt;
 use std::panic;
 
+use crate::payload::drop_payload;
 use crate::pool::ThreadPool;
 use crate::sync::{self, AtomicUsize, Mutex, Ordering};
 
@@ -106,11 +107,23 @@ impl GroupInner {
     }
 
     /// Stores a task's panic: the first payload is kept, later ones counted.
+    ///
+    /// A later payload is dropped after the lock is released, with [`drop_payload`]: a payload
+    /// whose own `Drop` panics must neither poison the slot nor unwind out of the worker that
+    /// is completing the task (its group would never finish).
     pub(crate) fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
-        let mut slot = sync::lock(&self.panics);
-        slot.count += 1;
-        if slot.first.is_none() {
-            slot.first = Some(payload);
+        let extra = {
+            let mut slot = sync::lock(&self.panics);
+            slot.count += 1;
+            if slot.first.is_none() {
+                slot.first = Some(payload);
+                None
+            } else {
+                Some(payload)
+            }
+        };
+        if let Some(payload) = extra {
+            drop_payload(payload);
         }
     }
 

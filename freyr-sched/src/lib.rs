@@ -75,6 +75,7 @@ mod group;
 mod job;
 mod lcg;
 mod metrics;
+mod payload;
 mod pool;
 mod scope;
 mod shared;
@@ -90,6 +91,7 @@ pub mod protocol {}
 pub use group::{GroupPanic, TaskGroup};
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
+pub use payload::drop_payload;
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use time::{

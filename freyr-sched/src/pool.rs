@@ -10,6 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::group::TaskGroup;
 use crate::job::{IndexedJob, run_body_batch, run_indices, run_job_batch};
 use crate::metrics::{CachePadded, PoolMetrics};
+use crate::payload::{drop_payload, keep_first};
 use crate::shared::{Shared, close_episode, open_episode, worker_main};
 use crate::sleep::Sleep;
 use crate::sync::{self, Arc, AtomicUsize, JoinHandle, Ordering};
@@ -493,6 +494,10 @@ impl ThreadPool {
         close_episode(episode, counters);
         let theirs = group.try_wait(self);
         if let Some(payload) = mine {
+            // Dropped now, not while unwinding: a payload whose `Drop` panics would abort.
+            if let Err(panic) = theirs {
+                drop_payload(panic.into_payload());
+            }
             panic::resume_unwind(payload);
         }
         if let Err(panic) = theirs {
@@ -607,7 +612,7 @@ impl<F: Fn(usize) + Sync> ForJob<'_, F> {
             let start = first * self.grain;
             let end = stop.saturating_mul(self.grain).min(self.count);
             if let Some(payload) = run_catching(start, end, self.f) {
-                first_panic.get_or_insert(payload);
+                keep_first(&mut first_panic, payload);
             }
         }
     }
@@ -634,7 +639,7 @@ fn run_catching<F: Fn(usize)>(
             }
         }));
         if let Err(payload) = run {
-            first_panic.get_or_insert(payload);
+            keep_first(&mut first_panic, payload);
         }
     }
     first_panic

@@ -98,7 +98,13 @@ impl ThreadPool {
         let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
         let tasks = scope.group.try_wait(self);
         match (result, tasks) {
-            (Err(payload), _) => panic::resume_unwind(payload),
+            (Err(payload), tasks) => {
+                // Dropped now, not while unwinding: a payload whose `Drop` panics would abort.
+                if let Err(panic) = tasks {
+                    crate::drop_payload(panic.into_payload());
+                }
+                panic::resume_unwind(payload)
+            }
             (Ok(_), Err(panic)) => panic::resume_unwind(panic.into_payload()),
             (Ok(value), Ok(())) => value,
         }

@@ -31,7 +31,6 @@ pub(crate) mod world;
 
 use core::cell::Cell;
 use core::marker::PhantomData;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use freyr_core::{CommandBuffer, Entity, World};
@@ -67,6 +66,26 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 ///
 /// The registry is `Send` but not `Sync`: it is driven from one thread at a time, and callbacks
 /// (which must be `Sync` to run on workers) cannot capture it. Dropping it waits for all tasks.
+///
+/// # Panics in user code
+///
+/// Callbacks, a reduction's `identity` and `combine`, components' `Drop` and panic payloads'
+/// `Drop` are user code that may panic. At a sync point (explicit, the end of a phase, or the
+/// retiring part of [`Reduction::join`](crate::Reduction::join)):
+///
+/// - every command of every task that did not panic is applied, in (launch, chunk, row, record)
+///   order, and every queued destruction runs, even when another task's `combine`, a
+///   component's `Drop` (while a command applies) or a payload's `Drop` panics; a panicking
+///   task's own commands are discarded whole;
+/// - every value is dropped exactly once (or moved into the world);
+/// - the first panic is re-raised after the sync point finished its work: the retired launches'
+///   callback and reduction panics in launch order, then the panics of commands in the order
+///   they applied, then those of destructions; later panics are dropped, a panic in their
+///   payload's `Drop` caught and dropped too;
+/// - the pool and the registry stay usable; `join` returns its result or panics clearly.
+///
+/// Where std's own rule applies — a panic raised while another unwinds, such as a component's
+/// `Drop` panicking while a panicking callback's commands are discarded — the process aborts.
 ///
 /// # Examples
 ///
@@ -259,8 +278,9 @@ impl Drop for Registry {
         // Wait for every task before any field (the world, the job memory) is freed. Panics are
         // dropped: re-raising in Drop could abort during unwinding.
         for retired in self.sync.retire_all() {
-            let payload = retired.panic;
-            let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            if let Some(payload) = retired.panic {
+                freyr_sched::drop_payload(payload);
+            }
         }
     }
 }

@@ -177,7 +177,14 @@ impl Registry {
             let sync = sync_start.elapsed();
             self.profiler.record_phase(phase, start.elapsed(), sync);
             match (ran, task_panic) {
-                (Err(system_panic), _) => panic::resume_unwind(system_panic),
+                (Err(system_panic), task_panic) => {
+                    // Dropped now, not while unwinding: a payload whose `Drop` panics would
+                    // abort.
+                    if let Some(task_panic) = task_panic {
+                        freyr_sched::drop_payload(task_panic);
+                    }
+                    panic::resume_unwind(system_panic)
+                }
                 (Ok(()), Some(task_panic)) => panic::resume_unwind(task_panic),
                 (Ok(()), None) => {}
             }
