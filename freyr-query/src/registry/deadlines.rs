@@ -10,6 +10,8 @@ use freyr_sched::{
 };
 use hashbrown::HashMap;
 
+use crate::first_panic::keep_first;
+
 use super::Registry;
 
 /// The registry's deadline schedulers, one per result type, and their apply callbacks (kept
@@ -75,7 +77,7 @@ impl<R: Send + 'static> ErasedApply for Apply<R> {
         for done in ready {
             let f = &mut self.0;
             if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(registry, done))) {
-                first_panic.get_or_insert(payload);
+                keep_first(&mut first_panic, payload);
             }
         }
         first_panic
@@ -276,7 +278,7 @@ impl Registry {
         let mut first_panic = None;
         for (index, applier) in appliers.iter_mut().enumerate() {
             if let Some(payload) = applier.apply(self, index) {
-                first_panic.get_or_insert(payload);
+                keep_first(&mut first_panic, payload);
             }
         }
         // Types registered while applying go after the existing ones, like their schedulers.

@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::group::TaskGroup;
 use crate::job::IndexedJob;
+use crate::payload::drop_payload;
 use crate::pool::ThreadPool;
 use crate::sync;
 
@@ -95,7 +96,7 @@ impl<R: Send> IndexedJob for JobCell<R> {
             Ok(value) => Ok(value),
             Err(payload) => {
                 let message = panic_message(&*payload);
-                drop_quietly(payload);
+                drop_payload(payload);
                 Err(JobPanic::new(message))
             }
         };
@@ -248,11 +249,12 @@ pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
     }
 }
 
-/// Drops `value`; if its `Drop` panics, that panic's payload is leaked
-/// rather than dropped (so a second faulty `Drop` cannot unwind further).
+/// Drops `value` (a cancelled job's closure and its inputs); a panic from
+/// its `Drop` is caught and its payload dropped with [`drop_payload`], so
+/// nothing unwinds into the worker.
 fn drop_quietly<T>(value: T) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        std::mem::forget(payload);
+        drop_payload(payload);
     }
 }
 
