@@ -43,9 +43,10 @@ pub use freyr_sched::{
 
 // Queries, the registry, systems and profiling.
 pub use freyr_query::{
-    Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats, ProfileReport,
-    Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction, Registry, Res,
-    Resources, StableHash, StableHasher, System, UnhashedComponents, ViewSet, With, Without,
+    BoxedClock, Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats,
+    ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction,
+    Registry, Res, Resources, StableHash, StableHasher, System, TimeStats, UnhashedComponents,
+    ViewSet, With, Without,
 };
 
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for
@@ -105,6 +106,8 @@ mod guide {
     mod parallel {}
     #[doc = include_str!("../docs/src/scheduler.md")]
     mod scheduler {}
+    #[doc = include_str!("../docs/src/time.md")]
+    mod time {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
     #[doc = include_str!("../docs/src/benchmarks.md")]

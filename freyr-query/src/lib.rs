@@ -77,7 +77,7 @@ pub use crate::hashable::UnhashedComponents;
 pub use crate::phase::Phase;
 pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
 pub use crate::query::{Query, Reduction};
-pub use crate::registry::{Registry, System};
+pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
 pub use crate::state::QueryState;
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
