@@ -92,6 +92,7 @@ pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
+pub use shared::current_worker_index;
 pub use time::{
     AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
     DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,

@@ -8,7 +8,8 @@
 //! - `queries`: the query-state cache and the frames queries run in;
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
-//! - `profile`: the profiler and the world hash.
+//! - `profile`: the profiler and the world hash;
+//! - `tick`: the tick profiler's calls (begin and end a tick, phases, trace spans).
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
@@ -19,6 +20,7 @@ pub(crate) mod queries;
 mod resources;
 mod sync_point;
 mod systems;
+mod tick;
 pub(crate) mod world;
 
 use core::cell::Cell;
@@ -86,6 +88,8 @@ pub struct Registry {
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
     profiler: Profiler,
+    /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
+    tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -167,6 +171,7 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             profiler,
+            tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,

@@ -47,6 +47,9 @@ impl Registry {
 
     /// Retires everything, applies deferred changes; returns the first callback panic.
     pub(super) fn sync_point(&mut self) -> Option<Box<dyn Any + Send>> {
+        let traced = self
+            .traced_tick()
+            .map(|tick| (tick, std::time::Instant::now()));
         let retired = self.sync.retire_all();
         let mut first_panic = None;
         for r in retired {
@@ -56,6 +59,9 @@ impl Registry {
         }
         self.apply_deferred();
         self.profiler.record_sync_point();
+        if let Some((tick, start)) = traced {
+            self.trace_sync(tick, start);
+        }
         first_panic
     }
 
@@ -70,6 +76,9 @@ impl Registry {
         }
         if retired.panic.is_some() {
             self.profiler.record_panic();
+        }
+        if !retired.trace.is_empty() {
+            self.trace_launch(retired.label, retired.seq, &retired.trace);
         }
         retired.panic
     }
