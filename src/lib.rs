@@ -24,7 +24,7 @@ pub use freyr_core::{
 // Scheduling.
 pub use freyr_sched::{
     GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
-    ThreadPoolBuilder, WorkerMetrics, resolve_worker_count,
+    ThreadPoolBuilder, WorkerMetrics, current_worker_index, resolve_worker_count,
 };
 
 // Time and deferred work.
@@ -42,6 +42,12 @@ pub use freyr_query::{
     Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats, ProfileReport,
     Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction, Registry, Res,
     Resources, StableHash, StableHasher, System, ViewSet, With, Without,
+};
+
+// The tick profiler.
+pub use freyr_query::{
+    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
+    TraceKind, WindowStats,
 };
 
 /// The names almost every Freyr program uses: `use freyr::prelude::*;`.
