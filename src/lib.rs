@@ -58,3 +58,9 @@ pub mod prelude {
     };
     pub use freyr_sched::ThreadPool;
 }
+
+// The guide's server-tick chapter is compiled and run as a doctest of the facade, whose paths
+// (`freyr::`) it uses.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/src/server-tick.md")]
+mod guide_server_tick {}

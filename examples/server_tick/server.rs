@@ -256,13 +256,7 @@ impl Server {
     /// One digest over every peer's byte stream, departed ones included, in peer-id order.
     #[must_use]
     pub fn stream_digest(&self) -> u64 {
-        let mut all: Vec<(u32, StreamDigest)> = self.departed.clone();
-        all.extend(self.peers.iter().map(|p| {
-            let p = p.lock().expect("no peer build panicked");
-            (p.id, p.stream)
-        }));
-        all.sort_unstable_by_key(|(id, _)| *id);
-        all.iter().fold(0, |h, (id, s)| {
+        self.streams().iter().fold(0, |h, (id, s)| {
             mix(mix(mix(h, u64::from(*id)), s.hash), s.bytes)
         })
     }

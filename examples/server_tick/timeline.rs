@@ -1,11 +1,14 @@
 //! A per-thread timeline of one traced tick, drawn with `plotters` to SVG: one row per thread,
-//! one bar per batch of tasks coloured by label, sync points in grey, the tick's phases along
-//! the top row.
+//! one bar per batch of tasks coloured by label, sync points as a thin grey bar under the tasks
+//! the waiting thread ran meanwhile, the tick's phases along the top row.
 
 use std::path::Path;
 
 use freyr::{TraceEvent, TraceKind};
 use plotters::prelude::*;
+
+/// The grey of sync points.
+const SYNC: RGBColor = RGBColor(170, 170, 170);
 
 /// The colour of a label or phase (stable: the same name always gets the same colour).
 fn colour(name: &str) -> RGBColor {
@@ -25,12 +28,22 @@ fn colour(name: &str) -> RGBColor {
     PALETTE[h as usize % PALETTE.len()]
 }
 
-/// Draws tick `tick` of `events` to `path` as SVG. Returns the number of bars drawn.
+/// The name of a thread row.
+fn row_name(row: u32) -> String {
+    match row {
+        0 => "phases".to_owned(),
+        1 => "caller".to_owned(),
+        w => format!("worker {}", w - 2),
+    }
+}
+
+/// Draws tick `tick` of `events` to `path` as SVG. Returns the number of spans drawn.
 ///
 /// # Errors
 ///
 /// A message when the tick was not traced or the file cannot be written.
 pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, String> {
+    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let events: Vec<&TraceEvent> = events.iter().filter(|e| e.tick == tick).collect();
     let span = events
         .iter()
@@ -40,96 +53,103 @@ pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, Stri
     let ms = |ns: u64| ns.saturating_sub(t0) as f64 / 1e6;
     let end_ms = ms(span.start_ns + span.dur_ns).max(0.001);
     let rows = events.iter().map(|e| e.row).max().unwrap_or(1) + 1;
-    let row_name = |row: u32| match row {
-        0 => "phases".to_owned(),
-        1 => "caller".to_owned(),
-        w => format!("worker {}", w - 2),
-    };
 
-    let root = SVGBackend::new(path, (1200, 140 + 36 * rows)).into_drawing_area();
-    root.fill(&WHITE).map_err(|e| e.to_string())?;
-    let mut chart = ChartBuilder::on(&root)
+    let height = 150 + 40 * rows;
+    let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| err(&e))?;
+    let (plot, legend_area) = root.split_vertically(height - 36);
+    // The row names live left of time zero, inside the plot.
+    let names_ms = end_ms * 0.09;
+    let mut chart = ChartBuilder::on(&plot)
         .caption(
             format!("one server tick ({end_ms:.2} ms), per thread"),
             ("sans-serif", 20),
         )
         .margin(12)
-        .x_label_area_size(36)
-        .y_label_area_size(90)
-        .build_cartesian_2d(0.0..end_ms, 0.0..f64::from(rows))
-        .map_err(|e| e.to_string())?;
+        .x_label_area_size(56)
+        .build_cartesian_2d(-names_ms..end_ms, 0.0..f64::from(rows))
+        .map_err(|e| err(&e))?;
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .y_labels(rows as usize)
-        .y_label_formatter(&|y| {
-            let row = y.floor() as u32;
-            if (*y - y.floor()).abs() < 1e-9 && row < rows {
-                row_name(rows - 1 - row)
-            } else {
+        .disable_y_axis()
+        .x_label_formatter(&|x| {
+            if *x < 0.0 {
                 String::new()
+            } else {
+                format!("{x:.1}")
             }
         })
         .x_desc("milliseconds since the tick began")
         .draw()
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| err(&e))?;
+    for row in 0..rows {
+        let y = f64::from(rows - 1 - row) + 0.6;
+        chart
+            .draw_series(std::iter::once(Text::new(
+                row_name(row),
+                (-names_ms * 0.95, y),
+                ("sans-serif", 14),
+            )))
+            .map_err(|e| err(&e))?;
+    }
 
-    // Row r is drawn at y in [rows - 1 - r, rows - r), phases on top.
-    let mut bars = 0;
+    // Row r is drawn at y in [rows - 1 - r, rows - r), phases on top. Sync points first, so the
+    // tasks the waiting thread ran meanwhile are drawn over them.
+    let mut ordered: Vec<&TraceEvent> = events
+        .iter()
+        .copied()
+        .filter(|e| e.kind != TraceKind::Tick)
+        .collect();
+    ordered.sort_by_key(|e| e.kind != TraceKind::Sync);
     let mut legend: Vec<&'static str> = Vec::new();
-    for e in &events {
-        if e.kind == TraceKind::Tick {
-            continue;
-        }
+    for e in &ordered {
         let y = f64::from(rows - 1 - e.row);
-        let style = match e.kind {
-            TraceKind::Sync => RGBColor(160, 160, 160).filled(),
-            TraceKind::Stall => RED.filled(),
-            _ => colour(e.name).filled(),
+        let (style, (lo, hi)) = match e.kind {
+            TraceKind::Sync => (SYNC.filled(), (0.1, 0.22)),
+            TraceKind::Stall => (RED.filled(), (0.25, 0.9)),
+            TraceKind::Phase => (colour(e.name).mix(0.6).filled(), (0.25, 0.9)),
+            _ => (colour(e.name).filled(), (0.25, 0.9)),
         };
-        let (x0, x1) = (
-            ms(e.start_ns),
-            ms(e.start_ns + e.dur_ns).max(ms(e.start_ns) + end_ms * 1e-3),
-        );
+        let x0 = ms(e.start_ns);
+        let x1 = ms(e.start_ns + e.dur_ns).max(x0 + end_ms * 1e-3);
         chart
             .draw_series(std::iter::once(Rectangle::new(
-                [(x0, y + 0.15), (x1, y + 0.85)],
+                [(x0, y + lo), (x1, y + hi)],
                 style,
             )))
-            .map_err(|e| e.to_string())?;
-        if e.kind == TraceKind::Phase {
+            .map_err(|e| err(&e))?;
+        if e.kind == TraceKind::Phase && x1 - x0 > end_ms * 0.06 {
             chart
                 .draw_series(std::iter::once(Text::new(
                     e.name.to_owned(),
-                    (x0, y + 0.5),
+                    (x0, y + 0.7),
                     ("sans-serif", 12).into_font().color(&WHITE),
                 )))
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| err(&e))?;
         }
         if e.kind == TraceKind::Task && !legend.contains(&e.name) {
             legend.push(e.name);
         }
-        bars += 1;
     }
-    // The legend, under the chart: one swatch per task label.
-    let legend_area = root.margin(0, 8, 100, 0);
-    for (i, name) in legend.iter().enumerate() {
-        let x = 110 + 150 * i as i32;
-        let y = (140 + 36 * rows) as i32 - 22;
+
+    // The legend, under the axis: one swatch per task label, then the sync points.
+    let swatches = legend
+        .iter()
+        .map(|name| (format!("{name} tasks"), colour(name)))
+        .chain(std::iter::once((
+            "sync point (waiting, helping)".to_owned(),
+            SYNC,
+        )));
+    for (i, (text, c)) in swatches.enumerate() {
+        let x = 110 + 190 * i as i32;
         legend_area
-            .draw(&Rectangle::new(
-                [(x, y), (x + 14, y + 14)],
-                colour(name).filled(),
-            ))
-            .map_err(|e| e.to_string())?;
+            .draw(&Rectangle::new([(x, 8), (x + 14, 22)], c.filled()))
+            .map_err(|e| err(&e))?;
         legend_area
-            .draw(&Text::new(
-                format!("{name} tasks"),
-                (x + 20, y),
-                ("sans-serif", 14),
-            ))
-            .map_err(|e| e.to_string())?;
+            .draw(&Text::new(text, (x + 20, 8), ("sans-serif", 14)))
+            .map_err(|e| err(&e))?;
     }
-    root.present().map_err(|e| e.to_string())?;
-    Ok(bars)
+    root.present().map_err(|e| err(&e))?;
+    Ok(ordered.len())
 }
