@@ -86,7 +86,7 @@ impl Default for TickExtras {
     }
 }
 
-/// One label's share of one tick.
+/// One label's share of one tick (see [`TickRecord::label`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LabelTick {
     /// The label.
@@ -99,7 +99,7 @@ pub struct LabelTick {
     pub wall: Duration,
 }
 
-/// Everything recorded about one tick.
+/// Everything recorded about one tick (see the example of [`TickProfile`]).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TickRecord {
     /// The tick's number, as given to [`Registry::begin_tick`](crate::Registry::begin_tick).
@@ -141,7 +141,7 @@ impl TickRecord {
             .sum()
     }
 
-    /// This tick's share of `label`, if it ran.
+    /// This tick's share of `label`, if it ran (see the example of [`TickProfile`]).
     pub fn label(&self, label: &str) -> Option<&LabelTick> {
         self.labels.iter().find(|l| l.label == label)
     }
@@ -250,6 +250,22 @@ impl TickProfile {
     }
 
     /// The same statistics for phase `name` (ticks where it did not run count as zero).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// registry.enable_tick_profile(Default::default());
+    /// for tick in 0..4 {
+    ///     registry.begin_tick(tick);
+    ///     registry.tick_phase(if tick % 2 == 0 { "even" } else { "odd" });
+    ///     registry.end_tick(Default::default());
+    /// }
+    /// let profile = registry.tick_profile().unwrap();
+    /// assert_eq!(profile.phase_names(), ["even", "odd"]);
+    /// assert_eq!(profile.phase_stats("missing").max_ms, 0.0);
+    /// assert!(profile.phase_stats("even").max_ms <= profile.wall_stats().max_ms);
+    /// ```
     pub fn phase_stats(&self, name: &str) -> WindowStats {
         WindowStats::of(self.records.iter().map(|r| r.phase(name)))
     }

@@ -312,6 +312,19 @@ impl TickProfile {
 
     /// Writes [`report`](Self::report) as pretty-printed JSON.
     ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// registry.enable_tick_profile(Default::default());
+    /// registry.begin_tick(9);
+    /// registry.end_tick(Default::default());
+    /// let mut out = Vec::new();
+    /// registry.tick_profile().unwrap().write_json(&mut out).unwrap();
+    /// let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    /// assert_eq!(report["ticks"][0]["tick"], 9);
+    /// ```
+    ///
     /// # Errors
     ///
     /// Any error of `out`.
@@ -320,7 +333,33 @@ impl TickProfile {
     }
 
     /// Writes the traced ticks as a Chrome trace-event file (open it in Perfetto or
-    /// `chrome://tracing`).
+    /// `chrome://tracing`): a JSON object whose `traceEvents` hold one thread-name record per
+    /// thread row and one complete (`"ph": "X"`) event per span, `ts` and `dur` in
+    /// microseconds, `cat` the [`TraceKind`](super::TraceKind), and in `args` the tick and, for
+    /// tasks, the launch and the task range `first_task..end_task`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::{Registry, TickProfileConfig};
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
+    /// registry.begin_tick(0);
+    /// registry.tick_phase("only");
+    /// registry.end_tick(Default::default());
+    /// let mut out = Vec::new();
+    /// registry.tick_profile().unwrap().write_chrome_trace(&mut out).unwrap();
+    /// let trace: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    /// let names: Vec<_> = trace["traceEvents"]
+    ///     .as_array()
+    ///     .unwrap()
+    ///     .iter()
+    ///     .filter(|e| e["ph"] == "X")
+    ///     .map(|e| e["name"].as_str().unwrap())
+    ///     .collect();
+    /// assert_eq!(names, ["only", "tick"]);
+    /// ```
     ///
     /// # Errors
     ///

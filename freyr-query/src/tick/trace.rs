@@ -17,6 +17,13 @@ use std::time::Instant;
 use serde::Serialize;
 
 /// What a [`TraceEvent`] shows.
+///
+/// # Examples
+///
+/// ```
+/// let json = serde_json::to_string(&freyr_query::TraceKind::Sync).unwrap();
+/// assert_eq!(json, "\"sync\""); // the `cat` of a Chrome trace event
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceKind {
@@ -43,6 +50,28 @@ pub(crate) fn row_of(worker: Option<usize>) -> u32 {
 }
 
 /// One span on one thread.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_query::{Registry, TickProfileConfig, TraceKind};
+///
+/// struct Pos(f32);
+///
+/// let mut registry = Registry::with_workers(1);
+/// registry.spawn_batch((0..1000).map(|i| (Pos(i as f32),)));
+/// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
+/// registry.begin_tick(0);
+/// registry.query::<&mut Pos>().with_label("Shift").each_async(|_, p| p.0 += 1.0);
+/// registry.execute_tasks();
+/// registry.end_tick(Default::default());
+/// let events = registry.tick_profile().unwrap().trace_events();
+/// let tasks: Vec<_> = events.iter().filter(|e| e.kind == TraceKind::Task).collect();
+/// // One inline worker ran both chunk tasks, in one or two batches, on the caller's row.
+/// assert!(tasks.iter().all(|e| e.name == "Shift" && e.row == 1));
+/// assert_eq!(tasks.iter().map(|e| e.tasks.unwrap().2 - e.tasks.unwrap().1).sum::<u32>(), 2);
+/// assert!(events.iter().any(|e| e.kind == TraceKind::Sync));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TraceEvent {
     /// The tick it belongs to.
@@ -51,7 +80,8 @@ pub struct TraceEvent {
     pub kind: TraceKind,
     /// The label, phase or stall name ("tick" for a tick, "sync" for a sync point).
     pub name: &'static str,
-    /// The thread row: [`TICK_ROW`], [`CALLER_ROW`], or `2 + i` for pool worker `i`.
+    /// The thread row: 0 for the tick and its phases, 1 for the calling thread (and any thread
+    /// that is not a pool worker), `2 + i` for pool worker `i`.
     pub row: u32,
     /// Start, in nanoseconds since the profiler was enabled.
     pub start_ns: u64,
