@@ -72,6 +72,8 @@ pub struct Peer {
     pub candidates: Vec<Candidate>,
     /// Despawns found this tick (recycled).
     pub despawns: Vec<(u32, u32)>,
+    /// One record being encoded (recycled).
+    pub record: Vec<u8>,
     /// Everything sent to it so far.
     pub stream: StreamDigest,
     /// When this tick's build ran and on which worker, when the tick is traced.
@@ -103,6 +105,7 @@ impl Peer {
             buf: Vec::new(),
             candidates: Vec::new(),
             despawns: Vec::new(),
+            record: Vec::new(),
             stream: StreamDigest::default(),
             build_span: None,
         }

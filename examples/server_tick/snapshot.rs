@@ -122,6 +122,7 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
         buf,
         candidates,
         despawns,
+        record,
         ..
     } = peer;
     buf.clear();
@@ -176,21 +177,18 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
     candidates.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
 
     // Budget: write records in rank order until the next one would not fit.
-    let mut record = Vec::with_capacity(48);
     for c in candidates.iter() {
         let r = &table.rows[c.row as usize];
         let (index, generation) = (r.entity.index(), r.entity.generation());
         record.clear();
         match known.get(&index) {
-            Some(k) if k.generation == generation => {
-                put_delta(&mut record, index, &k.state, &r.state)
-            }
-            _ => put_full(&mut record, index, generation, r.kind, &r.state),
+            Some(k) if k.generation == generation => put_delta(record, index, &k.state, &r.state),
+            _ => put_full(record, index, generation, r.kind, &r.state),
         }
         if buf.len() + record.len() + 1 > budget {
             break;
         }
-        buf.extend_from_slice(&record);
+        buf.extend_from_slice(record);
         known.insert(
             index,
             Known {
