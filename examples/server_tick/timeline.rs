@@ -119,6 +119,16 @@ pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, Stri
                 style,
             )))
             .map_err(|e| err(&e))?;
+        if e.kind == TraceKind::Task && x1 - x0 > end_ms * 0.004 {
+            // A thin white edge, so back-to-back batches (one peer each) stay apart; bars too
+            // narrow for an edge are left solid.
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0, y + lo), (x1, y + hi)],
+                    WHITE.stroke_width(1),
+                )))
+                .map_err(|e| err(&e))?;
+        }
         if e.kind == TraceKind::Phase && x1 - x0 > end_ms * 0.06 {
             chart
                 .draw_series(std::iter::once(Text::new(
@@ -152,4 +162,46 @@ pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, Stri
     }
     root.present().map_err(|e| err(&e))?;
     Ok(ordered.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use freyr::{Registry, TickExtras, TickProfileConfig};
+
+    use super::*;
+
+    struct Value(f32);
+
+    #[test]
+    fn a_traced_tick_draws_one_bar_per_span_and_names_its_labels() {
+        let mut registry = Registry::with_workers(2);
+        registry.spawn_batch((0..5000).map(|i| (Value(i as f32),)));
+        registry.enable_tick_profile(TickProfileConfig {
+            trace_ticks: 1..2,
+            ..TickProfileConfig::default()
+        });
+        for tick in 0..2 {
+            registry.begin_tick(tick);
+            registry.tick_phase("step");
+            registry
+                .query::<&mut Value>()
+                .with_label("Step")
+                .each_async(|_, v| v.0 += 1.0);
+            registry.execute_tasks();
+            registry.end_tick(TickExtras::default());
+        }
+        let events = registry.tick_profile().unwrap().trace_events();
+        let path = std::env::temp_dir().join(format!("timeline-{}.svg", std::process::id()));
+        let drawn = draw(events, 1, &path).unwrap();
+        let svg = std::fs::read_to_string(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(
+            drawn,
+            events.iter().filter(|e| e.kind != TraceKind::Tick).count()
+        );
+        assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
+        assert!(svg.contains("Step tasks") && svg.contains("caller"));
+        let err = draw(events, 0, &path).unwrap_err();
+        assert!(err.contains("--trace-ticks"), "{err}");
+    }
 }
