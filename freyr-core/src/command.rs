@@ -63,7 +63,7 @@ enum Command {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{CommandBuffer, World};
+/// use freyr::{CommandBuffer, World};
 /// let mut world = World::new();
 /// let mut commands = CommandBuffer::new();
 /// let e = commands.spawn((1u8,));
@@ -96,7 +96,7 @@ pub struct ApplyReport {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{CommandBuffer, World};
+/// use freyr::{CommandBuffer, World};
 /// let mut world = World::new();
 /// let mut commands = CommandBuffer::new();
 /// let e = commands.spawn((1u32,));
@@ -133,7 +133,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let commands = freyr_core::CommandBuffer::new();
+    /// let commands = freyr::CommandBuffer::new();
     /// assert!(commands.is_empty());
     /// ```
     pub fn new() -> CommandBuffer {
@@ -151,8 +151,8 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut world = freyr::World::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// let pending = commands.spawn((1u8,));
     /// assert!(!world.contains(pending));
     /// let spawned = commands.apply(&mut world).spawned;
@@ -173,9 +173,9 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.despawn(e);
     /// commands.apply(&mut world);
     /// assert!(!world.contains(e));
@@ -191,9 +191,9 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.insert(e, (5u8,));
     /// commands.apply(&mut world);
     /// assert_eq!(world.get::<u8>(e), Ok(&5));
@@ -211,9 +211,9 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u8, 6u16));
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.remove::<(u8,)>(e);
     /// commands.apply(&mut world);
     /// assert!(world.get::<u8>(e).is_err());
@@ -229,7 +229,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.spawn(());
     /// assert_eq!(commands.len(), 1);
     /// ```
@@ -241,7 +241,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// assert!(freyr_core::CommandBuffer::new().is_empty());
+    /// assert!(freyr::CommandBuffer::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty()
@@ -252,7 +252,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.spawn((String::from("dropped"),));
     /// commands.clear();
     /// assert!(commands.is_empty());
@@ -273,8 +273,8 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
-    /// let (mut a, mut b) = (freyr_core::CommandBuffer::new(), freyr_core::CommandBuffer::new());
+    /// let mut world = freyr::World::new();
+    /// let (mut a, mut b) = (freyr::CommandBuffer::new(), freyr::CommandBuffer::new());
     /// a.spawn((1u8,));
     /// let e = b.spawn((2u8,));
     /// b.insert(e, (3u16,));
@@ -313,10 +313,10 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let old = world.spawn(());
     /// world.despawn(old).unwrap();
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.insert(old, (1u8,));
     /// let report = commands.apply(&mut world);
     /// assert_eq!((report.applied, report.skipped_stale), (0, 1));

@@ -7,7 +7,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
-use freyr_query::{Registry, TickExtras, TickProfileConfig, TickReport};
+use freyr::{Registry, TickExtras, TickProfileConfig, TickReport};
 
 /// Counts the allocations of the thread that turned counting on.
 struct Counting;
@@ -235,4 +235,36 @@ fn the_chrome_trace_parses_and_its_events_cover_every_task_of_the_traced_ticks()
             assert_eq!(total, record.tasks, "{workers} workers, tick {tick}");
         }
     }
+}
+
+#[test]
+fn a_late_deadline_job_shows_as_a_stall_in_the_tick_that_waited_for_it() {
+    let mut registry = Registry::with_workers(2);
+    registry
+        .add_deadline_jobs(1, |_: &mut Registry, _: freyr::Delivered<()>| {})
+        .unwrap();
+    registry.enable_tick_profile(TickProfileConfig::default());
+    registry.begin_tick(0);
+    registry
+        .request_job((), |()| {
+            std::thread::sleep(std::time::Duration::from_millis(30))
+        })
+        .unwrap();
+    registry.update(0.0); // tick 0 requests; the job is due at tick 1
+    registry.end_tick(TickExtras::default());
+    registry.begin_tick(1);
+    registry.update(0.0); // tick 1 waits for the job, still asleep
+    registry.end_tick(TickExtras {
+        deadline_stalls: 2, // a scheduler the registry does not own adds its own
+        ..TickExtras::default()
+    });
+    let records: Vec<_> = registry
+        .tick_profile()
+        .unwrap()
+        .records()
+        .cloned()
+        .collect();
+    assert_eq!(records[0].deadline_stalls, 0);
+    assert_eq!(records[1].deadline_stalls, 3);
+    assert!(records[1].deadline_stall > std::time::Duration::ZERO);
 }

@@ -155,7 +155,7 @@ impl GroupInner {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use freyr_sched::{TaskGroup, ThreadPool};
+/// use freyr::{TaskGroup, ThreadPool};
 ///
 /// fn add(sum: &AtomicUsize, i: usize) {
 ///     sum.fetch_add(i, Ordering::Relaxed);
@@ -179,7 +179,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr_sched::TaskGroup::new();
+    /// let group = freyr::TaskGroup::new();
     /// assert!(group.is_done());
     /// assert_eq!(group.panicked(), 0);
     /// ```
@@ -215,7 +215,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), i: usize) {
     ///     if i == 3 {
     ///         panic!("task 3 failed");
@@ -248,7 +248,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), i: usize) {
     ///     if i % 2 == 0 {
     ///         panic!("even");
@@ -282,7 +282,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr_sched::TaskGroup::new();
+    /// let group = freyr::TaskGroup::new();
     /// assert!(group.is_done());
     /// ```
     #[must_use]
@@ -296,7 +296,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), _: usize) {
     ///     panic!("boom");
     /// }
@@ -342,7 +342,7 @@ impl Drop for TaskGroup {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{TaskGroup, ThreadPool};
+/// use freyr::{TaskGroup, ThreadPool};
 /// fn fail(_: &(), _: usize) {
 ///     std::panic::panic_any(7_u32);
 /// }
@@ -365,7 +365,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -386,7 +386,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -407,7 +407,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }

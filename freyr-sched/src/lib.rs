@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use freyr_sched::{TaskGroup, ThreadPool};
+//! use freyr::{TaskGroup, ThreadPool};
 //!
 //! let pool = ThreadPool::new(4); // the calling thread + 3 workers
 //!

@@ -31,7 +31,7 @@ use crate::worker_count::resolve_worker_count;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// let pool = freyr_sched::ThreadPool::new(4);
+/// let pool = freyr::ThreadPool::new(4);
 /// assert_eq!(pool.workers(), 4);
 /// let hits = AtomicUsize::new(0);
 /// pool.parallel_for(1000, 64, |_| {
@@ -50,7 +50,7 @@ pub struct ThreadPool {
 /// # Examples
 ///
 /// ```
-/// let pool = freyr_sched::ThreadPool::builder()
+/// let pool = freyr::ThreadPool::builder()
 ///     .workers(3)
 ///     .thread_name("physics-")
 ///     .stack_size(1 << 20)
@@ -85,7 +85,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPoolBuilder::new().workers(1).build();
+    /// let pool = freyr::ThreadPoolBuilder::new().workers(1).build();
     /// assert_eq!(pool.workers(), 1);
     /// ```
     pub fn new() -> Self {
@@ -99,7 +99,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn workers(mut self, workers: usize) -> Self {
@@ -114,7 +114,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).pin_threads(true).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).pin_threads(true).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn pin_threads(mut self, pin: bool) -> Self {
@@ -127,7 +127,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).stack_size(256 * 1024).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).stack_size(256 * 1024).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
@@ -141,7 +141,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).thread_name("io-").build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).thread_name("io-").build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
@@ -158,7 +158,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(3).build();
+    /// let pool = freyr::ThreadPool::builder().workers(3).build();
     /// assert_eq!(pool.metrics().workers.len(), 3);
     /// ```
     pub fn build(self) -> ThreadPool {
@@ -178,7 +178,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).try_build().unwrap();
+    /// let pool = freyr::ThreadPool::builder().workers(2).try_build().unwrap();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn try_build(self) -> io::Result<ThreadPool> {
@@ -215,9 +215,9 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(1);
+    /// let pool = freyr::ThreadPool::new(1);
     /// assert_eq!(pool.workers(), 1);
-    /// let auto = freyr_sched::ThreadPool::new(0);
+    /// let auto = freyr::ThreadPool::new(0);
     /// assert!(auto.workers() >= 1);
     /// ```
     #[must_use]
@@ -230,7 +230,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn builder() -> ThreadPoolBuilder {
@@ -242,7 +242,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::ThreadPool::new(3).workers(), 3);
+    /// assert_eq!(freyr::ThreadPool::new(3).workers(), 3);
     /// ```
     #[must_use]
     pub fn workers(&self) -> usize {
@@ -286,7 +286,7 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     ///
     /// struct Job {
     ///     sums: Vec<AtomicU64>,
@@ -371,7 +371,7 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
+    /// use freyr::{IndexedJob, TaskGroup, ThreadPool};
     ///
     /// struct Tally(Vec<AtomicUsize>);
     /// impl IndexedJob for Tally {
@@ -449,7 +449,7 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let tally: Vec<AtomicUsize> = (0..257).map(|_| AtomicUsize::new(0)).collect();
     /// pool.parallel_for(tally.len(), 16, |i| {
     ///     tally[i].fetch_add(1, Ordering::Relaxed);
@@ -458,7 +458,7 @@ impl ThreadPool {
     /// ```
     ///
     /// ```should_panic
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// pool.parallel_for(10, 0, |_| {}); // panics: grain must be at least 1
     /// ```
     pub fn parallel_for<F: Fn(usize) + Sync>(&self, count: usize, grain: usize, f: F) {
@@ -505,7 +505,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let group = TaskGroup::new();
     /// fn nop(_: &(), _: usize) {}

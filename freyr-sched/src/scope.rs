@@ -17,7 +17,7 @@ use crate::task::Task;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// let pool = freyr_sched::ThreadPool::new(3);
+/// let pool = freyr::ThreadPool::new(3);
 /// let data = vec![1, 2, 3, 4];
 /// let sum = AtomicUsize::new(0);
 /// pool.scope(|s| {
@@ -63,7 +63,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let mut halves = [0u64; 2];
     /// let (left, right) = halves.split_at_mut(1);
     /// let n = pool.scope(|s| {
@@ -76,7 +76,7 @@ impl ThreadPool {
     /// ```
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let caught = std::panic::catch_unwind(|| {
     ///     pool.scope(|s| {
     ///         s.spawn(|_| panic!("task failed"));
@@ -117,7 +117,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let count = AtomicUsize::new(0);
     /// pool.scope(|s| {
     ///     for _ in 0..10 {
@@ -165,7 +165,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = freyr_sched::ThreadPool::new(3);
+    /// let pool = freyr::ThreadPool::new(3);
     /// let tally: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
     /// pool.scope(|s| {
     ///     s.spawn_indexed(&tally, tally.len(), |tally, i| {
@@ -186,7 +186,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// pool.scope(|s| assert_eq!(s.pool().workers(), 2));
     /// ```
     #[must_use]

@@ -16,7 +16,7 @@ use crate::registry::Registry;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Mass(f64);
 ///

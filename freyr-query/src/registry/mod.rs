@@ -9,18 +9,26 @@
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
 //! - `profile`: the profiler and the world hash;
+//! - `hashing`: the registered hashable types and the hash over all of them;
+//! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
+//! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
+//! - `pump`: async-pump results drained in their owning system's update;
 //! - `tick`: the tick profiler's calls (begin and end a tick, phases, trace spans).
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
+mod deadlines;
 mod entities;
+mod hashing;
 mod profile;
+mod pump;
 pub(crate) mod queries;
 mod resources;
 mod sync_point;
 mod systems;
 mod tick;
+mod time;
 pub(crate) mod world;
 
 use core::cell::Cell;
@@ -31,14 +39,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 
+use crate::hashable::Hashables;
 use crate::launch::callback::inside_callback_of;
 use crate::phase::Phase;
 use crate::profiler::Profiler;
 
 use self::queries::QueryCache;
+use self::time::TimeState;
 use self::world::SyncedWorld;
 
 pub use self::systems::System;
+pub use self::time::{BoxedClock, TimeStats};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -62,7 +73,7 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -88,6 +99,8 @@ pub struct Registry {
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
     profiler: Profiler,
+    /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
+    hashables: Hashables,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
@@ -98,6 +111,9 @@ pub struct Registry {
     in_update: bool,
     /// Systems of the running phase (taken out of `systems` while they run).
     running_systems: usize,
+    /// The tick number, the fixed-step driver, deadline jobs and time telemetry. After `sync`,
+    /// so the pool (which drains every queued job) drops before the jobs' memory.
+    time: TimeState,
     /// Explicitly `!Sync`: the registry is driven from one thread at a time, and a callback that
     /// must be `Sync` can therefore never capture `&Registry`.
     _not_sync: PhantomData<Cell<()>>,
@@ -115,7 +131,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::new();
+    /// let registry = freyr::Registry::new();
     /// assert!(registry.workers() >= 1);
     /// assert!(registry.is_empty());
     /// ```
@@ -129,7 +145,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::with_workers(3);
+    /// let registry = freyr::Registry::with_workers(3);
     /// assert_eq!(registry.workers(), 3);
     /// ```
     pub fn with_workers(workers: usize) -> Self {
@@ -141,9 +157,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u32,));
-    /// let registry = freyr_query::Registry::from_world(world, 1);
+    /// let registry = freyr::Registry::from_world(world, 1);
     /// assert_eq!(registry.get::<u32>(e), Ok(&5));
     /// ```
     pub fn from_world(world: World, workers: usize) -> Self {
@@ -158,8 +174,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
-    /// let registry = freyr_query::Registry::from_parts(freyr_core::World::new(), pool);
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
+    /// let registry = freyr::Registry::from_parts(freyr::World::new(), pool);
     /// assert_eq!(registry.workers(), 2);
     /// ```
     pub fn from_parts(world: World, pool: ThreadPool) -> Self {
@@ -171,12 +187,14 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             profiler,
+            hashables: Hashables::default(),
             tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,
             in_update: false,
             running_systems: 0,
+            time: TimeState::default(),
             _not_sync: PhantomData,
         }
     }
@@ -208,7 +226,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct A(u8);
     ///

@@ -19,7 +19,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// assert!(registry.tick_profile().is_none());
     /// registry.enable_tick_profile(Default::default());
     /// assert_eq!(registry.tick_profile().unwrap().ticks_recorded(), 0);
@@ -33,7 +33,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.enable_tick_profile(Default::default());
     /// registry.begin_tick(0);
     /// registry.end_tick(Default::default());
@@ -98,7 +98,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, TickProfileConfig};
+    /// use freyr::{Registry, TickProfileConfig};
     /// let mut registry = Registry::with_workers(1);
     /// assert!(!registry.is_tracing());
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 3..4, ..Default::default() });
@@ -120,7 +120,7 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use freyr_query::{Registry, TickProfileConfig, TraceKind};
+    /// use freyr::{Registry, TickProfileConfig, TraceKind};
     ///
     /// let mut registry = Registry::with_workers(2);
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
@@ -128,7 +128,7 @@ impl Registry {
     /// let stamps = std::sync::Mutex::new(Vec::new());
     /// registry.pool().parallel_for(4, 1, |_| {
     ///     let start = Instant::now();
-    ///     let worker = freyr_sched::current_worker_index();
+    ///     let worker = freyr::current_worker_index();
     ///     stamps.lock().unwrap().push((start, Instant::now(), worker));
     /// });
     /// for (start, end, worker) in stamps.into_inner().unwrap() {

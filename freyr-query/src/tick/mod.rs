@@ -30,7 +30,7 @@ use self::trace::TraceLog;
 /// # Examples
 ///
 /// ```
-/// let config = freyr_query::TickProfileConfig::default();
+/// let config = freyr::TickProfileConfig::default();
 /// assert_eq!(config.window, 600);
 /// assert!(config.trace_ticks.is_empty());
 /// ```
@@ -55,12 +55,15 @@ impl Default for TickProfileConfig {
 }
 
 /// What the caller knows about a tick that the registry does not, passed to
-/// [`Registry::end_tick`](crate::Registry::end_tick).
+/// [`Registry::end_tick`](crate::Registry::end_tick): the load factor, and the dropped ticks and
+/// deadline stalls of a loop or scheduler the registry does not own. Those of the registry's own
+/// fixed step ([`Registry::run_frame`](crate::Registry::run_frame)) and deadline jobs are added
+/// to the record by the registry itself.
 ///
 /// # Examples
 ///
 /// ```
-/// let extras = freyr_query::TickExtras { load_factor: 0.7, ..Default::default() };
+/// let extras = freyr::TickExtras { load_factor: 0.7, ..Default::default() };
 /// assert_eq!(extras.dropped_ticks, 0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -121,11 +124,13 @@ pub struct TickRecord {
     pub implicit_syncs: u64,
     /// Explicit and phase-end sync points.
     pub sync_points: u64,
-    /// Deadline jobs waited for ([`TickExtras::deadline_stalls`]).
+    /// Deadline jobs that were late at their due tick: the registry's own, plus
+    /// [`TickExtras::deadline_stalls`].
     pub deadline_stalls: u64,
     /// Time spent waiting for them.
     pub deadline_stall: Duration,
-    /// Ticks dropped by the catch-up clamp ([`TickExtras::dropped_ticks`]).
+    /// Ticks dropped by the catch-up clamp: the registry's own fixed step's, plus
+    /// [`TickExtras::dropped_ticks`].
     pub dropped_ticks: u64,
     /// The governor's load factor ([`TickExtras::load_factor`]).
     pub load_factor: f64,
@@ -164,7 +169,7 @@ struct OpenTick {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, TickExtras, TickProfileConfig};
+/// use freyr::{Registry, TickExtras, TickProfileConfig};
 ///
 /// struct Pos(f32);
 ///
@@ -254,7 +259,7 @@ impl TickProfile {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.enable_tick_profile(Default::default());
     /// for tick in 0..4 {
     ///     registry.begin_tick(tick);
@@ -377,9 +382,16 @@ impl TickProfile {
             parks: sum(&now, |w| w.parks).saturating_sub(sum(base, |w| w.parks)),
             implicit_syncs: now.implicit_syncs - base.implicit_syncs,
             sync_points: now.sync_points - base.sync_points,
-            deadline_stalls: extras.deadline_stalls,
-            deadline_stall: extras.deadline_stall,
-            dropped_ticks: extras.dropped_ticks,
+            deadline_stalls: extras.deadline_stalls
+                + (now.time.deadlines.late_jobs - base.time.deadlines.late_jobs),
+            deadline_stall: extras.deadline_stall
+                + now
+                    .time
+                    .deadlines
+                    .stall
+                    .saturating_sub(base.time.deadlines.stall),
+            dropped_ticks: extras.dropped_ticks
+                + (now.time.dropped_ticks - base.time.dropped_ticks),
             load_factor: extras.load_factor,
         };
         let ms = wall.as_secs_f64() * 1e3;

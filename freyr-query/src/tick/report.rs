@@ -36,7 +36,7 @@ use super::{TickProfile, TickRecord};
 ///
 /// ```
 /// use std::time::Duration;
-/// let stats = freyr_query::WindowStats::of((1..=100).map(Duration::from_millis));
+/// let stats = freyr::WindowStats::of((1..=100).map(Duration::from_millis));
 /// assert_eq!(stats.p50_ms, 50.0);
 /// assert_eq!(stats.p99_ms, 99.0);
 /// assert_eq!(stats.max_ms, 100.0);
@@ -186,7 +186,7 @@ pub struct TickJson {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, TickExtras, TickProfileConfig, TickReport};
+/// use freyr::{Registry, TickExtras, TickProfileConfig, TickReport};
 ///
 /// let mut registry = Registry::with_workers(1);
 /// registry.enable_tick_profile(TickProfileConfig::default());
@@ -315,7 +315,7 @@ impl TickProfile {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.enable_tick_profile(Default::default());
     /// registry.begin_tick(9);
     /// registry.end_tick(Default::default());
@@ -341,7 +341,7 @@ impl TickProfile {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, TickProfileConfig};
+    /// use freyr::{Registry, TickProfileConfig};
     ///
     /// let mut registry = Registry::with_workers(2);
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });

@@ -21,7 +21,7 @@ use serde::Serialize;
 /// # Examples
 ///
 /// ```
-/// let json = serde_json::to_string(&freyr_query::TraceKind::Sync).unwrap();
+/// let json = serde_json::to_string(&freyr::TraceKind::Sync).unwrap();
 /// assert_eq!(json, "\"sync\""); // the `cat` of a Chrome trace event
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -54,7 +54,7 @@ pub(crate) fn row_of(worker: Option<usize>) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, TickProfileConfig, TraceKind};
+/// use freyr::{Registry, TickProfileConfig, TraceKind};
 ///
 /// struct Pos(f32);
 ///
