@@ -139,3 +139,73 @@ fn the_governor_engages_over_budget_and_recovers_when_the_budget_is_raised() {
     assert_eq!(seen, *lf);
     assert_eq!(report.dropped, 0, "a free-paced run drops nothing");
 }
+
+#[test]
+fn the_trace_of_a_server_tick_parses_and_covers_every_task_and_every_peer_built() {
+    let mut cfg = config(6, LeverSource::Forced(Vec::new()));
+    cfg.profile = Some(TickProfileConfig {
+        trace_ticks: 4..5,
+        ..TickProfileConfig::default()
+    });
+    let (_, server) = run_on(3, &cfg);
+    let profile = server.registry.tick_profile().unwrap();
+    let mut bytes = Vec::new();
+    profile.write_chrome_trace(&mut bytes).unwrap();
+    let trace: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let events: Vec<&serde_json::Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert!(events.iter().all(|e| e["args"]["tick"] == 4));
+    let record = profile.records().find(|r| r.tick == 4).unwrap();
+    // Query tasks: per launch, the batches tile 0..tasks exactly.
+    let mut launches: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for e in events
+        .iter()
+        .filter(|e| e["cat"] == "task" && e["name"] != "Snapshot")
+    {
+        let a = &e["args"];
+        launches
+            .entry(a["launch"].as_u64().unwrap())
+            .or_default()
+            .push((
+                a["first_task"].as_u64().unwrap(),
+                a["end_task"].as_u64().unwrap(),
+            ));
+    }
+    let mut total = 0;
+    for ranges in launches.values_mut() {
+        ranges.sort_unstable();
+        let mut next = 0;
+        for &(first, end) in ranges.iter() {
+            assert_eq!(first, next, "a gap or overlap in a launch's tasks");
+            next = end;
+        }
+        total += next;
+    }
+    assert_eq!(launches.len(), 2, "the AI and integrate launches");
+    assert_eq!(total, record.tasks);
+    // The per-peer pass: one span per peer built. At load factor 1 every peer is due on an even
+    // tick (the congested ones, every eighth, send every other tick: 0, 2, 4).
+    let snapshots = events.iter().filter(|e| e["name"] == "Snapshot").count();
+    assert_eq!(snapshots, small().peers);
+    let phases: Vec<&str> = events
+        .iter()
+        .filter(|e| e["cat"] == "phase")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "grid",
+            "ai",
+            "integrate",
+            "gather",
+            "serialize",
+            "flush",
+            "tail"
+        ]
+    );
+}
