@@ -86,7 +86,10 @@ fn peer_streams_are_byte_identical_for_1_2_3_and_8_workers() {
 #[test]
 fn a_disabled_or_never_overrun_governor_is_the_ungoverned_run() {
     let ungoverned = run_on(2, &config(40, LeverSource::Forced(Vec::new()))).0;
-    let off = run_on(2, &config(40, LeverSource::Governor { enabled: false })).0;
+    // Off, with a budget no tick can meet: were it not off, it would shed work.
+    let mut off = config(40, LeverSource::Governor { enabled: false });
+    off.governor.budget = Duration::from_micros(1);
+    let off = run_on(2, &off).0;
     let mut roomy = config(40, LeverSource::Governor { enabled: true });
     roomy.governor.budget = Duration::from_secs(3600);
     let never_over = run_on(2, &roomy).0;
