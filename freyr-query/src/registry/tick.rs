@@ -25,7 +25,8 @@ impl Registry {
     /// assert_eq!(registry.tick_profile().unwrap().ticks_recorded(), 0);
     /// ```
     pub fn enable_tick_profile(&mut self, config: TickProfileConfig) {
-        self.tick_profile = Some(Box::new(TickProfile::new(config)));
+        let dropped = self.profile().time.dropped_ticks;
+        self.tick_profile = Some(Box::new(TickProfile::new(config, dropped)));
     }
 
     /// Turns the tick profiler off and returns what it recorded.
@@ -52,6 +53,41 @@ impl Registry {
     /// Starts tick `tick`: its wall time, counters and (when `tick` is in
     /// [`TickProfileConfig::trace_ticks`]) its trace run from here. A no-op when the profiler
     /// is off.
+    ///
+    /// A loop whose tick is [`update`](Self::update) (or [`run_frame`](Self::run_frame)) need
+    /// not call this: with the profiler on, an update outside an open tick is recorded as a
+    /// tick of its own, numbered [`tick`](Self::tick), with phases `deadlines`, `PreUpdate`,
+    /// `Update` and `PostUpdate`, and the dropped ticks and deadline stalls of the registry's
+    /// own fixed step and deadline jobs. Call it to make a tick of more than one update, or of
+    /// work outside systems; an update inside it then leaves the tick and its phases alone.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr::{ManualClock, Phase, Registry, TickProfileConfig};
+    ///
+    /// struct Pos(f32);
+    ///
+    /// let clock = ManualClock::new();
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.spawn_batch((0..1000).map(|i| (Pos(i as f32),)));
+    /// registry.add_system(Phase::Update, |r: &mut Registry, _: f32| {
+    ///     r.query::<&mut Pos>().with_label("Move").each_async(|_, p| p.0 += 1.0);
+    /// });
+    /// registry.set_fixed_step(Duration::from_millis(10), clock.clone()).unwrap();
+    /// registry.enable_tick_profile(TickProfileConfig::default());
+    /// clock.advance(Duration::from_millis(100)); // 10 ticks due: 8 run, 2 dropped
+    /// registry.run_frame();
+    /// let profile = registry.tick_profile().unwrap();
+    /// let ticks: Vec<u64> = profile.records().map(|r| r.tick).collect();
+    /// assert_eq!(ticks, (0..8).collect::<Vec<_>>());
+    /// let first = profile.records().next().unwrap();
+    /// assert_eq!(first.dropped_ticks, 2); // counted as the frame began
+    /// assert_eq!(first.label("Move").unwrap().tasks, 2);
+    /// let phases: Vec<&str> = first.phases.iter().map(|(n, _)| *n).collect();
+    /// assert_eq!(phases, ["deadlines", "PreUpdate", "Update", "PostUpdate"]);
+    /// ```
     pub fn begin_tick(&mut self, tick: u64) {
         if self.tick_profile.is_none() {
             return;
@@ -153,6 +189,20 @@ impl Registry {
                 .trace
                 .user_span(tick, kind, name, worker, start, end);
         }
+    }
+
+    /// Opens a tick for [`update`](Registry::update) when the profiler is on and the caller
+    /// has not opened one; returns whether it did (the update then names its phases and closes
+    /// the tick).
+    pub(super) fn begin_update_tick(&mut self) -> bool {
+        let own = self
+            .tick_profile
+            .as_deref()
+            .is_some_and(|p| p.open_tick().is_none());
+        if own {
+            self.begin_tick(self.tick());
+        }
+        own
     }
 
     /// The number of the open tick, when it is traced.

@@ -198,11 +198,15 @@ pub struct TickProfile {
     ticks_recorded: u64,
     ewma_ms: Option<f64>,
     open: Option<OpenTick>,
+    /// The registry's dropped-tick count the last record accounted for: drops counted between
+    /// two ticks (a frame counts them before its first tick runs) go to the next tick.
+    seen_dropped: u64,
     pub(crate) trace: TraceLog,
 }
 
 impl TickProfile {
-    pub(crate) fn new(config: TickProfileConfig) -> Self {
+    /// A profiler for a registry whose dropped-tick count is `dropped` now.
+    pub(crate) fn new(config: TickProfileConfig, dropped: u64) -> Self {
         assert!(
             config.window >= 1,
             "freyr: TickProfileConfig::window must be at least 1 tick (got 0); the default is 600"
@@ -218,6 +222,7 @@ impl TickProfile {
             ticks_recorded: 0,
             ewma_ms: None,
             open: None,
+            seen_dropped: dropped,
             trace: TraceLog::new(),
         }
     }
@@ -391,9 +396,10 @@ impl TickProfile {
                     .stall
                     .saturating_sub(base.time.deadlines.stall),
             dropped_ticks: extras.dropped_ticks
-                + (now.time.dropped_ticks - base.time.dropped_ticks),
+                + now.time.dropped_ticks.saturating_sub(self.seen_dropped),
             load_factor: extras.load_factor,
         };
+        self.seen_dropped = now.time.dropped_ticks;
         let ms = wall.as_secs_f64() * 1e3;
         self.ewma_ms = Some(match self.ewma_ms {
             None => ms,
