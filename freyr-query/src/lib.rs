@@ -66,6 +66,7 @@ mod query;
 mod registry;
 mod resources;
 mod state;
+mod tick;
 mod view;
 
 pub use crate::commands::{Commands, Context};
@@ -80,6 +81,10 @@ pub use crate::query::{Query, Reduction};
 pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
 pub use crate::state::QueryState;
+pub use crate::tick::{
+    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
+    TraceKind, WindowStats,
+};
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 
 pub use freyr_core::Entity;

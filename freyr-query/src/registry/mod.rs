@@ -12,7 +12,8 @@
 //! - `hashing`: the registered hashable types and the hash over all of them;
 //! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
 //! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
-//! - `pump`: async-pump results drained in their owning system's update.
+//! - `pump`: async-pump results drained in their owning system's update;
+//! - `tick`: the tick profiler's calls (begin and end a tick, phases, trace spans).
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
@@ -26,6 +27,7 @@ pub(crate) mod queries;
 mod resources;
 mod sync_point;
 mod systems;
+mod tick;
 mod time;
 pub(crate) mod world;
 
@@ -118,6 +120,8 @@ pub struct Registry {
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
+    /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
+    tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -203,6 +207,7 @@ impl Registry {
             destroy_queue: Vec::new(),
             profiler,
             hashables: Hashables::default(),
+            tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,

@@ -145,20 +145,31 @@ impl Registry {
              updates do not nest (use execute_tasks for a sync point inside a system)"
         );
         self.in_update = true;
+        // With the tick profiler on and no tick opened by the caller, the update is the tick.
+        let own_tick = self.begin_update_tick();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            if own_tick {
+                self.tick_phase("deadlines");
+            }
             self.open_tick();
-            self.run_phases(dt);
+            self.run_phases(dt, own_tick);
         }));
         self.in_update = false;
         self.phase = None;
         self.close_tick();
+        if own_tick {
+            self.end_tick(crate::tick::TickExtras::default());
+        }
         if let Err(panic) = result {
             panic::resume_unwind(panic);
         }
     }
 
-    fn run_phases(&mut self, dt: f32) {
+    fn run_phases(&mut self, dt: f32, own_tick: bool) {
         for phase in Phase::ALL {
+            if own_tick {
+                self.tick_phase(phase.name());
+            }
             let start = Instant::now();
             self.phase = Some(phase);
             let mut systems = core::mem::take(&mut self.systems[phase.index()]);

@@ -204,6 +204,40 @@ impl TickGovernor {
         (self.decreases, self.increases)
     }
 
+    /// Changes the tick budget the EWMA is compared with (an operator raising or lowering it at
+    /// run time). The load factor and the EWMA carry over: a raised budget lets the governor
+    /// recover additively from where it stands.
+    ///
+    /// # Panics
+    ///
+    /// If `budget` is zero: pass the tick's wall-time budget, e.g. `Duration::from_secs(1) / 60`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr::{GovernorParams, TickGovernor};
+    /// let params = GovernorParams { budget: Duration::from_millis(2), ..Default::default() };
+    /// let mut governor = TickGovernor::new(params).unwrap();
+    /// for _ in 0..30 {
+    ///     governor.step(Duration::from_millis(5)); // over a 2 ms budget: sheds
+    /// }
+    /// assert!(governor.load_factor() < 0.5);
+    /// governor.set_budget(Duration::from_millis(20));
+    /// for _ in 0..80 {
+    ///     governor.step(Duration::from_millis(5)); // well under 20 ms: recovers
+    /// }
+    /// assert_eq!(governor.load_factor(), 1.0);
+    /// ```
+    pub fn set_budget(&mut self, budget: Duration) {
+        assert!(
+            !budget.is_zero(),
+            "freyr: the governor's budget must be longer than zero; pass the tick's wall-time \
+             budget, e.g. Duration::from_secs(1) / 60"
+        );
+        self.params.budget = budget;
+    }
+
     /// The parameters.
     ///
     /// # Examples
