@@ -28,7 +28,7 @@ pub use freyr_core::{
 // Scheduling.
 pub use freyr_sched::{
     GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
-    ThreadPoolBuilder, WorkerMetrics, resolve_worker_count,
+    ThreadPoolBuilder, WorkerMetrics, current_worker_index, resolve_worker_count,
 };
 
 // Time and deferred work.
@@ -43,9 +43,16 @@ pub use freyr_sched::{
 
 // Queries, the registry, systems and profiling.
 pub use freyr_query::{
-    Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats, ProfileReport,
-    Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction, Registry, Res,
-    Resources, StableHash, StableHasher, System, UnhashedComponents, ViewSet, With, Without,
+    BoxedClock, Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats,
+    ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction,
+    Registry, Res, Resources, StableHash, StableHasher, System, TimeStats, UnhashedComponents,
+    ViewSet, With, Without,
+};
+
+// The tick profiler.
+pub use freyr_query::{
+    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
+    TraceKind, WindowStats,
 };
 
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for
@@ -105,8 +112,12 @@ mod guide {
     mod parallel {}
     #[doc = include_str!("../docs/src/scheduler.md")]
     mod scheduler {}
+    #[doc = include_str!("../docs/src/time.md")]
+    mod time {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
+    #[doc = include_str!("../docs/src/server-tick.md")]
+    mod server_tick {}
     #[doc = include_str!("../docs/src/benchmarks.md")]
     mod benchmarks {}
     #[doc = include_str!("../docs/src/migrating.md")]

@@ -66,6 +66,7 @@ mod query;
 mod registry;
 mod resources;
 mod state;
+mod tick;
 mod view;
 
 pub use crate::commands::{Commands, Context};
@@ -77,9 +78,13 @@ pub use crate::hashable::UnhashedComponents;
 pub use crate::phase::Phase;
 pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
 pub use crate::query::{Query, Reduction};
-pub use crate::registry::{Registry, System};
+pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
 pub use crate::state::QueryState;
+pub use crate::tick::{
+    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
+    TraceKind, WindowStats,
+};
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 
 pub use freyr_core::Entity;

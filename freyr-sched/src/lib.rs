@@ -94,6 +94,7 @@ pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use payload::drop_payload;
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
+pub use shared::current_worker_index;
 pub use time::{
     AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
     DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,

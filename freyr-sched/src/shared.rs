@@ -34,6 +34,38 @@ sync::thread_local! {
     static CONTEXT: Cell<Context> = Cell::new(Context { pool: ptr::null(), index: 0, lcg: 0, busy: false });
 }
 
+/// The calling thread's index among its pool's background workers, or `None`
+/// on a thread that is no pool's worker (a caller that submits, waits and
+/// helps). The same numbering as [`PoolMetrics::workers`].
+///
+/// Profilers use it to say which thread ran a task; it reads one
+/// thread-local and takes no lock.
+///
+/// # Examples
+///
+/// ```
+/// use std::sync::Mutex;
+/// assert_eq!(freyr::current_worker_index(), None); // the test's own thread
+/// let pool = freyr::ThreadPool::new(2);
+/// let seen = Mutex::new(Vec::new());
+/// pool.scope(|s| {
+///     for _ in 0..64 {
+///         s.spawn(|_| seen.lock().unwrap().push(freyr::current_worker_index()));
+///     }
+/// });
+/// // Each task ran on the pool's one background worker or, helping, on this thread.
+/// let seen = seen.into_inner().unwrap();
+/// assert_eq!(seen.len(), 64);
+/// assert!(seen.iter().all(|w| matches!(w, None | Some(0))));
+/// ```
+#[must_use]
+pub fn current_worker_index() -> Option<usize> {
+    CONTEXT.with(|cell| {
+        let context = cell.get();
+        (!context.pool.is_null()).then_some(context.index)
+    })
+}
+
 /// Runs `f` with this thread's producer LCG, seeding it on first use.
 fn with_producer_lcg<R>(f: impl FnOnce(&mut Lcg) -> R) -> R {
     CONTEXT.with(|cell| {

@@ -155,7 +155,8 @@ impl Launch {
         let wall = self.job().wall().unwrap_or_default();
         // SAFETY: the group completed (waited above), so no task references the job any more;
         // `job` came from `Box::leak` and is reclaimed exactly once because `self` is consumed.
-        let job = unsafe { Box::from_raw(self.job.as_ptr()) };
+        let mut job = unsafe { Box::from_raw(self.job.as_ptr()) };
+        let trace = job.take_trace();
         let mut panic = self.panic.take();
         // User code runs here (a reduction's `combine`, the callbacks' captures dropping): a
         // panic is kept like a task's, after it, so the sync point still does all its work.
@@ -173,6 +174,7 @@ impl Launch {
             tasks: self.tasks,
             label: self.label,
             panic,
+            trace,
         }
     }
 }
@@ -185,6 +187,8 @@ pub(crate) struct Retired {
     pub(crate) tasks: usize,
     pub(crate) label: Option<&'static str>,
     pub(crate) panic: Option<Box<dyn Any + Send>>,
+    /// The batch stamps of a traced launch (empty otherwise).
+    pub(crate) trace: Vec<crate::tick::trace::TaskSpan>,
 }
 
 /// The in-flight launches, in launch order.

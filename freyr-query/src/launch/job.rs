@@ -36,6 +36,7 @@ use crate::fetch::{ColumnPtr, QueryData};
 use crate::launch::callback::CallbackScope;
 use crate::launch::reduce::ReduceSlot;
 use crate::launch::{Spans, TaskRun};
+use crate::tick::trace::{TaskSpan, nanos_since, row_of};
 use crate::view::ViewSet;
 
 /// What a task run's kernel gets: the run's column pointers and its entity ids, at its row 0.
@@ -313,6 +314,43 @@ impl Timing {
     }
 }
 
+/// A traced launch's batch stamps: `spans[i]` describes the batch of tasks that started at
+/// task `i` (each task index starts at most one batch), written only by the thread that ran
+/// that batch and read only at retirement, after the group completed.
+pub(crate) struct TaskTrace {
+    epoch: Instant,
+    spans: Vec<UnsafeCell<TaskSpan>>,
+}
+
+impl TaskTrace {
+    fn new(epoch: Instant, tasks: usize) -> Self {
+        TaskTrace {
+            epoch,
+            spans: (0..tasks)
+                .map(|_| UnsafeCell::new(TaskSpan::default()))
+                .collect(),
+        }
+    }
+
+    /// Stamps the batch `first..end` that this thread ran from `start` to now.
+    ///
+    /// # Safety
+    ///
+    /// The calling thread ran task `first` (so no other thread stamps `spans[first]`), and the
+    /// spans are not read before the launch's group completes.
+    unsafe fn stamp(&self, first: usize, end: usize, start: Instant) {
+        let span = TaskSpan {
+            end: u32::try_from(end).unwrap_or(u32::MAX),
+            row: row_of(freyr_sched::current_worker_index()),
+            start_ns: nanos_since(self.epoch, start),
+            end_ns: nanos_since(self.epoch, Instant::now()),
+        };
+        // SAFETY: task `first` runs exactly once, on this thread (caller contract), so this is
+        // the only access to `spans[first]` until retirement reads it after the group completed.
+        unsafe { *self.spans[first].get() = span };
+    }
+}
+
 /// The shared job of one launch. Tasks only ever get `&Job`.
 pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     pub(crate) group: TaskGroup,
@@ -326,6 +364,8 @@ pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     views: V::Fetch,
     kernel: K,
     timing: Option<Timing>,
+    /// Batch stamps, when the launch is traced (`None`: no clock read, nothing allocated).
+    trace: Option<TaskTrace>,
 }
 
 // SAFETY: tasks on several threads share `&Job`:
@@ -334,7 +374,9 @@ pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
 //   `Sync`, being part of the `Sync` `World`);
 // - `slots[i]` is accessed mutably by exactly one task (index `i` runs once), and by the
 //   retiring thread only after `group` reports completion (acquire), so no two threads touch one
-//   slot at once; moving slot values between threads needs `K::Slot: Send`.
+//   slot at once; moving slot values between threads needs `K::Slot: Send`;
+// - `trace.spans[i]` follows the same rule as `slots[i]`: written only by the thread that ran
+//   task `i` (when a batch starts there), read only after the group completed.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
 // SAFETY: every field is `Send` (`UnsafeCell<T>: Send` for `T: Send`; pointers are wrapped in
 // `Send` types) except the archetype pointers in `spans`, which are shared pointers to `Sync`
@@ -348,6 +390,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         views: V::Fetch,
         kernel: K,
         timed: bool,
+        trace: Option<Instant>,
     ) -> Self {
         let n = spans.tasks();
         let slots = (0..n)
@@ -361,6 +404,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
             views,
             kernel,
             timing: timed.then(|| Timing::new(n)),
+            trace: trace.map(|epoch| TaskTrace::new(epoch, n)),
         }
     }
 
@@ -396,6 +440,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
                 ),
             );
             let stop = end.min(run.end());
+            let traced = job.trace.as_ref().map(|t| (t, Instant::now()));
             // SAFETY: `run.first <= index < stop <= run.end()`; this thread owns the indices
             // `index..stop` (each runs exactly once); the launch is registered until retired, and
             // retirement waits for these tasks; its access was checked against every other piece
@@ -403,6 +448,11 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
             unsafe {
                 job.kernel
                     .run_tasks(&run, job.views, &job.slots, next, stop);
+            }
+            if let Some((trace, start)) = traced {
+                // SAFETY: this thread ran task `index` (it owns `index..stop`); the spans are
+                // read only at retirement, after the group completed.
+                unsafe { trace.stamp(index, stop, start) };
             }
             if let Some(timing) = &job.timing {
                 timing.tasks_done(stop - index);
@@ -443,6 +493,9 @@ pub(crate) trait ErasedJob: Send {
     fn group(&self) -> &TaskGroup;
     /// Wall time from launch to the last task, if labelled.
     fn wall(&self) -> Option<Duration>;
+    /// The batch stamps of a traced launch (empty when not traced). Call only after the group
+    /// completed.
+    fn take_trace(&mut self) -> Vec<TaskSpan>;
     /// Consumes the job after its group completed; returns its command buffers in chunk order.
     fn finish(self: Box<Self>) -> Vec<CommandBuffer>;
 }
@@ -454,6 +507,12 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> ErasedJob for Job<Q, V, K> {
 
     fn wall(&self) -> Option<Duration> {
         self.timing.as_ref().map(Timing::wall)
+    }
+
+    fn take_trace(&mut self) -> Vec<TaskSpan> {
+        self.trace.take().map_or_else(Vec::new, |t| {
+            t.spans.into_iter().map(UnsafeCell::into_inner).collect()
+        })
     }
 
     fn finish(self: Box<Self>) -> Vec<CommandBuffer> {

@@ -199,6 +199,8 @@ pub(crate) struct LaunchCtx<'a> {
     pub(crate) profiler: &'a mut Profiler,
     pub(crate) next_seq: &'a mut u64,
     pub(crate) label: Option<&'static str>,
+    /// The tick trace's epoch when the launch is traced.
+    pub(crate) trace: Option<std::time::Instant>,
 }
 
 /// Registers and submits a launch. Returns its launch number, or `None` (with the kernel already
@@ -239,6 +241,7 @@ where
         views,
         kernel,
         ctx.label.is_some(),
+        ctx.trace,
     )));
     let job = NonNull::from(job);
     let erased: NonNull<dyn ErasedJob> = job;

@@ -9,18 +9,26 @@
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
 //! - `profile`: the profiler and the world hash;
-//! - `hashing`: the registered hashable types and the hash over all of them.
+//! - `hashing`: the registered hashable types and the hash over all of them;
+//! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
+//! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
+//! - `pump`: async-pump results drained in their owning system's update;
+//! - `tick`: the tick profiler's calls (begin and end a tick, phases, trace spans).
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
+mod deadlines;
 mod entities;
 mod hashing;
 mod profile;
+mod pump;
 pub(crate) mod queries;
 mod resources;
 mod sync_point;
 mod systems;
+mod tick;
+mod time;
 pub(crate) mod world;
 
 use core::cell::Cell;
@@ -36,9 +44,11 @@ use crate::phase::Phase;
 use crate::profiler::Profiler;
 
 use self::queries::QueryCache;
+use self::time::TimeState;
 use self::world::SyncedWorld;
 
 pub use self::systems::System;
+pub use self::time::{BoxedClock, TimeStats};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -110,6 +120,8 @@ pub struct Registry {
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
+    /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
+    tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -118,6 +130,9 @@ pub struct Registry {
     in_update: bool,
     /// Systems of the running phase (taken out of `systems` while they run).
     running_systems: usize,
+    /// The tick number, the fixed-step driver, deadline jobs and time telemetry. After `sync`,
+    /// so the pool (which drains every queued job) drops before the jobs' memory.
+    time: TimeState,
     /// Explicitly `!Sync`: the registry is driven from one thread at a time, and a callback that
     /// must be `Sync` can therefore never capture `&Registry`.
     _not_sync: PhantomData<Cell<()>>,
@@ -192,11 +207,13 @@ impl Registry {
             destroy_queue: Vec::new(),
             profiler,
             hashables: Hashables::default(),
+            tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,
             in_update: false,
             running_systems: 0,
+            time: TimeState::default(),
             _not_sync: PhantomData,
         }
     }

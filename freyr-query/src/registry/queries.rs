@@ -207,6 +207,7 @@ impl Registry {
             profiler: &mut self.profiler,
             next_seq: &mut self.next_seq,
             label,
+            trace: self.tick_profile.as_ref().and_then(|t| t.tracing()),
         };
         self.sync
             .launch::<Q, F, V, K>(state, access, rows_per_task, kernel, info)

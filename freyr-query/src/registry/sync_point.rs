@@ -54,6 +54,9 @@ impl Registry {
     /// order, then of the commands in the order they apply, then of the destructions. Later
     /// panics are dropped without letting their payload's `Drop` unwind.
     pub(super) fn sync_point(&mut self) -> Option<Box<dyn Any + Send>> {
+        let traced = self
+            .traced_tick()
+            .map(|tick| (tick, std::time::Instant::now()));
         let retired = self.sync.retire_all();
         let mut first_panic = None;
         for r in retired {
@@ -65,6 +68,9 @@ impl Registry {
             keep_first(&mut first_panic, p);
         }
         self.profiler.record_sync_point();
+        if let Some((tick, start)) = traced {
+            self.trace_sync(tick, start);
+        }
         first_panic
     }
 
@@ -79,6 +85,9 @@ impl Registry {
         }
         if retired.panic.is_some() {
             self.profiler.record_panic();
+        }
+        if !retired.trace.is_empty() {
+            self.trace_launch(retired.label, retired.seq, &retired.trace);
         }
         retired.panic
     }

@@ -108,8 +108,11 @@ impl Registry {
         self.phase
     }
 
-    /// Runs one tick: for each phase (PreUpdate, Update, PostUpdate), its systems in registration
-    /// order, then a sync point (wait for all tasks, apply commands, destroy queued entities).
+    /// Runs one tick, numbered [`tick`](Registry::tick): first the deadline jobs due at this tick
+    /// are applied (see [`add_deadline_jobs`](Registry::add_deadline_jobs)); then for each phase
+    /// (PreUpdate, Update, PostUpdate), its systems in registration order, then a sync point
+    /// (wait for all tasks, apply commands, destroy queued entities). The tick number then
+    /// advances, also when the tick panicked.
     ///
     /// # Panics
     ///
@@ -142,16 +145,31 @@ impl Registry {
              updates do not nest (use execute_tasks for a sync point inside a system)"
         );
         self.in_update = true;
-        let result = panic::catch_unwind(AssertUnwindSafe(|| self.run_phases(dt)));
+        // With the tick profiler on and no tick opened by the caller, the update is the tick.
+        let own_tick = self.begin_update_tick();
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            if own_tick {
+                self.tick_phase("deadlines");
+            }
+            self.open_tick();
+            self.run_phases(dt, own_tick);
+        }));
         self.in_update = false;
         self.phase = None;
+        self.close_tick();
+        if own_tick {
+            self.end_tick(crate::tick::TickExtras::default());
+        }
         if let Err(panic) = result {
             panic::resume_unwind(panic);
         }
     }
 
-    fn run_phases(&mut self, dt: f32) {
+    fn run_phases(&mut self, dt: f32, own_tick: bool) {
         for phase in Phase::ALL {
+            if own_tick {
+                self.tick_phase(phase.name());
+            }
             let start = Instant::now();
             self.phase = Some(phase);
             let mut systems = core::mem::take(&mut self.systems[phase.index()]);

@@ -233,6 +233,7 @@ impl SyncedWorld {
             profiler: ctx.profiler,
             next_seq: ctx.next_seq,
             label: ctx.label,
+            trace: ctx.trace,
         };
         // SAFETY: `spans` and `views` come from the boxed world and the current resources, after
         // waiting for every in-flight launch that conflicts with `access`, which covers `Q` and
@@ -350,4 +351,6 @@ pub(crate) struct LaunchInfo<'a> {
     pub(crate) profiler: &'a mut Profiler,
     pub(crate) next_seq: &'a mut u64,
     pub(crate) label: Option<&'static str>,
+    /// The tick trace's epoch when this launch is traced (its tasks stamp their batches).
+    pub(crate) trace: Option<std::time::Instant>,
 }

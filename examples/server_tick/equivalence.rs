@@ -1,0 +1,214 @@
+//! The server tick's end-to-end rules, on a small world:
+//!
+//! - serial equivalence: byte-identical per-peer streams (and world) for 1, 2, 3 and 8 workers,
+//!   over a run with aircraft shot down mid-run, peers joining and leaving, and forced levers;
+//! - a disabled governor, or one that is never over budget, is byte for byte the ungoverned run;
+//! - the levers change what is sent, and the governor engages and recovers.
+
+use std::time::Duration;
+
+use freyr::{GovernorParams, TickProfileConfig};
+
+use crate::run::{LeverSource, Pace, RunConfig, RunReport, run};
+use crate::server::{Server, Settings};
+
+fn small() -> Settings {
+    Settings {
+        entities: 3000,
+        peers: 24,
+        cell_size: 2000.0,
+        interest_radius: 6000.0,
+        kill_every: 20,
+        churn_every: 15,
+    }
+}
+
+fn config(ticks: u64, levers: LeverSource) -> RunConfig {
+    RunConfig {
+        ticks,
+        pace: Pace::Free,
+        governor: GovernorParams::default(),
+        levers,
+        raise_budget: None,
+        profile: None,
+    }
+}
+
+fn run_on(workers: usize, config: &RunConfig) -> (RunReport, Server) {
+    let mut server = Server::new(small(), workers);
+    let report = run(&mut server, config);
+    (report, server)
+}
+
+/// Every lever moves: interval 1 → 2 → 4, budget 1200 → 600 → 400, stride 1 → 2 → 4, interest
+/// 1 → 0.5.
+fn lever_schedule() -> LeverSource {
+    LeverSource::Forced(vec![(0, 1.0), (12, 0.5), (27, 0.25), (44, 0.8)])
+}
+
+#[test]
+fn peer_streams_are_byte_identical_for_1_2_3_and_8_workers() {
+    let config = config(60, lever_schedule());
+    let (reference, server) = run_on(1, &config);
+    let streams = server.streams();
+    // The run did what it claims to exercise.
+    assert!(server.killed > 0, "no aircraft was shot down");
+    assert_eq!(
+        streams.len(),
+        small().peers + 60 / 15,
+        "peers joined and left"
+    );
+    assert!(
+        streams.iter().all(|(_, s)| s.packets > 0),
+        "a peer never got a packet"
+    );
+    let levels: Vec<f64> = reference.load_factors.clone();
+    assert!(levels.contains(&0.25) && levels.contains(&0.5) && levels.contains(&1.0));
+    for workers in [2, 3, 8] {
+        let (report, server) = run_on(workers, &config);
+        assert_eq!(
+            server.streams(),
+            streams,
+            "{workers} workers: a peer's stream differs"
+        );
+        assert_eq!(
+            report.stream_digest, reference.stream_digest,
+            "{workers} workers"
+        );
+        assert_eq!(report.world_hash, reference.world_hash, "{workers} workers");
+        assert_eq!(
+            report.lever_digest, reference.lever_digest,
+            "{workers} workers"
+        );
+    }
+}
+
+#[test]
+fn a_disabled_or_never_overrun_governor_is_the_ungoverned_run() {
+    let ungoverned = run_on(2, &config(40, LeverSource::Forced(Vec::new()))).0;
+    // Off, with a budget no tick can meet: were it not off, it would shed work.
+    let mut off = config(40, LeverSource::Governor { enabled: false });
+    off.governor.budget = Duration::from_micros(1);
+    let off = run_on(2, &off).0;
+    let mut roomy = config(40, LeverSource::Governor { enabled: true });
+    roomy.governor.budget = Duration::from_secs(3600);
+    let never_over = run_on(2, &roomy).0;
+    for (name, report) in [("governor off", &off), ("never over budget", &never_over)] {
+        assert_eq!(report.stream_digest, ungoverned.stream_digest, "{name}");
+        assert_eq!(report.world_hash, ungoverned.world_hash, "{name}");
+        assert_eq!(report.lever_digest, ungoverned.lever_digest, "{name}");
+        assert!(report.load_factors.iter().all(|&lf| lf == 1.0), "{name}");
+    }
+}
+
+#[test]
+fn the_levers_change_what_is_sent_but_not_the_physics_rate() {
+    let full = run_on(1, &config(30, LeverSource::Forced(Vec::new()))).0;
+    let shed = run_on(1, &config(30, LeverSource::Forced(vec![(0, 0.25)]))).0;
+    assert_ne!(shed.stream_digest, full.stream_digest);
+    assert_ne!(shed.lever_digest, full.lever_digest);
+    // AI sampling is strided, so the world differs too, but every tick still ran.
+    assert_eq!(shed.ticks, full.ticks);
+    assert_ne!(shed.world_hash, full.world_hash);
+}
+
+#[test]
+fn the_governor_engages_over_budget_and_recovers_when_the_budget_is_raised() {
+    let mut cfg = config(140, LeverSource::Governor { enabled: true });
+    // No tick fits in a microsecond; every tick fits in an hour.
+    cfg.governor.budget = Duration::from_micros(1);
+    cfg.raise_budget = Some((60, Duration::from_secs(3600)));
+    cfg.profile = Some(TickProfileConfig::default());
+    let (report, server) = run_on(2, &cfg);
+    let lf = &report.load_factors;
+    let floor = GovernorParams::default().floor();
+    assert_eq!(lf[0], 1.0);
+    assert_eq!(
+        lf[59], floor,
+        "the governor did not reach its floor over budget"
+    );
+    assert_eq!(
+        lf[139], 1.0,
+        "the governor did not recover after the budget was raised"
+    );
+    let (decreases, increases) = report.governor.1;
+    assert!(
+        decreases >= 4 && increases >= 6,
+        "{decreases} decreases, {increases} increases"
+    );
+    // The profiler saw the same load factors.
+    let profile = server.registry.tick_profile().unwrap();
+    let seen: Vec<f64> = profile.records().map(|r| r.load_factor).collect();
+    assert_eq!(seen, *lf);
+    assert_eq!(report.dropped, 0, "a free-paced run drops nothing");
+}
+
+#[test]
+fn the_trace_of_a_server_tick_parses_and_covers_every_task_and_every_peer_built() {
+    let mut cfg = config(6, LeverSource::Forced(Vec::new()));
+    cfg.profile = Some(TickProfileConfig {
+        trace_ticks: 4..5,
+        ..TickProfileConfig::default()
+    });
+    let (_, server) = run_on(3, &cfg);
+    let profile = server.registry.tick_profile().unwrap();
+    let mut bytes = Vec::new();
+    profile.write_chrome_trace(&mut bytes).unwrap();
+    let trace: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+    let events: Vec<&serde_json::Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .collect();
+    assert!(events.iter().all(|e| e["args"]["tick"] == 4));
+    let record = profile.records().find(|r| r.tick == 4).unwrap();
+    // Query tasks: per launch, the batches tile 0..tasks exactly.
+    let mut launches: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
+    for e in events
+        .iter()
+        .filter(|e| e["cat"] == "task" && e["name"] != "Snapshot")
+    {
+        let a = &e["args"];
+        launches
+            .entry(a["launch"].as_u64().unwrap())
+            .or_default()
+            .push((
+                a["first_task"].as_u64().unwrap(),
+                a["end_task"].as_u64().unwrap(),
+            ));
+    }
+    let mut total = 0;
+    for ranges in launches.values_mut() {
+        ranges.sort_unstable();
+        let mut next = 0;
+        for &(first, end) in ranges.iter() {
+            assert_eq!(first, next, "a gap or overlap in a launch's tasks");
+            next = end;
+        }
+        total += next;
+    }
+    assert_eq!(launches.len(), 2, "the AI and integrate launches");
+    assert_eq!(total, record.tasks);
+    // The per-peer pass: one span per peer built. At load factor 1 every peer is due on an even
+    // tick (the congested ones, every eighth, send every other tick: 0, 2, 4).
+    let snapshots = events.iter().filter(|e| e["name"] == "Snapshot").count();
+    assert_eq!(snapshots, small().peers);
+    let phases: Vec<&str> = events
+        .iter()
+        .filter(|e| e["cat"] == "phase")
+        .map(|e| e["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "grid",
+            "ai",
+            "integrate",
+            "gather",
+            "serialize",
+            "flush",
+            "tail"
+        ]
+    );
+}

@@ -1,0 +1,179 @@
+//! The aircraft: their components, the per-(entity, tick) hash every random choice comes
+//! from, and how new aircraft are made.
+//!
+//! An aircraft is a [`Flight`] (position, velocity, heading), the [`Input`] its controller
+//! last produced and an [`Ai`] controller. Three controller kinds of very different cost share
+//! the AI pass (see `ai.rs`): most patrol (cheap), a quarter pursue a neighbour found through
+//! the spatial grid, and one in twenty runs a small interpreted script, the expensive kind.
+
+use freyr::{Entity, StableHash, StableHasher};
+
+/// The fixed tick length, in seconds (60 Hz).
+pub const DT: f32 = 1.0 / 60.0;
+/// The world is the square `[0, WORLD_SIZE)` metres on a side.
+pub const WORLD_SIZE: f32 = 40_000.0;
+/// Altitude bounds, in metres.
+pub const ALT_MIN: f32 = 100.0;
+/// Altitude bounds, in metres.
+pub const ALT_MAX: f32 = 12_000.0;
+/// The fastest an aircraft flies, in metres per second.
+pub const MAX_SPEED: f32 = 250.0;
+
+/// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
+/// generators", 2014): the hash every random choice comes from, keyed by what it is about
+/// (entity index, tick, purpose), never a shared generator, so the outcome does not depend on
+/// which worker evaluates it or in which order.
+#[must_use]
+pub fn mix(a: u64, b: u64) -> u64 {
+    let mut z = a
+        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        .wrapping_add(b)
+        .wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A uniform value in `[0, 1)` from a hash.
+#[must_use]
+pub fn unit(h: u64) -> f32 {
+    (h >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// An aircraft's flight state: written only by the integrate pass, for its own entity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Flight {
+    /// Position: x, y across the map, z the altitude, in metres.
+    pub pos: [f32; 3],
+    /// Velocity, in metres per second.
+    pub vel: [f32; 3],
+    /// Heading in radians, `[0, 2π)`.
+    pub heading: f32,
+}
+
+/// What the controller asks of the airframe: written only by the AI pass, for its own entity.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Input {
+    /// The heading to turn towards, in radians.
+    pub heading: f32,
+    /// Fraction of [`MAX_SPEED`] to fly at, `[0, 1]`.
+    pub throttle: f32,
+    /// Climb rate asked for, in metres per second.
+    pub climb: f32,
+}
+
+/// The controller kinds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AiKind {
+    /// Circles its waypoint: a few arithmetic operations.
+    Patrol,
+    /// Chases an aircraft found through the grid: a neighbourhood search when it has no target.
+    Pursuit,
+    /// Runs an interpreted script over its neighbourhood: the expensive kind.
+    Scripted,
+}
+
+/// An aircraft's controller and its own memory: written only by the AI pass, for its own
+/// entity.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Ai {
+    /// The controller kind.
+    pub kind: AiKind,
+    /// The point a patrol circles, or a script's home.
+    pub waypoint: [f32; 2],
+    /// The aircraft a pursuit chases (generation-checked: a destroyed target is dropped).
+    pub target: Option<Entity>,
+    /// Script registers that persist between samples.
+    pub registers: [f32; 4],
+}
+
+impl StableHash for Flight {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        for v in self.pos.iter().chain(&self.vel) {
+            v.stable_hash(h);
+        }
+        self.heading.stable_hash(h);
+    }
+}
+
+impl StableHash for Input {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.heading.stable_hash(h);
+        self.throttle.stable_hash(h);
+        self.climb.stable_hash(h);
+    }
+}
+
+impl StableHash for Ai {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        (self.kind as u8).stable_hash(h);
+        self.waypoint[0].stable_hash(h);
+        self.waypoint[1].stable_hash(h);
+        self.target.map_or(u64::MAX, Entity::to_bits).stable_hash(h);
+        for r in &self.registers {
+            r.stable_hash(h);
+        }
+    }
+}
+
+/// The components of aircraft number `n` of a batch made at tick `tick`: a pure function, so
+/// the same spawns happen on every worker count.
+#[must_use]
+pub fn new_aircraft(n: u64, tick: u64) -> (Flight, Input, Ai) {
+    let h = |purpose: u64| mix(mix(n, tick), purpose);
+    let pos = [
+        unit(h(1)) * WORLD_SIZE,
+        unit(h(2)) * WORLD_SIZE,
+        ALT_MIN + unit(h(3)) * (ALT_MAX - ALT_MIN),
+    ];
+    let heading = unit(h(4)) * core::f32::consts::TAU;
+    let speed = MAX_SPEED * (0.4 + 0.5 * unit(h(5)));
+    let flight = Flight {
+        pos,
+        vel: [speed * heading.cos(), speed * heading.sin(), 0.0],
+        heading,
+    };
+    let roll = h(6) % 100;
+    let kind = match roll {
+        0..5 => AiKind::Scripted,
+        5..30 => AiKind::Pursuit,
+        _ => AiKind::Patrol,
+    };
+    let ai = Ai {
+        kind,
+        waypoint: [unit(h(7)) * WORLD_SIZE, unit(h(8)) * WORLD_SIZE],
+        target: None,
+        registers: [0.0; 4],
+    };
+    let input = Input {
+        heading,
+        throttle: 0.7,
+        climb: 0.0,
+    };
+    (flight, input, ai)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_aircraft_is_a_pure_function_of_its_number_and_tick() {
+        assert_eq!(new_aircraft(5, 9), new_aircraft(5, 9));
+        assert_ne!(new_aircraft(5, 9).0, new_aircraft(6, 9).0);
+        let kinds: Vec<_> = (0..1000).map(|n| new_aircraft(n, 0).2.kind).collect();
+        let scripted = kinds.iter().filter(|k| **k == AiKind::Scripted).count();
+        let pursuit = kinds.iter().filter(|k| **k == AiKind::Pursuit).count();
+        assert!((25..80).contains(&scripted), "{scripted} scripted of 1000");
+        assert!((200..300).contains(&pursuit), "{pursuit} pursuit of 1000");
+    }
+
+    #[test]
+    fn unit_stays_in_the_half_open_interval() {
+        for i in 0..10_000 {
+            let u = unit(mix(i, 3));
+            assert!((0.0..1.0).contains(&u));
+        }
+        assert_eq!(unit(u64::MAX), 1.0 - 1.0 / (1u64 << 24) as f32);
+    }
+}

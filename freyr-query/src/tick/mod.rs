@@ -1,0 +1,427 @@
+//! The tick profiler: one [`TickRecord`] per tick (wall time per phase and per label, tasks,
+//! steals, parks, implicit syncs, deadline stalls, dropped ticks, the governor's load factor),
+//! an EWMA and percentiles over a window of recent ticks, a JSON report and a Chrome trace of a
+//! range of ticks.
+//!
+//! - this file: the records, the window and its statistics;
+//! - [`report`]: the JSON report (its schema is documented there);
+//! - [`trace`]: the trace events and the Chrome trace-event export.
+//!
+//! Off by default. While off, the registry's tick calls return at once: no clock is read and
+//! nothing is allocated. While on, a tick costs a few clock reads, one snapshot of the pool's
+//! counters at each end, and its record; a traced tick also stamps every batch of tasks.
+
+pub(crate) mod report;
+pub(crate) mod trace;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crate::profiler::ProfileReport;
+
+pub use self::report::{TickReport, WindowStats};
+pub use self::trace::{TraceEvent, TraceKind};
+
+use self::trace::TraceLog;
+
+/// How the tick profiler records, for
+/// [`Registry::enable_tick_profile`](crate::Registry::enable_tick_profile).
+///
+/// # Examples
+///
+/// ```
+/// let config = freyr::TickProfileConfig::default();
+/// assert_eq!(config.window, 600);
+/// assert!(config.trace_ticks.is_empty());
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct TickProfileConfig {
+    /// How many recent ticks are kept (for percentiles and the JSON report); at least 1.
+    pub window: usize,
+    /// The EWMA's weight of the newest tick, in `(0, 1]`.
+    pub ewma_alpha: f64,
+    /// The ticks whose tasks, phases and sync points are traced (by tick number).
+    pub trace_ticks: core::ops::Range<u64>,
+}
+
+impl Default for TickProfileConfig {
+    fn default() -> Self {
+        TickProfileConfig {
+            window: 600,
+            ewma_alpha: 0.1,
+            trace_ticks: 0..0,
+        }
+    }
+}
+
+/// What the caller knows about a tick that the registry does not, passed to
+/// [`Registry::end_tick`](crate::Registry::end_tick): the load factor, and the dropped ticks and
+/// deadline stalls of a loop or scheduler the registry does not own. Those of the registry's own
+/// fixed step ([`Registry::run_frame`](crate::Registry::run_frame)) and deadline jobs are added
+/// to the record by the registry itself.
+///
+/// # Examples
+///
+/// ```
+/// let extras = freyr::TickExtras { load_factor: 0.7, ..Default::default() };
+/// assert_eq!(extras.dropped_ticks, 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TickExtras {
+    /// Ticks the fixed-step loop's catch-up clamp dropped since the previous tick.
+    pub dropped_ticks: u64,
+    /// The overrun governor's load factor for this tick (1 = no degradation).
+    pub load_factor: f64,
+    /// Deadline jobs this tick had to wait for.
+    pub deadline_stalls: u64,
+    /// Time this tick spent waiting for late deadline jobs.
+    pub deadline_stall: Duration,
+}
+
+impl Default for TickExtras {
+    fn default() -> Self {
+        TickExtras {
+            dropped_ticks: 0,
+            load_factor: 1.0,
+            deadline_stalls: 0,
+            deadline_stall: Duration::ZERO,
+        }
+    }
+}
+
+/// One label's share of one tick (see [`TickRecord::label`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelTick {
+    /// The label.
+    pub label: &'static str,
+    /// Query calls with this label that finished (were retired) in the tick.
+    pub calls: u64,
+    /// Their chunk tasks.
+    pub tasks: u64,
+    /// Their summed wall time.
+    pub wall: Duration,
+}
+
+/// Everything recorded about one tick (see the example of [`TickProfile`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TickRecord {
+    /// The tick's number, as given to [`Registry::begin_tick`](crate::Registry::begin_tick).
+    pub tick: u64,
+    /// Wall time from `begin_tick` to `end_tick`.
+    pub wall: Duration,
+    /// Wall time per phase, in the order the phases began (see
+    /// [`Registry::tick_phase`](crate::Registry::tick_phase)).
+    pub phases: Vec<(&'static str, Duration)>,
+    /// Per label, in order of first use.
+    pub labels: Vec<LabelTick>,
+    /// Chunk tasks launched.
+    pub tasks: u64,
+    /// Queue entries stolen between workers.
+    pub steals: u64,
+    /// Times a worker parked.
+    pub parks: u64,
+    /// Operations that waited for conflicting in-flight work.
+    pub implicit_syncs: u64,
+    /// Explicit and phase-end sync points.
+    pub sync_points: u64,
+    /// Deadline jobs that were late at their due tick: the registry's own, plus
+    /// [`TickExtras::deadline_stalls`].
+    pub deadline_stalls: u64,
+    /// Time spent waiting for them.
+    pub deadline_stall: Duration,
+    /// Ticks dropped by the catch-up clamp: the registry's own fixed step's, plus
+    /// [`TickExtras::dropped_ticks`].
+    pub dropped_ticks: u64,
+    /// The governor's load factor ([`TickExtras::load_factor`]).
+    pub load_factor: f64,
+}
+
+impl TickRecord {
+    /// The wall time of phase `name` (zero if it did not run).
+    pub fn phase(&self, name: &str) -> Duration {
+        self.phases
+            .iter()
+            .filter(|(n, _)| *n == name)
+            .map(|(_, d)| *d)
+            .sum()
+    }
+
+    /// This tick's share of `label`, if it ran (see the example of [`TickProfile`]).
+    pub fn label(&self, label: &str) -> Option<&LabelTick> {
+        self.labels.iter().find(|l| l.label == label)
+    }
+}
+
+/// The tick in progress.
+struct OpenTick {
+    tick: u64,
+    start: Instant,
+    phase: Option<(&'static str, Instant)>,
+    phases: Vec<(&'static str, Duration)>,
+    base: ProfileReport,
+    traced: bool,
+}
+
+/// The tick profiler's state: the window of records, the running statistics and the trace.
+///
+/// Read it through [`Registry::tick_profile`](crate::Registry::tick_profile).
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Registry, TickExtras, TickProfileConfig};
+///
+/// struct Pos(f32);
+///
+/// let mut registry = Registry::with_workers(2);
+/// registry.spawn_batch((0..2000).map(|i| (Pos(i as f32),)));
+/// registry.enable_tick_profile(TickProfileConfig::default());
+/// for tick in 0..5 {
+///     registry.begin_tick(tick);
+///     registry.tick_phase("move");
+///     registry.query::<&mut Pos>().with_label("Move").each_async(|_, p| p.0 += 1.0);
+///     registry.execute_tasks();
+///     registry.end_tick(TickExtras::default());
+/// }
+/// let profile = registry.tick_profile().unwrap();
+/// assert_eq!(profile.ticks_recorded(), 5);
+/// let last = profile.last().unwrap();
+/// assert_eq!(last.tick, 4);
+/// assert_eq!(last.tasks, 4); // 2000 entities = 4 chunks
+/// assert_eq!(last.label("Move").unwrap().tasks, 4);
+/// assert!(last.phase("move") <= last.wall);
+/// assert!(profile.wall_stats().p99_ms >= profile.wall_stats().p50_ms);
+/// ```
+pub struct TickProfile {
+    config: TickProfileConfig,
+    records: VecDeque<TickRecord>,
+    ticks_recorded: u64,
+    ewma_ms: Option<f64>,
+    open: Option<OpenTick>,
+    /// The registry's dropped-tick count the last record accounted for: drops counted between
+    /// two ticks (a frame counts them before its first tick runs) go to the next tick.
+    seen_dropped: u64,
+    pub(crate) trace: TraceLog,
+}
+
+impl TickProfile {
+    /// A profiler for a registry whose dropped-tick count is `dropped` now.
+    pub(crate) fn new(config: TickProfileConfig, dropped: u64) -> Self {
+        assert!(
+            config.window >= 1,
+            "freyr: TickProfileConfig::window must be at least 1 tick (got 0); the default is 600"
+        );
+        assert!(
+            config.ewma_alpha > 0.0 && config.ewma_alpha <= 1.0,
+            "freyr: TickProfileConfig::ewma_alpha must lie in (0, 1] (got {}); the default is 0.1",
+            config.ewma_alpha
+        );
+        TickProfile {
+            records: VecDeque::with_capacity(config.window),
+            config,
+            ticks_recorded: 0,
+            ewma_ms: None,
+            open: None,
+            seen_dropped: dropped,
+            trace: TraceLog::new(),
+        }
+    }
+
+    /// The configuration it was enabled with.
+    pub fn config(&self) -> &TickProfileConfig {
+        &self.config
+    }
+
+    /// Ticks recorded since it was enabled (the window keeps the last `window` of them).
+    pub fn ticks_recorded(&self) -> u64 {
+        self.ticks_recorded
+    }
+
+    /// The records in the window, oldest first.
+    pub fn records(&self) -> impl ExactSizeIterator<Item = &TickRecord> {
+        self.records.iter()
+    }
+
+    /// The newest record.
+    pub fn last(&self) -> Option<&TickRecord> {
+        self.records.back()
+    }
+
+    /// The EWMA of tick wall time in milliseconds, over every tick recorded.
+    pub fn ewma_ms(&self) -> Option<f64> {
+        self.ewma_ms
+    }
+
+    /// Mean, p50, p99 and max of the tick wall time over the window, with the EWMA.
+    pub fn wall_stats(&self) -> WindowStats {
+        let mut stats = WindowStats::of(self.records.iter().map(|r| r.wall));
+        stats.ewma_ms = self.ewma_ms.unwrap_or(0.0);
+        stats
+    }
+
+    /// The same statistics for phase `name` (ticks where it did not run count as zero).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.enable_tick_profile(Default::default());
+    /// for tick in 0..4 {
+    ///     registry.begin_tick(tick);
+    ///     registry.tick_phase(if tick % 2 == 0 { "even" } else { "odd" });
+    ///     registry.end_tick(Default::default());
+    /// }
+    /// let profile = registry.tick_profile().unwrap();
+    /// assert_eq!(profile.phase_names(), ["even", "odd"]);
+    /// assert_eq!(profile.phase_stats("missing").max_ms, 0.0);
+    /// assert!(profile.phase_stats("even").max_ms <= profile.wall_stats().max_ms);
+    /// ```
+    pub fn phase_stats(&self, name: &str) -> WindowStats {
+        WindowStats::of(self.records.iter().map(|r| r.phase(name)))
+    }
+
+    /// Phase names in the window, in order of first appearance.
+    pub fn phase_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = Vec::new();
+        for r in &self.records {
+            for (n, _) in &r.phases {
+                if !names.contains(n) {
+                    names.push(n);
+                }
+            }
+        }
+        names
+    }
+
+    /// Label names in the window, in order of first appearance.
+    pub fn label_names(&self) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = Vec::new();
+        for r in &self.records {
+            for l in &r.labels {
+                if !names.contains(&l.label) {
+                    names.push(l.label);
+                }
+            }
+        }
+        names
+    }
+
+    /// The trace events recorded so far (ticks in [`TickProfileConfig::trace_ticks`]).
+    pub fn trace_events(&self) -> &[TraceEvent] {
+        self.trace.events()
+    }
+
+    pub(crate) fn tracing(&self) -> Option<Instant> {
+        match &self.open {
+            Some(open) if open.traced => Some(self.trace.epoch()),
+            _ => None,
+        }
+    }
+
+    pub(crate) fn open_tick(&self) -> Option<u64> {
+        self.open.as_ref().map(|o| o.tick)
+    }
+
+    pub(crate) fn begin(&mut self, tick: u64, base: ProfileReport) {
+        let traced = self.config.trace_ticks.contains(&tick);
+        self.open = Some(OpenTick {
+            tick,
+            start: Instant::now(),
+            phase: None,
+            phases: Vec::new(),
+            base,
+            traced,
+        });
+    }
+
+    pub(crate) fn phase(&mut self, name: &'static str) {
+        let Some(open) = &mut self.open else {
+            panic!("freyr: Registry::tick_phase(\"{name}\") outside a tick; call begin_tick first")
+        };
+        let now = Instant::now();
+        close_phase(open, now, &mut self.trace);
+        open.phase = Some((name, now));
+    }
+
+    pub(crate) fn end(&mut self, now: ProfileReport, extras: TickExtras) {
+        let Some(mut open) = self.open.take() else {
+            panic!(
+                "freyr: Registry::end_tick without begin_tick; call begin_tick at the tick's start"
+            )
+        };
+        let end = Instant::now();
+        close_phase(&mut open, end, &mut self.trace);
+        let wall = end - open.start;
+        let base = &open.base;
+        let labels = now
+            .labels
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| {
+                let (calls, tasks, wall) = match base.labels.get(i) {
+                    Some(b) => (
+                        l.calls - b.calls,
+                        l.tasks - b.tasks,
+                        l.wall.saturating_sub(b.wall),
+                    ),
+                    None => (l.calls, l.tasks, l.wall),
+                };
+                (calls > 0).then_some(LabelTick {
+                    label: l.label,
+                    calls,
+                    tasks,
+                    wall,
+                })
+            })
+            .collect();
+        let sum = |r: &ProfileReport, f: fn(&freyr_sched::WorkerMetrics) -> u64| -> u64 {
+            r.workers.iter().map(f).sum()
+        };
+        let record = TickRecord {
+            tick: open.tick,
+            wall,
+            phases: open.phases,
+            labels,
+            tasks: now.tasks - base.tasks,
+            steals: sum(&now, |w| w.tasks_stolen).saturating_sub(sum(base, |w| w.tasks_stolen)),
+            parks: sum(&now, |w| w.parks).saturating_sub(sum(base, |w| w.parks)),
+            implicit_syncs: now.implicit_syncs - base.implicit_syncs,
+            sync_points: now.sync_points - base.sync_points,
+            deadline_stalls: extras.deadline_stalls
+                + (now.time.deadlines.late_jobs - base.time.deadlines.late_jobs),
+            deadline_stall: extras.deadline_stall
+                + now
+                    .time
+                    .deadlines
+                    .stall
+                    .saturating_sub(base.time.deadlines.stall),
+            dropped_ticks: extras.dropped_ticks
+                + now.time.dropped_ticks.saturating_sub(self.seen_dropped),
+            load_factor: extras.load_factor,
+        };
+        self.seen_dropped = now.time.dropped_ticks;
+        let ms = wall.as_secs_f64() * 1e3;
+        self.ewma_ms = Some(match self.ewma_ms {
+            None => ms,
+            Some(e) => e + self.config.ewma_alpha * (ms - e),
+        });
+        if open.traced {
+            self.trace.tick_span(open.tick, open.start, end);
+        }
+        if self.records.len() == self.config.window {
+            self.records.pop_front();
+        }
+        self.records.push_back(record);
+        self.ticks_recorded += 1;
+    }
+}
+
+/// Ends the open tick's current phase at `now`, if one is running.
+fn close_phase(open: &mut OpenTick, now: Instant, trace: &mut TraceLog) {
+    if let Some((name, start)) = open.phase.take() {
+        open.phases.push((name, now - start));
+        if open.traced {
+            trace.phase_span(open.tick, name, start, now);
+        }
+    }
+}
