@@ -37,12 +37,27 @@ fn row_name(row: u32) -> String {
     }
 }
 
+/// The font the timeline's text is drawn in: DejaVu Sans Mono, shipped with the benchmarks
+/// (`benches/assets/`, with its licence). plotters draws text through `ab_glyph` here, which
+/// knows no system fonts, so the family the chart asks for is registered from these bytes.
+static FONT: &[u8] = include_bytes!("../../benches/assets/DejaVuSansMono.ttf");
+
+/// Registers [`FONT`] as "sans-serif", once per process.
+fn register_font() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        plotters::style::register_font("sans-serif", plotters::style::FontStyle::Normal, FONT)
+            .unwrap_or_else(|_| panic!("benches/assets/DejaVuSansMono.ttf is not a valid font"));
+    });
+}
+
 /// Draws tick `tick` of `events` to `path` as SVG. Returns the number of spans drawn.
 ///
 /// # Errors
 ///
 /// A message when the tick was not traced or the file cannot be written.
 pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, String> {
+    register_font();
     let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
     let events: Vec<&TraceEvent> = events.iter().filter(|e| e.tick == tick).collect();
     let span = events
