@@ -1,28 +1,33 @@
 //! Criterion bench group `query`: Freyr's queries against plain loops, rayon, and (feature
-//! `compare`) hecs and bevy_ecs, in one run so the ratios are like with like.
+//! `compare`) hecs, bevy_ecs and legion 0.4, in one run so the ratios are like with like.
 //!
 //! Scenarios, one file each under `query/`:
 //! - `each_1m`: `pos += vel * dt` over 1M (Position, Velocity) on one thread. Baseline: the same
-//!   loop over two `Vec`s. Peers: hecs `query_mut`, bevy_ecs `QueryState::iter_mut`.
+//!   loop over two `Vec`s. Peers: hecs `query_mut`, bevy_ecs `QueryState::iter_mut` and
+//!   `contiguous_iter_mut` (`bevy_ecs_contiguous`: column slices per table), legion
+//!   `for_each_mut`.
 //! - `stream_1m`: the memory floor — a STREAM-like in-place pass `a += b * s` over flat `f32`
 //!   arrays holding the same bytes as the 1M (Position, Velocity) loop; sequential, and parallel
 //!   split in 1,954 pieces (rayon `par_chunks_mut`, Freyr `parallel_for`).
 //! - `each_async_1m`: the 1M loop on all workers. Freyr `each_async` + `execute_tasks`; peers:
-//!   bevy_ecs `par_iter_mut`, hecs `into_iter_batched(512)` bridged to rayon.
+//!   bevy_ecs `par_iter_mut` and `contiguous_par_iter_mut`, hecs `into_iter_batched(512)` bridged
+//!   to rayon, legion `par_for_each_mut` (rayon).
 //! - `simple_iter` / `frag_iter`: the ecs_bench_suite shapes (10k entities of (Transform,
 //!   Position, Rotation, Velocity), `pos += vel`; 26 archetypes of 20 entities with `Data`,
-//!   `data *= 2`).
+//!   `data *= 2`), each peer in its plain and (bevy_ecs) contiguous form.
 //! - `heavy_compute`: 1k entities, each inverting its 4x4 matrix 100 times, in parallel.
 //! - `chunk_tasks_1954`: 1M entities, `each_async` with an empty callback (1,954 chunk tasks)
 //!   against rayon `par_iter` over 1,954 items.
 //!
 //! Parallel scenarios run at the machine's worker count, or at each count of the comma list in
 //! `FREYR_BENCH_THREADS`. Freyr's `n` workers include the calling thread; rayon pools of `n`
-//! threads are measured from inside `install`, so both use `n` threads. bevy_ecs runs on its own
-//! `ComputeTaskPool` (one thread per CPU, plus the caller), which this crate cannot resize.
+//! threads (hecs and legion run in them) are measured from inside `install`, so both use `n`
+//! threads. bevy_ecs runs on its own `ComputeTaskPool` (one thread per CPU, plus the caller),
+//! which this crate cannot resize.
 //!
 //! Setup happens outside the measured part; each measured part is an `#[inline(never)] run`.
-//! Run: `cargo bench -p freyr-benches --bench query --features compare`.
+//! Run: `cargo bench -p freyr-benches --bench query --features compare`, or the whole comparison
+//! as a report: `cargo run --release -p freyr-benches --bin bench_report -- --run`.
 
 use std::time::Duration;
 
@@ -87,8 +92,8 @@ fn query(c: &mut Criterion) {
     init_bevy_task_pool();
     let mut group = c.benchmark_group("query");
     group
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3))
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2))
         .sample_size(20);
     each_1m::register(&mut group);
     stream::register_seq(&mut group);

@@ -183,8 +183,8 @@ fn bench(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("sched");
     group
-        .warm_up_time(Duration::from_secs(1))
-        .measurement_time(Duration::from_secs(3));
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
 
     group.throughput(Throughput::Elements(CHUNK_TASKS as u64));
     for (n, pools) in &pools {

@@ -2,6 +2,9 @@
 //!
 //! Every bench group (`core`, `sched`, `query`) and every peer (hecs, bevy_ecs, rayon behind the
 //! `compare` feature) uses these same component types, so the numbers compare like with like.
+//! [`heavy`] holds the `heavy_compute` work, shared with the `scaling` binary.
+
+pub mod heavy;
 
 /// A 4x4 transform matrix (64 bytes), the heavy component of the spawn benchmark.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -88,4 +91,43 @@ pub fn bench_threads() -> Option<Vec<usize>> {
 /// ```
 pub fn machine_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// The CPU's model name (from `/proc/cpuinfo` on Linux), or `"unknown CPU"`, for the headers of
+/// the reports.
+///
+/// # Examples
+/// ```
+/// assert!(!freyr_benches::cpu_name().is_empty());
+/// ```
+pub fn cpu_name() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|info| {
+            info.lines()
+                .find_map(|l| l.strip_prefix("model name")?.split(':').nth(1))
+                .map(|name| name.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown CPU".into())
+}
+
+/// The instruction set this crate was compiled for, in words: `"x86-64-v3"` when AVX2 and FMA
+/// are on (this repository's `.cargo/config.toml`), `"generic x86-64"` on the x86-64 baseline.
+///
+/// # Examples
+/// ```
+/// let build = freyr_benches::build_name();
+/// assert!(["x86-64-v3", "generic x86-64", "x86-64 (SSE4/AVX without FMA)", "not x86-64"]
+///     .contains(&build));
+/// ```
+pub fn build_name() -> &'static str {
+    if !cfg!(target_arch = "x86_64") {
+        "not x86-64"
+    } else if cfg!(all(target_feature = "avx2", target_feature = "fma")) {
+        "x86-64-v3"
+    } else if cfg!(any(target_feature = "sse4.1", target_feature = "avx")) {
+        "x86-64 (SSE4/AVX without FMA)"
+    } else {
+        "generic x86-64"
+    }
 }

@@ -134,6 +134,51 @@ pub mod bevy_peer {
                 integrate(&mut p, v, dt);
             }
         }
+
+        /// `contiguous_iter_mut`: one pair of column slices per table, the loop over slices.
+        #[inline(never)]
+        pub fn run_contiguous(&mut self) {
+            let dt = black_box(DT);
+            let tables = self
+                .query
+                .contiguous_iter_mut(&mut self.world)
+                .expect("(Position, Velocity) are table components: the query is dense");
+            for (mut pos, vel) in tables {
+                for (p, v) in pos.iter_mut().zip(vel) {
+                    integrate(p, v, dt);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(feature = "compare")]
+pub mod legion_peer {
+    use super::*;
+    use legion::query::{IntoQuery, Query, Read, Write};
+
+    pub type PosVel = (Write<Position>, Read<Velocity>);
+
+    pub struct Legion {
+        pub world: legion::World,
+        pub query: Query<PosVel>,
+    }
+
+    impl Legion {
+        pub fn new(n: usize) -> Self {
+            let mut world = legion::World::default();
+            world.extend((0..n).map(pos_vel).collect::<Vec<_>>());
+            let mut query = PosVel::query();
+            assert_eq!(query.iter_mut(&mut world).count(), n);
+            Legion { world, query }
+        }
+
+        #[inline(never)]
+        pub fn run(&mut self) {
+            let dt = black_box(DT);
+            self.query
+                .for_each_mut(&mut self.world, |(p, v)| integrate(p, v, dt));
+        }
     }
 }
 
@@ -154,5 +199,11 @@ pub fn register(group: &mut Group<'_>) {
         drop(hecs);
         let mut bevy = bevy_peer::Bevy::new(BIG);
         group.bench_function("each_1m/bevy_ecs", |b| b.iter(|| bevy.run()));
+        group.bench_function("each_1m/bevy_ecs_contiguous", |b| {
+            b.iter(|| bevy.run_contiguous())
+        });
+        drop(bevy);
+        let mut legion = legion_peer::Legion::new(BIG);
+        group.bench_function("each_1m/legion", |b| b.iter(|| legion.run()));
     }
 }

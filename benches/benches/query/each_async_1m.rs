@@ -11,7 +11,7 @@ mod peers {
     use freyr_benches::{Position, Velocity};
     use rayon::prelude::*;
 
-    use crate::each_1m::{bevy_peer::Bevy, hecs_peer::Hecs, integrate};
+    use crate::each_1m::{bevy_peer::Bevy, hecs_peer::Hecs, integrate, legion_peer::Legion};
     use crate::{CHUNK, DT};
 
     /// hecs has no parallel iterator: batches of one chunk's size bridged to rayon (call inside
@@ -38,6 +38,29 @@ mod peers {
             .par_iter_mut(&mut bevy.world)
             .for_each(|(mut p, v)| integrate(&mut p, v, dt));
     }
+
+    /// bevy_ecs `contiguous_par_iter_mut`: column slices per batch, on its `ComputeTaskPool`.
+    #[inline(never)]
+    pub fn bevy_contiguous_run(bevy: &mut Bevy) {
+        let dt = black_box(DT);
+        bevy.query
+            .contiguous_par_iter_mut(&mut bevy.world)
+            .expect("(Position, Velocity) are table components: the query is dense")
+            .for_each(|(mut pos, vel)| {
+                for (p, v) in pos.iter_mut().zip(vel) {
+                    integrate(p, v, dt);
+                }
+            });
+    }
+
+    /// legion `par_for_each_mut` (rayon underneath; call inside `install`).
+    #[inline(never)]
+    pub fn legion_run(legion: &mut Legion) {
+        let dt = black_box(DT);
+        legion
+            .query
+            .par_for_each_mut(&mut legion.world, |(p, v)| integrate(p, v, dt));
+    }
 }
 
 pub fn register(group: &mut Group<'_>, n: usize) {
@@ -57,6 +80,15 @@ pub fn register(group: &mut Group<'_>, n: usize) {
         let mut bevy = crate::each_1m::bevy_peer::Bevy::new(BIG);
         group.bench_function(format!("each_async_1m/bevy_ecs/w{n}"), |b| {
             b.iter(|| peers::bevy_run(&mut bevy))
+        });
+        group.bench_function(format!("each_async_1m/bevy_ecs_contiguous/w{n}"), |b| {
+            b.iter(|| peers::bevy_contiguous_run(&mut bevy))
+        });
+        drop(bevy);
+        let mut legion = crate::each_1m::legion_peer::Legion::new(BIG);
+        let rayon = crate::rayon_pool(n);
+        group.bench_function(format!("each_async_1m/legion/w{n}"), |b| {
+            rayon.install(|| b.iter(|| peers::legion_run(&mut legion)))
         });
     }
 }

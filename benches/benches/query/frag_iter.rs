@@ -108,6 +108,49 @@ impl Bevy {
         }
         black_box(&mut self.0);
     }
+
+    /// `contiguous_iter_mut`: one `Data` slice per table.
+    #[inline(never)]
+    fn run_contiguous(&mut self) {
+        let tables = self
+            .1
+            .contiguous_iter_mut(&mut self.0)
+            .expect("table components: the query is dense");
+        for mut data in tables {
+            for d in data.iter_mut() {
+                d.0 *= 2.0;
+            }
+        }
+        black_box(&mut self.0);
+    }
+}
+
+#[cfg(feature = "compare")]
+struct Legion(
+    legion::World,
+    legion::query::Query<legion::query::Write<Data>>,
+);
+
+#[cfg(feature = "compare")]
+impl Legion {
+    fn new() -> Self {
+        use legion::query::{IntoQuery, Write};
+        let mut world = legion::World::default();
+        macro_rules! spawn {
+            ($($t:ident),*) => {$(
+                world.extend((0..PER).map(|_| ($t(0.0), Data(1.0))).collect::<Vec<_>>());
+            )*};
+        }
+        letters!(spawn);
+        let query = Write::<Data>::query();
+        Legion(world, query)
+    }
+
+    #[inline(never)]
+    fn run(&mut self) {
+        self.1.for_each_mut(&mut self.0, |d| d.0 *= 2.0);
+        black_box(&mut self.0);
+    }
 }
 
 pub fn register(group: &mut Group<'_>) {
@@ -119,5 +162,10 @@ pub fn register(group: &mut Group<'_>) {
         group.bench_function("frag_iter/hecs", |b| b.iter(|| hecs.run()));
         let mut bevy = Bevy::new();
         group.bench_function("frag_iter/bevy_ecs", |b| b.iter(|| bevy.run()));
+        group.bench_function("frag_iter/bevy_ecs_contiguous", |b| {
+            b.iter(|| bevy.run_contiguous())
+        });
+        let mut legion = Legion::new();
+        group.bench_function("frag_iter/legion", |b| b.iter(|| legion.run()));
     }
 }

@@ -83,6 +83,47 @@ impl Bevy {
         }
         black_box(&mut self.0);
     }
+
+    /// `contiguous_iter_mut`: the same over column slices.
+    #[inline(never)]
+    fn run_contiguous(&mut self) {
+        let tables = self
+            .1
+            .contiguous_iter_mut(&mut self.0)
+            .expect("table components: the query is dense");
+        for (mut pos, vel) in tables {
+            for (p, v) in pos.iter_mut().zip(vel) {
+                step(p, v);
+            }
+        }
+        black_box(&mut self.0);
+    }
+}
+
+#[cfg(feature = "compare")]
+struct Legion(
+    legion::World,
+    legion::query::Query<(
+        legion::query::Write<Position>,
+        legion::query::Read<Velocity>,
+    )>,
+);
+
+#[cfg(feature = "compare")]
+impl Legion {
+    fn new() -> Self {
+        use legion::query::{IntoQuery, Read, Write};
+        let mut world = legion::World::default();
+        world.extend((0..N).map(four).collect::<Vec<_>>());
+        let query = <(Write<Position>, Read<Velocity>)>::query();
+        Legion(world, query)
+    }
+
+    #[inline(never)]
+    fn run(&mut self) {
+        self.1.for_each_mut(&mut self.0, |(p, v)| step(p, v));
+        black_box(&mut self.0);
+    }
 }
 
 pub fn register(group: &mut Group<'_>) {
@@ -94,5 +135,10 @@ pub fn register(group: &mut Group<'_>) {
         group.bench_function("simple_iter/hecs", |b| b.iter(|| hecs.run()));
         let mut bevy = Bevy::new();
         group.bench_function("simple_iter/bevy_ecs", |b| b.iter(|| bevy.run()));
+        group.bench_function("simple_iter/bevy_ecs_contiguous", |b| {
+            b.iter(|| bevy.run_contiguous())
+        });
+        let mut legion = Legion::new();
+        group.bench_function("simple_iter/legion", |b| b.iter(|| legion.run()));
     }
 }

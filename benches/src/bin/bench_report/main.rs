@@ -1,0 +1,278 @@
+//! `bench_report`: runs the peer comparison and prints it as markdown tables, written to
+//! `target/bench-report.md` (`target/bench-report-generic.md` for the generic build).
+//!
+//! ```text
+//! cargo run --release -p freyr-benches --bin bench_report -- --run            # x86-64-v3
+//! cargo run --release -p freyr-benches --bin bench_report -- --run --generic  # as a dependent builds
+//! ```
+//!
+//! With `--run` it runs `cargo bench -p freyr-benches --features compare` (benches `core`,
+//! `query`, `registry`, `sched`) first, then reports the medians that run wrote. Without it, it
+//! reports what criterion's directory already holds.
+//!
+//! Two builds. Inside this repository `.cargo/config.toml` builds for x86-64-v3 (AVX2, FMA). A
+//! crate that depends on Freyr does not see that file and builds for the generic x86-64 target
+//! unless it says otherwise; `--generic` (or `FREYR_BENCH_GENERIC=1`) builds the benches that
+//! way: `RUSTFLAGS="-C target-cpu=x86-64"` (which replaces the config's flags, for Freyr and
+//! the peers alike) in a separate target directory, `target/generic-x86-64`, so the two builds
+//! do not evict each other.
+
+mod collect;
+mod table;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+use std::time::SystemTime;
+use std::{env, fs};
+
+const HELP: &str = "\
+bench_report: Freyr against hecs, bevy_ecs and legion, as markdown tables.
+
+USAGE: cargo run --release -p freyr-benches --bin bench_report -- [OPTIONS]
+
+OPTIONS:
+  --run            run the comparison first (cargo bench --features compare)
+  --generic        the generic x86-64 build, as a dependent crate builds Freyr
+                   (RUSTFLAGS=\"-C target-cpu=x86-64\", target dir target/generic-x86-64);
+                   the same as FREYR_BENCH_GENERIC=1
+  --bench NAME     only this bench target (core, query, registry, sched); repeatable
+  --filter REGEX   only benchmarks whose id matches (passed to criterion)
+  --out FILE       where to write the report
+                   (default target/bench-report.md, target/bench-report-generic.md)
+  -h, --help       this text
+
+Parallel rows run at the machine's thread count, or at each of FREYR_BENCH_THREADS=1,2,8.";
+
+/// The benches of the comparison.
+const BENCHES: [&str; 4] = ["core", "query", "registry", "sched"];
+
+/// Parsed command line.
+#[derive(Debug, Default, PartialEq)]
+struct Args {
+    run: bool,
+    generic: bool,
+    benches: Vec<String>,
+    filter: Option<String>,
+    out: Option<PathBuf>,
+    help: bool,
+}
+
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args::default();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value"));
+        match arg.as_str() {
+            "--run" => parsed.run = true,
+            "--generic" => parsed.generic = true,
+            "--bench" => {
+                let name = value("--bench")?;
+                if !BENCHES.contains(&name.as_str()) {
+                    return Err(format!("--bench {name}: not one of {}", BENCHES.join(", ")));
+                }
+                parsed.benches.push(name);
+            }
+            "--filter" => parsed.filter = Some(value("--filter")?),
+            "--out" => parsed.out = Some(value("--out")?.into()),
+            "-h" | "--help" => parsed.help = true,
+            other => return Err(format!("unknown argument {other:?} (see --help)")),
+        }
+    }
+    Ok(parsed)
+}
+
+/// The workspace root (this package's parent directory).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("benches/ sits in the workspace")
+        .to_path_buf()
+}
+
+/// The target directory of the build: the generic build's own, or `CARGO_TARGET_DIR`, or
+/// `target/`.
+fn target_dir(generic: bool) -> PathBuf {
+    let target = env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"));
+    if generic {
+        target.join("generic-x86-64")
+    } else {
+        target
+    }
+}
+
+/// What the build is, in words, for the report's header.
+fn build_label(generic: bool) -> String {
+    if generic {
+        "generic x86-64 (`RUSTFLAGS=\"-C target-cpu=x86-64\"`: what a crate depending on Freyr \
+         gets by default)"
+            .into()
+    } else if let Some(flags) = env::var_os("RUSTFLAGS") {
+        format!("`RUSTFLAGS={:?}` (replacing .cargo/config.toml)", flags)
+    } else {
+        "x86-64-v3 (this repository's `.cargo/config.toml`: `-C target-cpu=x86-64-v3`)".into()
+    }
+}
+
+/// Runs the comparison benches; criterion writes under `target`.
+fn run_benches(args: &Args, target: &Path) -> Result<(), String> {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace_root()).args([
+        "bench",
+        "-p",
+        "freyr-benches",
+        "--features",
+        "compare",
+    ]);
+    let benches: Vec<&str> = if args.benches.is_empty() {
+        BENCHES.to_vec()
+    } else {
+        args.benches.iter().map(String::as_str).collect()
+    };
+    for bench in benches {
+        cmd.args(["--bench", bench]);
+    }
+    if let Some(filter) = &args.filter {
+        cmd.args(["--", filter]);
+    }
+    cmd.env("CARGO_TARGET_DIR", target);
+    if args.generic {
+        cmd.env("RUSTFLAGS", "-C target-cpu=x86-64");
+    }
+    eprintln!("bench_report: running {cmd:?}");
+    let status = cmd
+        .status()
+        .map_err(|e| format!("cannot start cargo: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("cargo bench failed: {status}"))
+    }
+}
+
+/// `time` as `YYYY-MM-DD HH:MM UTC` (days to civil date: Howard Hinnant's algorithm).
+fn utc(time: SystemTime) -> String {
+    let secs = time
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        rem / 3600,
+        rem % 3600 / 60
+    )
+}
+
+fn main() -> ExitCode {
+    let args = match parse(env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("bench_report: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.help {
+        println!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
+    let generic = args.generic || env::var("FREYR_BENCH_GENERIC").is_ok_and(|v| v == "1");
+    let target = target_dir(generic);
+    let started = SystemTime::now();
+    if args.run
+        && let Err(e) = run_benches(&args, &target)
+    {
+        eprintln!("bench_report: {e}");
+        return ExitCode::FAILURE;
+    }
+    let criterion = target.join("criterion");
+    let measurements = match collect::collect(&criterion, args.run.then_some(started)) {
+        Ok(ms) if !ms.is_empty() => ms,
+        Ok(_) => {
+            eprintln!(
+                "bench_report: no results under {} (run with --run)",
+                criterion.display()
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("bench_report: reading {}: {e}", criterion.display());
+            return ExitCode::FAILURE;
+        }
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut report = format!(
+        "# Freyr benchmark report\n\n\
+         - Build: {}\n- Machine: {}, {threads} hardware threads\n- Date: {}\n\
+         - Reproduce: `cargo run --release -p freyr-benches --bin bench_report -- --run{}`\n\n",
+        build_label(generic),
+        freyr_benches::cpu_name(),
+        utc(started),
+        if generic { " --generic" } else { "" },
+    );
+    report.push_str(&table::render(&measurements));
+    print!("{report}");
+    let out = args.out.clone().unwrap_or_else(|| {
+        let name = if generic {
+            "bench-report-generic.md"
+        } else {
+            "bench-report.md"
+        };
+        target_dir(false).join(name)
+    });
+    if let Err(e) = fs::write(&out, &report) {
+        eprintln!("bench_report: writing {}: {e}", out.display());
+        return ExitCode::FAILURE;
+    }
+    eprintln!("bench_report: wrote {}", out.display());
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Args, String> {
+        parse(list.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn flags_parse_and_unknown_ones_are_named() {
+        let parsed = args(&["--run", "--generic", "--bench", "query", "--out", "x.md"]).unwrap();
+        assert!(parsed.run && parsed.generic);
+        assert_eq!(parsed.benches, ["query"]);
+        assert_eq!(parsed.out, Some(PathBuf::from("x.md")));
+        assert_eq!(
+            args(&["--frobnicate"]).unwrap_err(),
+            "unknown argument \"--frobnicate\" (see --help)"
+        );
+        assert_eq!(args(&["--filter"]).unwrap_err(), "--filter needs a value");
+        assert!(
+            args(&["--bench", "nope"])
+                .unwrap_err()
+                .contains("not one of")
+        );
+    }
+
+    #[test]
+    fn dates_are_civil_utc() {
+        let t = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_709_210_096);
+        assert_eq!(utc(t), "2024-02-29 12:34 UTC");
+        assert_eq!(utc(SystemTime::UNIX_EPOCH), "1970-01-01 00:00 UTC");
+    }
+
+    #[test]
+    fn the_generic_build_has_its_own_target_directory() {
+        assert_eq!(target_dir(true), target_dir(false).join("generic-x86-64"));
+    }
+}
