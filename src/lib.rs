@@ -40,8 +40,8 @@ pub use freyr_sched::{
 // Queries, the registry, systems and profiling.
 pub use freyr_query::{
     Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats, ProfileReport,
-    Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction, Registry, Res,
-    Resources, StableHash, StableHasher, System, ViewSet, With, Without,
+    Query, QueryData, QueryError, QueryFilter, QueryState, ROW_PATH_ENV, Read, Reduction, Registry,
+    Res, Resources, RowPath, StableHash, StableHasher, System, ViewSet, With, Without,
 };
 
 /// The names almost every Freyr program uses: `use freyr::prelude::*;`.

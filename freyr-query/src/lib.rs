@@ -63,6 +63,7 @@ mod profiler;
 mod query;
 mod registry;
 mod resources;
+mod row_path;
 mod state;
 mod view;
 
@@ -76,6 +77,7 @@ pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
 pub use crate::query::{Query, Reduction};
 pub use crate::registry::{Registry, System};
 pub use crate::resources::Resources;
+pub use crate::row_path::{ROW_PATH_ENV, RowPath};
 pub use crate::state::QueryState;
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 

@@ -37,6 +37,7 @@ use self::queries::QueryCache;
 use self::world::SyncedWorld;
 
 pub use self::systems::System;
+pub(crate) use self::world::LayoutStamp;
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
