@@ -42,7 +42,16 @@ const AVX2_FMA: u8 = 2;
 /// The chosen copy: `UNSET`, `BASELINE` or `AVX2_FMA`.
 static PATH: AtomicU8 = AtomicU8::new(UNSET);
 
-/// The environment variable that keeps the baseline copy: `FREYR_ROW_PATH=baseline`.
+/// The environment variable read once, at the first row loop of the process: `baseline` (any
+/// case) keeps the [`RowPath::Baseline`] copy; anything else, or no variable, runs the
+/// detected one. For comparing the two copies on a production machine without a rebuild.
+///
+/// # Examples
+///
+/// ```
+/// assert_eq!(freyr_query::ROW_PATH_ENV, "FREYR_ROW_PATH");
+/// // FREYR_ROW_PATH=baseline ./server  runs every row loop on the baseline copy.
+/// ```
 pub const ROW_PATH_ENV: &str = "FREYR_ROW_PATH";
 
 /// Which compiled copy of Freyr's row loops runs in this process.
