@@ -201,6 +201,9 @@ fn both_row_paths_give_the_same_bits_as_scalar_code() {
         }
     }
     let (first_path, first_workers, first) = &outcomes[0];
+    // Printed so that builds for different targets can be compared too (the same hash is
+    // expected from a generic and an x86-64-v3 build).
+    eprintln!("row_paths: world hash {:#018x}", first.hash);
     for (path, workers, outcome) in &outcomes[1..] {
         let what = format!("{path:?} on {workers} workers vs {first_path:?} on {first_workers}");
         assert_eq!(outcome.hash, first.hash, "world hash: {what}");
