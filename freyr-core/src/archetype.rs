@@ -15,7 +15,7 @@ pub(crate) const SPARE_CHUNKS: usize = 32;
 ///
 /// # Examples
 /// ```
-/// let mut world = freyr_core::World::new();
+/// let mut world = freyr::World::new();
 /// let e = world.spawn((1u8,));
 /// let (arch, _, _) = world.entity_location(e).unwrap();
 /// assert_eq!(world.archetypes()[arch.index()].id(), arch);
@@ -31,7 +31,7 @@ impl ArchetypeId {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert_eq!(world.archetypes()[0].id().index(), 0);
     /// ```
     #[inline]
@@ -277,7 +277,7 @@ impl Drop for Rows {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{World, CHUNK_CAPACITY};
+/// use freyr::{World, CHUNK_CAPACITY};
 /// let mut world = World::new();
 /// world.spawn_batch((0..CHUNK_CAPACITY + 1).map(|i| (i as u32, 0.5f32)));
 /// let (a, b) = (world.component_id::<u32>().unwrap(), world.component_id::<f32>().unwrap());
@@ -337,7 +337,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert_eq!(world.archetypes()[0].id().index(), 0);
     /// ```
     #[inline]
@@ -349,7 +349,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let b = world.register::<u16>();
     /// let a = world.register::<u8>();
     /// let e = world.spawn((1u8, 2u16));
@@ -368,7 +368,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// let id = world.component_id::<u16>().unwrap();
@@ -386,7 +386,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// let other = world.register::<u16>();
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
@@ -408,7 +408,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// assert_eq!(arch.column_index(world.component_id::<u16>().unwrap()), Some(1));
@@ -425,7 +425,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// assert_eq!(world.archetype(world.entity_location(e).unwrap().0).len(), 1);
     /// ```
@@ -438,7 +438,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert!(world.archetypes()[0].is_empty());
     /// ```
     #[inline]
@@ -450,7 +450,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..600u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
@@ -468,7 +468,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// assert_eq!(arch.chunk(0).entities(), &[e]);
@@ -489,7 +489,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..1000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
@@ -508,7 +508,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
@@ -542,8 +542,8 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// use freyr_core::CHUNK_CAPACITY;
-    /// let mut world = freyr_core::World::new();
+    /// use freyr::CHUNK_CAPACITY;
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();

@@ -347,7 +347,7 @@ impl ChunkTable {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut world = World::new();
 /// let e = world.spawn((1u32, 2.0f32));
 /// let (arch, chunk, row) = world.entity_location(e).unwrap();
@@ -390,7 +390,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3u8).map(|i| (i,)));
     /// let arch = world.archetypes().iter().find(|a| a.len() == 3).unwrap();
     /// assert_eq!(arch.chunk(0).len(), 3);
@@ -404,7 +404,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((1u8,));
     /// assert!(world.archetypes().iter().flat_map(|a| a.chunks()).all(|c| !c.is_empty()));
     /// ```
@@ -417,7 +417,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let a = world.spawn((1u8,));
     /// let b = world.spawn((2u8,));
     /// let arch = world.archetype(world.entity_location(a).unwrap().0);
@@ -438,7 +438,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((7u16,));
     /// let other = world.register::<u8>();
     /// let id = world.component_id::<u16>().unwrap();
@@ -480,7 +480,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((5u64,));
     /// let id = world.component_id::<u64>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();

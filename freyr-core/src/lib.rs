@@ -13,7 +13,7 @@
 //!
 //! # Examples
 //! ```
-//! use freyr_core::{CommandBuffer, World};
+//! use freyr::{CommandBuffer, World};
 //!
 //! #[derive(Debug, PartialEq)]
 //! struct Position([f32; 3]);

@@ -50,7 +50,7 @@ struct Found {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut world = World::new();
 /// let e = world.spawn((1u32, "name"));
 /// world.insert(e, (2.5f32,)).unwrap();
@@ -228,7 +228,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert!(world.is_empty());
     /// assert_eq!(world.archetypes().len(), 1); // the empty archetype
     /// ```
@@ -254,8 +254,8 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let a = freyr_core::World::new();
-    /// let b = freyr_core::World::new();
+    /// let a = freyr::World::new();
+    /// let b = freyr::World::new();
     /// assert_ne!(a.id(), b.id());
     /// ```
     #[inline]
@@ -268,7 +268,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u64>();
     /// assert_eq!(world.register::<u64>(), id);
     /// assert_eq!(world.component_id::<u64>(), Some(id));
@@ -281,7 +281,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// assert_eq!(world.component_id::<u8>(), None);
     /// world.spawn((1u8,));
     /// assert!(world.component_id::<u8>().is_some());
@@ -297,7 +297,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u32>();
     /// assert_eq!(world.component_info(id).name(), "u32");
     /// ```
@@ -309,7 +309,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn(());
     /// assert_eq!(world.len(), 1);
     /// ```
@@ -322,7 +322,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// assert!(freyr_core::World::new().is_empty());
+    /// assert!(freyr::World::new().is_empty());
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -333,7 +333,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((1u8,));
     /// assert_eq!(world.archetypes().len(), 2);
     /// assert_eq!(world.archetypes()[1].len(), 1);
@@ -350,7 +350,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// let (id, _, _) = world.entity_location(e).unwrap();
     /// assert_eq!(world.archetype(id).len(), 1);
@@ -364,7 +364,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
     /// assert!(world.contains(e));
     /// world.despawn(e).unwrap();
@@ -379,7 +379,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let a = world.spawn((1u8,));
     /// let b = world.spawn((2u8,));
     /// let (arch, chunk, row) = world.entity_location(b).unwrap();
@@ -519,7 +519,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// assert_eq!(*world.get::<u16>(e).unwrap(), 2);
     /// ```
@@ -565,7 +565,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let ids = world.spawn_batch((0..1000u32).map(|i| (i, i as f32)));
     /// assert_eq!(ids.len(), 1000);
     /// assert_eq!(*world.get::<u32>(ids[999]).unwrap(), 999);
@@ -645,7 +645,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.reserve::<(u32,)>(1000);
     /// world.spawn_batch((0..1000u32).map(|i| (i,)));
     /// assert_eq!(world.len(), 1000);
@@ -671,7 +671,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((String::from("x"),));
     /// assert!(world.despawn(e).is_ok());
     /// assert!(world.despawn(e).is_err());
@@ -705,7 +705,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// world.insert(e, (2u8, 3u16)).unwrap();
     /// assert_eq!(*world.get::<u8>(e).unwrap(), 2);
@@ -799,7 +799,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// use freyr_core::{ComponentError, World};
+    /// use freyr::{ComponentError, World};
     /// let mut world = World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// assert_eq!(world.remove::<(u16,)>(e), Ok((2,)));
@@ -886,7 +886,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// assert_eq!(world.get::<u8>(e), Ok(&1));
     /// assert!(world.get::<u16>(e).is_err());
@@ -905,7 +905,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// *world.get_mut::<u8>(e).unwrap() = 9;
     /// assert_eq!(world.get::<u8>(e), Ok(&9));
@@ -925,7 +925,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// world.clear();
     /// assert!(world.is_empty());

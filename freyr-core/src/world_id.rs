@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut a = World::new();
 /// let mut b = World::new();
 /// let (id_a, id_b) = (a.id(), b.id());
@@ -48,7 +48,7 @@ impl WorldId {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert!(world.id().get() >= 1);
     /// ```
     pub fn get(self) -> u64 {

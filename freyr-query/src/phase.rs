@@ -7,7 +7,7 @@
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Phase;
+/// use freyr::Phase;
 ///
 /// assert_eq!(Phase::ALL, [Phase::PreUpdate, Phase::Update, Phase::PostUpdate]);
 /// assert!(Phase::PreUpdate < Phase::PostUpdate);

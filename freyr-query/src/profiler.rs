@@ -14,6 +14,7 @@ use freyr_sched::{PoolMetrics, WorkerMetrics};
 use hashbrown::HashMap;
 
 use crate::phase::Phase;
+use crate::registry::TimeStats;
 
 /// Totals for one label.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,7 +45,7 @@ pub struct PhaseStats {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 ///
@@ -90,6 +91,8 @@ pub struct ProfileReport {
     /// Per-thread pool counters since the last reset: `workers[i]` is background worker `i`, the
     /// last entry the non-worker threads (the caller helping while it waits).
     pub workers: Vec<WorkerMetrics>,
+    /// Ticks, frames, dropped and held ticks, and deadline-job stall telemetry.
+    pub time: TimeStats,
 }
 
 impl ProfileReport {
@@ -114,7 +117,7 @@ impl ProfileReport {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     ///
@@ -176,6 +179,22 @@ impl fmt::Display for ProfileReport {
             f,
             "commands applied {}  stale {}  destroyed {}  panics {}",
             self.commands_applied, self.stale_commands, self.destroyed, self.panics
+        )?;
+        let t = &self.time;
+        writeln!(
+            f,
+            "ticks {}  frames {}  dropped {}  held {}  deadline jobs {} (late {}, stalled {:.3?}, \
+             max {:.3?}, helped {} tasks, panicked {})",
+            t.ticks,
+            t.frames,
+            t.dropped_ticks,
+            t.held_ticks,
+            t.deadlines.applied,
+            t.deadlines.late_jobs,
+            t.deadlines.stall,
+            t.deadlines.max_stall,
+            t.deadlines.helped_tasks,
+            t.deadlines.panicked
         )?;
         write!(f, "busy per thread (workers, then callers):")?;
         for w in &self.workers {
@@ -294,6 +313,7 @@ impl Profiler {
             destroyed: self.destroyed,
             panics: self.panics,
             workers,
+            time: TimeStats::default(),
         }
     }
 }

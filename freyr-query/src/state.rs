@@ -63,7 +63,7 @@ struct RunCache<P> {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct A;
 /// struct B;
@@ -152,8 +152,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_core::World;
-    /// use freyr_query::QueryState;
+    /// use freyr::World;
+    /// use freyr::QueryState;
     ///
     /// struct A(u32);
     /// struct B(u64);

@@ -4,6 +4,7 @@ use core::any::Any;
 use core::fmt;
 use std::panic;
 
+use crate::payload::drop_payload;
 use crate::pool::ThreadPool;
 use crate::sync::{self, AtomicUsize, Mutex, Ordering};
 
@@ -106,11 +107,23 @@ impl GroupInner {
     }
 
     /// Stores a task's panic: the first payload is kept, later ones counted.
+    ///
+    /// A later payload is dropped after the lock is released, with [`drop_payload`]: a payload
+    /// whose own `Drop` panics must neither poison the slot nor unwind out of the worker that
+    /// is completing the task (its group would never finish).
     pub(crate) fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
-        let mut slot = sync::lock(&self.panics);
-        slot.count += 1;
-        if slot.first.is_none() {
-            slot.first = Some(payload);
+        let extra = {
+            let mut slot = sync::lock(&self.panics);
+            slot.count += 1;
+            if slot.first.is_none() {
+                slot.first = Some(payload);
+                None
+            } else {
+                Some(payload)
+            }
+        };
+        if let Some(payload) = extra {
+            drop_payload(payload);
         }
     }
 
@@ -155,7 +168,7 @@ impl GroupInner {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use freyr_sched::{TaskGroup, ThreadPool};
+/// use freyr::{TaskGroup, ThreadPool};
 ///
 /// fn add(sum: &AtomicUsize, i: usize) {
 ///     sum.fetch_add(i, Ordering::Relaxed);
@@ -179,7 +192,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr_sched::TaskGroup::new();
+    /// let group = freyr::TaskGroup::new();
     /// assert!(group.is_done());
     /// assert_eq!(group.panicked(), 0);
     /// ```
@@ -215,7 +228,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), i: usize) {
     ///     if i == 3 {
     ///         panic!("task 3 failed");
@@ -248,7 +261,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), i: usize) {
     ///     if i % 2 == 0 {
     ///         panic!("even");
@@ -282,7 +295,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr_sched::TaskGroup::new();
+    /// let group = freyr::TaskGroup::new();
     /// assert!(group.is_done());
     /// ```
     #[must_use]
@@ -296,7 +309,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), _: usize) {
     ///     panic!("boom");
     /// }
@@ -342,7 +355,7 @@ impl Drop for TaskGroup {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{TaskGroup, ThreadPool};
+/// use freyr::{TaskGroup, ThreadPool};
 /// fn fail(_: &(), _: usize) {
 ///     std::panic::panic_any(7_u32);
 /// }
@@ -365,7 +378,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -386,7 +399,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -407,7 +420,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }

@@ -26,7 +26,7 @@
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use freyr_sched::{TaskGroup, ThreadPool};
+//! use freyr::{TaskGroup, ThreadPool};
 //!
 //! let pool = ThreadPool::new(4); // the calling thread + 3 workers
 //!
@@ -75,6 +75,7 @@ mod group;
 mod job;
 mod lcg;
 mod metrics;
+mod payload;
 mod pool;
 mod scope;
 mod shared;
@@ -90,6 +91,7 @@ pub mod protocol {}
 pub use group::{GroupPanic, TaskGroup};
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
+pub use payload::drop_payload;
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use time::{

@@ -146,7 +146,7 @@ impl TypeAccess {
 /// # Examples
 ///
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// use freyr_query::access::Access;
 ///
 /// let mut world = World::new();

@@ -77,7 +77,7 @@ impl IndexSet {
 /// ```
 /// use freyr_query::access::ComponentSet;
 ///
-/// let mut world = freyr_core::World::new();
+/// let mut world = freyr::World::new();
 /// let (a, b) = (world.register::<u8>(), world.register::<u16>());
 /// let mut set = ComponentSet::new();
 /// set.insert(b);
@@ -140,7 +140,7 @@ impl ComponentSet {
 /// ```
 /// use freyr_query::access::ArchetypeSet;
 ///
-/// let mut world = freyr_core::World::new();
+/// let mut world = freyr::World::new();
 /// let (ea, eb) = (world.spawn((1u8,)), world.spawn((1u16,)));
 /// let a = world.entity_location(ea).unwrap().0;
 /// let b = world.entity_location(eb).unwrap().0;

@@ -35,6 +35,7 @@
 use core::any::{Any, TypeId};
 use core::cell::Cell;
 use core::ptr::NonNull;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -42,6 +43,7 @@ use freyr_core::{ArchetypeId, CommandBuffer, ComponentId};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
+use crate::first_panic::keep_first;
 use crate::launch::job::ErasedJob;
 use crate::profiler::Profiler;
 
@@ -154,14 +156,23 @@ impl Launch {
         // SAFETY: the group completed (waited above), so no task references the job any more;
         // `job` came from `Box::leak` and is reclaimed exactly once because `self` is consumed.
         let job = unsafe { Box::from_raw(self.job.as_ptr()) };
-        let commands = job.finish();
+        let mut panic = self.panic.take();
+        // User code runs here (a reduction's `combine`, the callbacks' captures dropping): a
+        // panic is kept like a task's, after it, so the sync point still does all its work.
+        let commands = match std::panic::catch_unwind(AssertUnwindSafe(|| job.finish())) {
+            Ok(commands) => commands,
+            Err(payload) => {
+                keep_first(&mut panic, payload);
+                Vec::new()
+            }
+        };
         Retired {
             seq: self.seq,
             commands,
             wall,
             tasks: self.tasks,
             label: self.label,
-            panic: self.panic.take(),
+            panic,
         }
     }
 }

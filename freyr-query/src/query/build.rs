@@ -22,13 +22,13 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     ///
     /// let mut registry = Registry::with_workers(1);
     /// let e = registry.spawn((Pos(1.0),));
-    /// registry.query::<(freyr_core::Entity, &mut Pos)>().each(|_, (id, p)| {
+    /// registry.query::<(freyr::Entity, &mut Pos)>().each(|_, (id, p)| {
     ///     assert_eq!(id, e);
     ///     p.0 = 5.0;
     /// });
@@ -48,7 +48,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, With, Without};
+    /// use freyr::{Registry, With, Without};
     ///
     /// struct Pos(f32);
     /// struct Ai;
@@ -77,7 +77,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{QueryError, Registry};
+    /// use freyr::{QueryError, Registry};
     ///
     /// struct Pos(f32);
     ///

@@ -53,7 +53,7 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, Without};
+/// use freyr::{Registry, Without};
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -94,7 +94,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Hp(u32);
     ///
@@ -127,7 +127,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Mass(f64);
     ///
@@ -168,10 +168,10 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Read, Registry};
+    /// use freyr::{Read, Registry};
     ///
     /// struct Pos(f32);
-    /// struct Chase(freyr_core::Entity);
+    /// struct Chase(freyr::Entity);
     /// struct Gap(f32);
     ///
     /// let mut registry = Registry::with_workers(1);
@@ -202,7 +202,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Read, Registry};
+    /// use freyr::{Read, Registry};
     ///
     /// struct Pos(f32);
     ///
@@ -232,7 +232,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, With};
+    /// use freyr::{Registry, With};
     ///
     /// struct A;
     /// struct B;
@@ -257,7 +257,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Id(u32);
     ///
@@ -289,7 +289,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// #[derive(Clone, Copy)]
     /// struct Pos(f32);
@@ -337,7 +337,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Hp(i32);
     ///
@@ -376,7 +376,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// `Fn + Send + Sync + 'static`, so it cannot capture `&mut` state or the registry:
     ///
     /// ```compile_fail
-    /// # use freyr_query::Registry;
+    /// # use freyr::Registry;
     /// # struct Pos(f32);
     /// let mut registry = Registry::with_workers(2);
     /// let mut count = 0;
@@ -384,7 +384,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// ```
     ///
     /// ```compile_fail
-    /// # use freyr_query::Registry;
+    /// # use freyr::Registry;
     /// # struct Pos(f32);
     /// let mut registry = Registry::with_workers(2);
     /// let other = registry.spawn((Pos(0.0),));
@@ -394,7 +394,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// ```
     ///
     /// ```compile_fail
-    /// # use freyr_query::Registry;
+    /// # use freyr::Registry;
     /// # struct Pos(f32);
     /// let mut registry = Registry::with_workers(2);
     /// let shared: &'static Registry = Box::leak(Box::new(Registry::with_workers(1)));
@@ -409,7 +409,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     /// struct Vel(f32);
@@ -443,7 +443,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, Res};
+    /// use freyr::{Registry, Res};
     ///
     /// struct Hp(i32);
     /// struct Poison(i32);
@@ -480,7 +480,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Energy(f32);
     ///

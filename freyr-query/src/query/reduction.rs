@@ -16,7 +16,7 @@ use crate::registry::Registry;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Mass(f64);
 ///
@@ -56,8 +56,9 @@ impl<A> Reduction<A> {
     ///
     /// # Panics
     ///
-    /// - Re-raises the panic of a callback of this launch if it has not been re-raised by a sync
-    ///   point yet; if it was, panics saying the result was lost.
+    /// - Re-raises the first panic of this launch — of a callback, or of `identity` or `combine`
+    ///   while the results were combined — if no sync point re-raised it yet; if one did, panics
+    ///   saying the result was lost. Never returns a partial result.
     /// - If `registry` is not the registry that launched the reduction.
     pub fn join(self, registry: &mut Registry) -> A {
         assert_eq!(
@@ -74,7 +75,10 @@ impl<A> Reduction<A> {
                 "freyr: reduction result lost: a callback of its launch panicked \
                  (the panic was re-raised at the sync point)"
             ),
-            None => unreachable!("a retired reduction always has an outcome"),
+            None => panic!(
+                "freyr: reduction result missing: its launch ended without finishing \
+                 (no sync point or join retired it); this is a bug in freyr"
+            ),
         }
     }
 }

@@ -13,7 +13,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.spawn((1u8,));
     /// assert_eq!(registry.world().len(), 1);
     /// ```
@@ -28,7 +28,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.world_mut().spawn((1u8,));
     /// assert!(registry.contains(e));
     /// ```
@@ -42,7 +42,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((1u8, 2.0f32));
     /// assert_eq!(registry.get::<f32>(e), Ok(&2.0));
     /// ```
@@ -55,7 +55,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let es = registry.spawn_batch((0..3u32).map(|i| (i,)));
     /// assert_eq!(es.len(), 3);
     /// assert_eq!(registry.get::<u32>(es[2]), Ok(&2));
@@ -74,7 +74,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((1u8,));
     /// assert!(registry.despawn(e).is_ok());
     /// assert!(registry.despawn(e).is_err());
@@ -92,7 +92,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((1u8,));
     /// registry.insert(e, (2u16,)).unwrap();
     /// assert_eq!(registry.get::<u16>(e), Ok(&2));
@@ -110,7 +110,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((1u8, 2u16));
     /// assert_eq!(registry.remove::<(u16,)>(e), Ok((2,)));
     /// assert!(registry.get::<u16>(e).is_err());
@@ -129,7 +129,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((3i64,));
     /// assert_eq!(registry.get::<i64>(e), Ok(&3));
     /// assert!(registry.get::<u8>(e).is_err());
@@ -157,7 +157,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((3i64,));
     /// *registry.get_mut::<i64>(e).unwrap() += 1;
     /// assert_eq!(registry.get::<i64>(e), Ok(&4));
@@ -188,7 +188,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// let e = registry.spawn((1u8,));
     /// registry.destroy_entity(e);
     /// assert!(registry.contains(e));

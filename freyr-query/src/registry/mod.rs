@@ -8,35 +8,45 @@
 //! - `queries`: the query-state cache and the frames queries run in;
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
-//! - `profile`: the profiler and the world hash.
+//! - `profile`: the profiler and the world hash;
+//! - `hashing`: the registered hashable types and the hash over all of them;
+//! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
+//! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
+//! - `pump`: async-pump results drained in their owning system's update.
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
+mod deadlines;
 mod entities;
+mod hashing;
 mod profile;
+mod pump;
 pub(crate) mod queries;
 mod resources;
 mod sync_point;
 mod systems;
+mod time;
 pub(crate) mod world;
 
 use core::cell::Cell;
 use core::marker::PhantomData;
-use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 
+use crate::hashable::Hashables;
 use crate::launch::callback::inside_callback_of;
 use crate::phase::Phase;
 use crate::profiler::Profiler;
 
 use self::queries::QueryCache;
+use self::time::TimeState;
 use self::world::SyncedWorld;
 
 pub use self::systems::System;
+pub use self::time::{BoxedClock, TimeStats};
 pub(crate) use self::world::LayoutStamp;
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
@@ -58,10 +68,30 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 /// The registry is `Send` but not `Sync`: it is driven from one thread at a time, and callbacks
 /// (which must be `Sync` to run on workers) cannot capture it. Dropping it waits for all tasks.
 ///
+/// # Panics in user code
+///
+/// Callbacks, a reduction's `identity` and `combine`, components' `Drop` and panic payloads'
+/// `Drop` are user code that may panic. At a sync point (explicit, the end of a phase, or the
+/// retiring part of [`Reduction::join`](crate::Reduction::join)):
+///
+/// - every command of every task that did not panic is applied, in (launch, chunk, row, record)
+///   order, and every queued destruction runs, even when another task's `combine`, a
+///   component's `Drop` (while a command applies) or a payload's `Drop` panics; a panicking
+///   task's own commands are discarded whole;
+/// - every value is dropped exactly once (or moved into the world);
+/// - the first panic is re-raised after the sync point finished its work: the retired launches'
+///   callback and reduction panics in launch order, then the panics of commands in the order
+///   they applied, then those of destructions; later panics are dropped, a panic in their
+///   payload's `Drop` caught and dropped too;
+/// - the pool and the registry stay usable; `join` returns its result or panics clearly.
+///
+/// Where std's own rule applies — a panic raised while another unwinds, such as a component's
+/// `Drop` panicking while a panicking callback's commands are discarded — the process aborts.
+///
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -87,6 +117,8 @@ pub struct Registry {
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
     profiler: Profiler,
+    /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
+    hashables: Hashables,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.
@@ -95,6 +127,9 @@ pub struct Registry {
     in_update: bool,
     /// Systems of the running phase (taken out of `systems` while they run).
     running_systems: usize,
+    /// The tick number, the fixed-step driver, deadline jobs and time telemetry. After `sync`,
+    /// so the pool (which drains every queued job) drops before the jobs' memory.
+    time: TimeState,
     /// Explicitly `!Sync`: the registry is driven from one thread at a time, and a callback that
     /// must be `Sync` can therefore never capture `&Registry`.
     _not_sync: PhantomData<Cell<()>>,
@@ -112,7 +147,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::new();
+    /// let registry = freyr::Registry::new();
     /// assert!(registry.workers() >= 1);
     /// assert!(registry.is_empty());
     /// ```
@@ -126,7 +161,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::with_workers(3);
+    /// let registry = freyr::Registry::with_workers(3);
     /// assert_eq!(registry.workers(), 3);
     /// ```
     pub fn with_workers(workers: usize) -> Self {
@@ -138,9 +173,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u32,));
-    /// let registry = freyr_query::Registry::from_world(world, 1);
+    /// let registry = freyr::Registry::from_world(world, 1);
     /// assert_eq!(registry.get::<u32>(e), Ok(&5));
     /// ```
     pub fn from_world(world: World, workers: usize) -> Self {
@@ -155,8 +190,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
-    /// let registry = freyr_query::Registry::from_parts(freyr_core::World::new(), pool);
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
+    /// let registry = freyr::Registry::from_parts(freyr::World::new(), pool);
     /// assert_eq!(registry.workers(), 2);
     /// ```
     pub fn from_parts(world: World, pool: ThreadPool) -> Self {
@@ -168,11 +203,13 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             profiler,
+            hashables: Hashables::default(),
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
             phase: None,
             in_update: false,
             running_systems: 0,
+            time: TimeState::default(),
             _not_sync: PhantomData,
         }
     }
@@ -204,7 +241,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct A(u8);
     ///
@@ -242,8 +279,9 @@ impl Drop for Registry {
         // Wait for every task before any field (the world, the job memory) is freed. Panics are
         // dropped: re-raising in Drop could abort during unwinding.
         for retired in self.sync.retire_all() {
-            let payload = retired.panic;
-            let _ = panic::catch_unwind(AssertUnwindSafe(move || drop(payload)));
+            if let Some(payload) = retired.panic {
+                freyr_sched::drop_payload(payload);
+            }
         }
     }
 }

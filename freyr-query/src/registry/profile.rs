@@ -11,7 +11,9 @@ impl Registry {
     /// A snapshot of the profiler (since creation or the last
     /// [`reset_profile`](Registry::reset_profile)).
     pub fn profile(&self) -> ProfileReport {
-        self.profiler.report(&self.sync.pool().metrics())
+        let mut report = self.profiler.report(&self.sync.pool().metrics());
+        report.time = self.time.stats;
+        report
     }
 
     /// Clears the profiler's counters.
@@ -19,7 +21,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.execute_tasks();
     /// assert_eq!(registry.profile().sync_points, 1);
     /// registry.reset_profile();
@@ -27,6 +29,7 @@ impl Registry {
     /// ```
     pub fn reset_profile(&mut self) {
         self.profiler = Profiler::new(self.sync.pool().metrics());
+        self.time.stats = super::time::TimeStats::default();
     }
 
     /// Number of implicit sync points so far (operations that waited for conflicting work).
@@ -42,7 +45,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash, StableHasher};
     ///
     /// struct Pos(f32);
     /// impl StableHash for Pos {

@@ -76,7 +76,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct A;
     ///
@@ -85,7 +85,7 @@ impl Registry {
     /// assert!(registry.query_state::<&A, ()>().is_none());
     /// assert_eq!(registry.query::<&A>().count(), 1);
     /// assert_eq!(registry.query_state::<&A, ()>().unwrap().matched_archetypes().count(), 1);
-    /// *registry.world_mut() = freyr_core::World::new();
+    /// *registry.world_mut() = freyr::World::new();
     /// assert!(registry.query_state::<&A, ()>().is_none());
     /// ```
     pub fn query_state<Q: QueryData, F: QueryFilter>(&self) -> Option<&QueryState<Q, F>> {

@@ -10,7 +10,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// assert_eq!(registry.insert_resource(1u32), None);
     /// assert_eq!(registry.insert_resource(2u32), Some(1));
     /// ```
@@ -24,7 +24,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.insert_resource(7u8);
     /// assert_eq!(registry.resource::<u8>(), Some(&7));
     /// assert_eq!(registry.resource::<u16>(), None);
@@ -38,7 +38,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.insert_resource(7u8);
     /// *registry.resource_mut::<u8>().unwrap() += 1;
     /// assert_eq!(registry.resource::<u8>(), Some(&8));
@@ -53,7 +53,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let mut registry = freyr_query::Registry::with_workers(1);
+    /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.insert_resource(7u8);
     /// assert_eq!(registry.remove_resource::<u8>(), Some(7));
     /// assert!(!registry.contains_resource::<u8>());

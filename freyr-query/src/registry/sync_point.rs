@@ -2,10 +2,11 @@
 //! order, destroying queued entities, and re-raising the first panic.
 
 use core::any::Any;
-use std::panic;
+use std::panic::{self, AssertUnwindSafe};
 
 use freyr_core::NoSuchEntity;
 
+use crate::first_panic::keep_first;
 use crate::launch::inflight::Retired;
 
 use super::Registry;
@@ -17,13 +18,16 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// Re-raises the first panic of a callback of the retired launches (launch order), after
-    /// applying the commands of every chunk that did not panic. The registry stays usable.
+    /// Re-raises the first panic of user code — a callback or a reduction's `combine` of the
+    /// retired launches (launch order), then a component's `Drop` while commands apply or
+    /// entities are destroyed — after applying the commands of every task that did not panic and
+    /// running every queued destruction. The registry stays usable. See
+    /// [the panic contract](Registry#panics-in-user-code).
     ///
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Seed;
     /// struct Tree;
@@ -45,16 +49,21 @@ impl Registry {
         }
     }
 
-    /// Retires everything, applies deferred changes; returns the first callback panic.
+    /// Retires everything, applies deferred changes; returns the first panic (see the panic
+    /// contract on [`Registry`]): of the retired launches' callbacks and reductions in launch
+    /// order, then of the commands in the order they apply, then of the destructions. Later
+    /// panics are dropped without letting their payload's `Drop` unwind.
     pub(super) fn sync_point(&mut self) -> Option<Box<dyn Any + Send>> {
         let retired = self.sync.retire_all();
         let mut first_panic = None;
         for r in retired {
             if let Some(p) = self.absorb(r) {
-                first_panic.get_or_insert(p);
+                keep_first(&mut first_panic, p);
             }
         }
-        self.apply_deferred();
+        if let Some(p) = self.apply_deferred() {
+            keep_first(&mut first_panic, p);
+        }
         self.profiler.record_sync_point();
         first_panic
     }
@@ -84,28 +93,40 @@ impl Registry {
         }
     }
 
-    /// Applies pending commands in launch order, then queued destructions.
-    fn apply_deferred(&mut self) {
+    /// Applies pending commands in launch order, then queued destructions. A panic (a
+    /// component's `Drop`) stops neither: every remaining command and destruction still runs,
+    /// and the first panic is returned.
+    fn apply_deferred(&mut self) -> Option<Box<dyn Any + Send>> {
         debug_assert_eq!(self.sync.in_flight(), 0);
         let mut pending = core::mem::take(&mut self.pending);
         pending.sort_by_key(|(seq, _)| *seq);
         let world = self.sync.write(&self.profiler);
+        let mut first_panic = None;
         let (mut applied, mut stale) = (0, 0);
         for (_, buffers) in &mut pending {
             for buffer in buffers.iter_mut() {
-                let report = buffer.apply(world);
+                let (report, panic) = buffer.try_apply(world);
                 applied += report.applied;
                 stale += report.skipped_stale + report.skipped_missing;
+                if let Some(p) = panic {
+                    keep_first(&mut first_panic, p);
+                }
             }
         }
         self.profiler.record_commands(applied, stale);
         let (mut destroyed, mut stale) = (0, 0);
         for entity in self.destroy_queue.drain(..) {
-            match world.despawn(entity) {
-                Ok(()) => destroyed += 1,
-                Err(NoSuchEntity) => stale += 1,
+            match panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity))) {
+                Ok(Ok(())) => destroyed += 1,
+                Ok(Err(NoSuchEntity)) => stale += 1,
+                // The entity is gone (a panicking `Drop` does not keep it alive).
+                Err(p) => {
+                    destroyed += 1;
+                    keep_first(&mut first_panic, p);
+                }
             }
         }
         self.profiler.record_destroyed(destroyed, stale);
+        first_panic
     }
 }

@@ -20,7 +20,7 @@ use super::Registry;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Phase, Registry, System};
+/// use freyr::{Phase, Registry, System};
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -71,7 +71,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Phase, Registry};
+    /// use freyr::{Phase, Registry};
     ///
     /// struct Log(Vec<&'static str>);
     ///
@@ -108,8 +108,11 @@ impl Registry {
         self.phase
     }
 
-    /// Runs one tick: for each phase (PreUpdate, Update, PostUpdate), its systems in registration
-    /// order, then a sync point (wait for all tasks, apply commands, destroy queued entities).
+    /// Runs one tick, numbered [`tick`](Registry::tick): first the deadline jobs due at this tick
+    /// are applied (see [`add_deadline_jobs`](Registry::add_deadline_jobs)); then for each phase
+    /// (PreUpdate, Update, PostUpdate), its systems in registration order, then a sync point
+    /// (wait for all tasks, apply commands, destroy queued entities). The tick number then
+    /// advances, also when the tick panicked.
     ///
     /// # Panics
     ///
@@ -120,7 +123,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Phase, Registry};
+    /// use freyr::{Phase, Registry};
     ///
     /// struct Age(u32);
     ///
@@ -142,9 +145,13 @@ impl Registry {
              updates do not nest (use execute_tasks for a sync point inside a system)"
         );
         self.in_update = true;
-        let result = panic::catch_unwind(AssertUnwindSafe(|| self.run_phases(dt)));
+        let result = panic::catch_unwind(AssertUnwindSafe(|| {
+            self.open_tick();
+            self.run_phases(dt);
+        }));
         self.in_update = false;
         self.phase = None;
+        self.close_tick();
         if let Err(panic) = result {
             panic::resume_unwind(panic);
         }
@@ -170,7 +177,14 @@ impl Registry {
             let sync = sync_start.elapsed();
             self.profiler.record_phase(phase, start.elapsed(), sync);
             match (ran, task_panic) {
-                (Err(system_panic), _) => panic::resume_unwind(system_panic),
+                (Err(system_panic), task_panic) => {
+                    // Dropped now, not while unwinding: a payload whose `Drop` panics would
+                    // abort.
+                    if let Some(task_panic) = task_panic {
+                        freyr_sched::drop_payload(task_panic);
+                    }
+                    panic::resume_unwind(system_panic)
+                }
                 (Ok(()), Some(task_panic)) => panic::resume_unwind(task_panic),
                 (Ok(()), None) => {}
             }

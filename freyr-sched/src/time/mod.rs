@@ -4,13 +4,14 @@
 //! | file | concept |
 //! |---|---|
 //! | `clock.rs` | [`Clock`]: the wall-clock source, injectable ([`ManualClock`]) |
-//! | `fixed_step.rs` | [`FixedStep`]: fixed `dt`, accumulator, [`clamp_catchup_ticks`], tick counter |
+//! | `fixed_step.rs` | [`FixedStep`]: fixed `dt`, accumulator, gates, tick counter |
+//! | `clamp.rs` | [`clamp_catchup_ticks`]: the catch-up bound and the dropped-tick count |
 //! | `gate.rs` | [`Gate`]s that hold the next tick while its work is not ready |
-//! | `deadline.rs` | [`DeadlineScheduler`]: jobs requested at T, applied at exactly T + K |
-//! | `pump.rs`, `completer.rs` | [`AsyncPump`]: latency-tolerant work drained by its owner |
+//! | `deadline/` | [`DeadlineScheduler`]: jobs requested at T, applied at exactly T + K |
+//! | `pump/` | [`AsyncPump`]: latency-tolerant work drained by its owner |
 //! | `budget.rs` | [`Incremental`] jobs advanced by a fixed number of work units per tick |
 //! | `grid_path.rs` | [`GridPathSearch`]: a resumable A* whose work unit is a node expansion |
-//! | `governor.rs` | [`TickGovernor`]: the AIMD overrun governor and its four levers |
+//! | `governor/` | [`TickGovernor`]: the AIMD overrun governor and its four levers |
 //! | `pool_job.rs` | an owned closure run on the pool, shared by deadlines and the pump |
 //!
 //! The rule that ties them together: the machine's speed may change how
@@ -20,8 +21,8 @@
 //! are applied only where their owner drains them.
 
 mod budget;
+mod clamp;
 mod clock;
-mod completer;
 mod deadline;
 mod fixed_step;
 mod gate;
@@ -33,16 +34,14 @@ mod pump;
 pub use budget::{
     BudgetQueue, Incremental, Progress, TickWork, WorkBudget, ZeroBudget, advance_by,
 };
+pub use clamp::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
 pub use clock::{Clock, ManualClock, MonotonicClock};
-pub use completer::Completer;
 pub use deadline::{
     DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, due_tick,
 };
-pub use fixed_step::{
-    DEFAULT_MAX_CATCHUP_TICKS, FixedStep, FixedStepError, FrameReport, clamp_catchup_ticks,
-};
+pub use fixed_step::{FixedStep, FixedStepError, FrameReport};
 pub use gate::{Gate, GateId, Gates};
 pub use governor::{GovernorError, GovernorParams, Levers, TickGovernor, ai_sample_due};
 pub use grid_path::{Grid, GridPath, GridPathSearch, octile_distance};
 pub use pool_job::JobPanic;
-pub use pump::{AsyncPump, Discard, Launch, PumpError, PumpStats};
+pub use pump::{AsyncPump, Completer, Discard, Launch, PumpError, PumpStats};

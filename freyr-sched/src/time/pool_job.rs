@@ -7,13 +7,17 @@
 //! pool* ([`TaskGroup::try_wait`]) and can cancel it before it starts.
 
 use core::fmt;
+use core::marker::PhantomData;
+use core::ptr::NonNull;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::group::TaskGroup;
 use crate::job::IndexedJob;
+use crate::payload::drop_payload;
 use crate::pool::ThreadPool;
+use crate::sync;
 
 /// A job that panicked: the panic's message, delivered in place of its
 /// result.
@@ -92,7 +96,7 @@ impl<R: Send> IndexedJob for JobCell<R> {
             Ok(value) => Ok(value),
             Err(payload) => {
                 let message = panic_message(&*payload);
-                drop_quietly(payload);
+                drop_payload(payload);
                 Err(JobPanic::new(message))
             }
         };
@@ -102,45 +106,73 @@ impl<R: Send> IndexedJob for JobCell<R> {
 
 /// An owned closure queued on a pool, and its result once it ran.
 ///
-/// Invariant: the pool task points into `cell` and completes `group`; both
-/// are boxed (so moving a `PoolJob` never moves them) and freed only after
-/// the task finished (see the field order).
+/// The pool task points into `cell` and completes `group`. Both live in heap
+/// allocations owned through raw pointers, not `Box` fields: moving a `Box`
+/// asserts that it is the only pointer to its allocation, which the queued
+/// task's pointer contradicts (the reason the registry owns its world the
+/// same way). Both are freed only in `Drop`, after the task finished, which
+/// `Drop` waits for through a shared reference (never a `&mut TaskGroup`
+/// while the task may still decrement its counter).
 pub(crate) struct PoolJob<R> {
-    /// Declared first, so dropped first: `TaskGroup`'s `Drop` blocks until
-    /// the task finished, so `cell` is never freed while the task can still
-    /// touch it. (A forgotten `PoolJob` leaks both, which is sound.)
-    group: Box<TaskGroup>,
-    cell: Box<JobCell<R>>,
+    /// From `Box::into_raw`; freed in `Drop` (its `Drop` blocks until the
+    /// task finished).
+    group: NonNull<TaskGroup>,
+    /// From `Box::into_raw`; freed in `Drop`, after `group`.
+    cell: NonNull<JobCell<R>>,
+    /// Owns a `TaskGroup` and a `JobCell<R>` (for drop check and variance).
+    _owns: PhantomData<(Box<TaskGroup>, Box<JobCell<R>>)>,
 }
+
+// SAFETY: a `PoolJob` owns its `TaskGroup` (`Send + Sync`) and its
+// `JobCell<R>`, whose shared state sits behind mutexes and an atomic and
+// holds `R` and a `Send` closure: sending it to another thread is sound when
+// `R: Send`, as for a `Box<JobCell<R>>`.
+unsafe impl<R: Send> Send for PoolJob<R> {}
+// SAFETY: `&PoolJob` only reaches `&TaskGroup` (`Sync`) and `&JobCell<R>`,
+// whose fields are `Mutex`es of `Send` data and an atomic: `Sync` when
+// `R: Send`, as for a `Box<JobCell<R>>`.
+unsafe impl<R: Send> Sync for PoolJob<R> {}
 
 impl<R: Send + 'static> PoolJob<R> {
     /// Queues `work` on `pool` (a pool of one runs it before returning).
     pub(crate) fn spawn(pool: &ThreadPool, work: impl FnOnce() -> R + Send + 'static) -> Self {
         let job = PoolJob {
-            group: Box::new(TaskGroup::new()),
-            cell: Box::new(JobCell {
+            group: NonNull::from(Box::leak(Box::new(TaskGroup::new()))),
+            cell: NonNull::from(Box::leak(Box::new(JobCell {
                 work: Mutex::new(Some(Box::new(work))),
                 result: Mutex::new(None),
                 cancelled: AtomicBool::new(false),
-            }),
+            }))),
+            _owns: PhantomData,
         };
-        let cell: *const JobCell<R> = &*job.cell;
         // SAFETY:
-        // - `cell` points into a box owned by `job`; the box never moves and
-        //   is freed only after `job.group` is done (its `Drop` waits), and
-        //   nothing mutates it except through its mutexes and atomic.
-        // - `job.group` is boxed, so it is not moved before the wait; a
-        //   forgotten `PoolJob` leaks it, never frees it.
+        // - `job.cell` points to a live `JobCell<R>` that is freed only in
+        //   `PoolJob::drop`, after the group's `Drop` waited for the task;
+        //   moving `job` moves the pointer, not the allocation; nothing
+        //   mutates the cell except through its mutexes and atomic.
+        // - the group is never moved (it sits in its own allocation) and is
+        //   freed only in `PoolJob::drop`, whose `TaskGroup::drop` blocks
+        //   until the task finished; a forgotten `PoolJob` leaks both.
         // - `run(0)` is sound for the single index queued.
-        unsafe { pool.submit_job(&job.group, cell, 1) };
+        unsafe { pool.submit_job(job.group(), job.cell.as_ptr().cast_const(), 1) };
         job
     }
 }
 
 impl<R> PoolJob<R> {
+    fn group(&self) -> &TaskGroup {
+        // SAFETY: `group` is live until `Drop` and only ever shared.
+        unsafe { self.group.as_ref() }
+    }
+
+    fn cell(&self) -> &JobCell<R> {
+        // SAFETY: `cell` is live until `Drop` and only ever shared.
+        unsafe { self.cell.as_ref() }
+    }
+
     /// Whether the task has finished (its result, if any, is visible).
     pub(crate) fn is_done(&self) -> bool {
-        self.group.is_done()
+        self.group().is_done()
     }
 
     /// Runs queued tasks of `pool` on this thread until this job is done.
@@ -148,14 +180,14 @@ impl<R> PoolJob<R> {
     pub(crate) fn wait(&self, pool: &ThreadPool) {
         // The job body catches its own panics; a group panic can only come
         // from a panic payload whose `Drop` panicked, already reported.
-        if let Err(panic) = self.group.try_wait(pool) {
+        if let Err(panic) = self.group().try_wait(pool) {
             std::mem::forget(panic);
         }
     }
 
     /// Asks the task to skip the work if it has not started yet.
     pub(crate) fn cancel(&self) {
-        self.cell.cancelled.store(true, Ordering::Release);
+        self.cell().cancelled.store(true, Ordering::Release);
     }
 
     /// Takes the result of a finished job: `None` if it was cancelled
@@ -164,7 +196,28 @@ impl<R> PoolJob<R> {
         if !self.is_done() {
             return None;
         }
-        lock(&self.cell.result).take()
+        lock(&self.cell().result).take()
+    }
+}
+
+impl<R> Drop for PoolJob<R> {
+    fn drop(&mut self) {
+        // Wait through a shared reference until the task finished: the
+        // task's last access to the group is its completing decrement, made
+        // through a pointer of its own, which must not overlap a unique
+        // (`Box` or `&mut`) borrow of the group. No pool is at hand here, so
+        // this blocks without helping (yielding, then sleeping in short steps).
+        let mut step = 0u32;
+        while !self.group().is_done() {
+            sync::backoff(step);
+            step = step.saturating_add(1);
+        }
+        // SAFETY: `group` came from `Box::leak` and is reclaimed once, here;
+        // its task finished (above) and never touches it again.
+        drop(unsafe { Box::from_raw(self.group.as_ptr()) });
+        // SAFETY: `cell` came from `Box::leak` and is reclaimed once, here;
+        // the task that pointed into it finished (above).
+        drop(unsafe { Box::from_raw(self.cell.as_ptr()) });
     }
 }
 
@@ -196,11 +249,12 @@ pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
     }
 }
 
-/// Drops `value`; if its `Drop` panics, that panic's payload is leaked
-/// rather than dropped (so a second faulty `Drop` cannot unwind further).
+/// Drops `value` (a cancelled job's closure and its inputs); a panic from
+/// its `Drop` is caught and its payload dropped with [`drop_payload`], so
+/// nothing unwinds into the worker.
 fn drop_quietly<T>(value: T) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        std::mem::forget(payload);
+        drop_payload(payload);
     }
 }
 

@@ -29,6 +29,17 @@ fn fastest<'a>(ms: &[&'a Measurement], kind: Kind) -> Option<&'a Measurement> {
         .min_by(|a, b| a.median_ns.total_cmp(&b.median_ns))
 }
 
+/// The row's fastest peer, or (for dispatch rows, which no ECS peer runs) its fastest rayon
+/// form, named as such.
+fn reference<'a>(ms: &[&'a Measurement]) -> Option<&'a Measurement> {
+    fastest(ms, Kind::Peer).or_else(|| {
+        ms.iter()
+            .copied()
+            .filter(|m| m.implementation.starts_with("rayon"))
+            .min_by(|a, b| a.median_ns.total_cmp(&b.median_ns))
+    })
+}
+
 /// The memory floor of `(group, row, threads)`, if the row has one and it was measured.
 fn floor<'a>(all: &'a [Measurement], (group, row, threads): RowKey<'_>) -> Option<&'a Measurement> {
     let &(_, _, floor_row, parallel) = FLOORS
@@ -84,8 +95,9 @@ pub fn render(all: &[Measurement]) -> String {
     let mut out = String::new();
     out.push_str(
         "## Summary\n\nFreyr's fastest form of each workload against the fastest peer \
-         (hecs, bevy_ecs, legion) and, for million_iter, the memory floor (a STREAM-like pass \
-         over the same bytes). Below 1.00x Freyr is faster.\n\n",
+         (hecs, bevy_ecs, legion; rayon for the dispatch rows, which no ECS peer runs) and, for \
+         million_iter, the memory floor (a STREAM-like pass over the same bytes). Below 1.00x \
+         Freyr is faster.\n\n",
     );
     out.push_str(
         "| group | workload | threads | Freyr | fastest peer | Freyr / peer | floor | Freyr / floor |\n\
@@ -95,7 +107,7 @@ pub fn render(all: &[Measurement]) -> String {
         let Some(freyr) = fastest(ms, Kind::Freyr) else {
             continue;
         };
-        let peer = fastest(ms, Kind::Peer);
+        let peer = reference(ms);
         let floor = floor(all, k);
         let _ = writeln!(
             out,
@@ -116,13 +128,13 @@ pub fn render(all: &[Measurement]) -> String {
         );
     }
     out.push_str(
-        "\n## Every measurement\n\nCriterion medians; ratios to the fastest peer of the same \
-         workload and thread count, and to its memory floor.\n\n\
+        "\n## Every measurement\n\nCriterion medians; ratios to the fastest peer (or rayon) of \
+         the same workload and thread count, and to its memory floor.\n\n\
          | group | workload | threads | implementation | median | / fastest peer | / floor |\n\
          |---|---|---:|---|---:|---:|---:|\n",
     );
     for (&k, ms) in &rows {
-        let peer = fastest(ms, Kind::Peer);
+        let peer = reference(ms);
         let floor = floor(all, k);
         for m in ms {
             let _ = writeln!(
@@ -192,14 +204,24 @@ mod tests {
     }
 
     #[test]
-    fn rows_without_peers_say_so() {
+    fn dispatch_rows_are_quoted_against_rayon_and_rows_without_either_say_so() {
         let all = [
             m("sched/parallel_for_1m/freyr/2", 10.0),
             m("sched/parallel_for_1m/rayon/2", 12.0),
+            m("sched/parallel_for_1m/rayon_max_len/2", 8.0),
+            m("query/lonely/freyr", 5.0),
+            m("query/lonely/plain_vec", 4.0),
         ];
+        let text = render(&all);
         assert!(
-            render(&all)
-                .contains("| sched | parallel_for_1m | 2 | 10.0 ns (freyr) | — | — | — | — |")
+            text.contains(
+                "| sched | parallel_for_1m | 2 | 10.0 ns (freyr) | 8.00 ns (rayon_max_len) | 1.25x | — | — |"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("| query | lonely | 1 | 5.00 ns (freyr) | — | — | — | — |"),
+            "{text}"
         );
     }
 }

@@ -1,7 +1,7 @@
 //! `scaling`: how Freyr's tick speeds up with workers. For each workload (see `workloads.rs`) and
 //! each worker count 1, 2, 4, … up to `--max-workers` (default: this machine's threads), it
 //! builds the registry, runs warm-up ticks, then times `--ticks` ticks of `Registry::update`
-//! (interleaved across the worker counts, a few ticks at a time) and reports the median tick, the speedup over 1 worker, the parallel efficiency (speedup /
+//! (in rounds that visit every worker count in turn, a fresh registry each visit) and reports the median tick, the speedup over 1 worker, the parallel efficiency (speedup /
 //! workers) and the tasks stolen per tick (the registry profiler's pool counters).
 //!
 //! It prints a markdown table and writes `scaling.csv`, `speedup.svg` and `speedup.png` (the
@@ -31,7 +31,7 @@ USAGE: scaling [OPTIONS]   (cargo run --release -p freyr-benches --bin scaling -
 OPTIONS:
   --max-workers N   sweep up to N workers (default: this machine's hardware threads)
   --ticks N         timed ticks per point (default 50)
-  --warmup N        untimed ticks before them (default 5)
+  --warmup N        untimed ticks before each round's timed ones (default 5)
   --workload NAME   only this workload; repeatable (heavy_compute, million_iter)
   --out DIR         where scaling.csv, speedup.svg and speedup.png go (default target/scaling)
   -h, --help        this text";
@@ -158,51 +158,54 @@ impl Progress {
     }
 }
 
-/// Ticks per visit of a registry in one round of [`measure`].
-const TICKS_PER_ROUND: usize = 5;
+/// Rounds the timed ticks of each worker count are split into.
+const ROUNDS: usize = 5;
 
-/// Times one workload at every worker count. The counts are measured in interleaved rounds (each
-/// round runs a few ticks on every count in turn), so a slow spell of a shared machine lands on
-/// all counts alike instead of on one point of the curve. Speedup and efficiency are filled in
-/// later by [`relate`].
+/// Times one workload at every worker count, in [`ROUNDS`] rounds: each round visits every
+/// count in turn, building a fresh registry, running the warm-up ticks and then its share of the
+/// timed ticks, and dropping it (which joins its workers) before the next count, so no idle pool
+/// competes with the one being measured, and a slow spell of a shared machine lands on all counts
+/// alike instead of bending one point of the curve. Speedup and efficiency are filled in later by
+/// [`relate`].
 fn measure(w: &Workload, counts: &[usize], args: &Args, progress: &mut Progress) -> Vec<Point> {
-    let mut registries: Vec<_> = counts.iter().map(|&n| (w.build)(n)).collect();
-    for registry in &mut registries {
-        for _ in 0..args.warmup {
-            registry.update(DT);
-        }
-        registry.reset_profile();
-    }
     let mut times = vec![Vec::with_capacity(args.ticks); counts.len()];
+    let mut workers = counts.to_vec();
+    let mut stolen = vec![0u64; counts.len()];
+    let mut tasks = vec![0u64; counts.len()];
+    let per_round = args.ticks.div_ceil(ROUNDS);
     let mut done = 0;
     while done < args.ticks {
-        let batch = TICKS_PER_ROUND.min(args.ticks - done);
-        for (registry, times) in registries.iter_mut().zip(&mut times) {
-            progress.show(w.name, registry.workers(), done, args.ticks);
+        let batch = per_round.min(args.ticks - done);
+        for (i, &n) in counts.iter().enumerate() {
+            progress.show(w.name, n, done, args.ticks);
+            let mut registry = (w.build)(n);
+            for _ in 0..args.warmup {
+                registry.update(DT);
+            }
+            registry.reset_profile();
             for _ in 0..batch {
                 let start = Instant::now();
                 registry.update(DT);
-                times.push(start.elapsed());
+                times[i].push(start.elapsed());
             }
+            let profile = registry.profile();
+            workers[i] = registry.workers();
+            stolen[i] += profile.tasks_stolen();
+            tasks[i] += profile.tasks;
         }
         done += batch;
     }
     progress.done += 1;
     let ticks = args.ticks as f64;
-    registries
-        .into_iter()
-        .zip(times)
-        .map(|(registry, times)| {
-            let profile = registry.profile();
-            Point {
-                workload: w.name,
-                workers: registry.workers(),
-                median: median(times),
-                speedup: 1.0,
-                efficiency: 1.0,
-                steals_per_tick: profile.tasks_stolen() as f64 / ticks,
-                tasks_per_tick: profile.tasks as f64 / ticks,
-            }
+    (0..counts.len())
+        .map(|i| Point {
+            workload: w.name,
+            workers: workers[i],
+            median: median(std::mem::take(&mut times[i])),
+            speedup: 1.0,
+            efficiency: 1.0,
+            steals_per_tick: stolen[i] as f64 / ticks,
+            tasks_per_tick: tasks[i] as f64 / ticks,
         })
         .collect()
 }

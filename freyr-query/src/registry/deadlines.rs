@@ -1,0 +1,313 @@
+//! Deadline jobs through the registry: requested at tick T on an owned snapshot, run on the
+//! registry's pool, applied at exactly T + K by a fixed hook at the start of tick T + K, before
+//! any system, in registration order of the result types and request order within one.
+
+use core::any::{Any, TypeId};
+use std::panic::{self, AssertUnwindSafe};
+
+use freyr_sched::{
+    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, ThreadPool,
+};
+use hashbrown::HashMap;
+
+use crate::first_panic::keep_first;
+
+use super::Registry;
+
+/// The registry's deadline schedulers, one per result type, and their apply callbacks (kept
+/// apart so an apply callback may request new jobs).
+#[derive(Default)]
+pub(crate) struct Deadlines {
+    schedulers: Vec<Box<dyn ErasedScheduler>>,
+    /// `appliers[i]` applies `schedulers[i]`'s deliveries; taken out while they run.
+    appliers: Vec<Box<dyn ErasedApply>>,
+    index: HashMap<TypeId, usize>,
+}
+
+/// A scheduler of some result type, and the deliveries of its last collect.
+trait ErasedScheduler: Send {
+    fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError>;
+    fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError>;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn as_any(&self) -> &dyn Any;
+}
+
+struct Typed<R> {
+    jobs: DeadlineScheduler<R>,
+    ready: Vec<Delivered<R>>,
+}
+
+impl<R: Send + 'static> ErasedScheduler for Typed<R> {
+    fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError> {
+        let ready = &mut self.ready;
+        self.jobs.collect(pool, now, |done| ready.push(done))
+    }
+
+    fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError> {
+        self.ready.clear();
+        self.jobs.settle(pool)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+type ApplyFn<R> = Box<dyn FnMut(&mut Registry, Delivered<R>) + Send>;
+
+/// A panic payload caught from an apply callback.
+type Payload = Box<dyn Any + Send>;
+
+trait ErasedApply: Send {
+    /// Hands the deliveries buffered in scheduler `index` to the callback, in request order.
+    /// A panicking call does not stop the others; the first panic is returned.
+    fn apply(&mut self, registry: &mut Registry, index: usize) -> Option<Payload>;
+}
+
+struct Apply<R>(ApplyFn<R>);
+
+impl<R: Send + 'static> ErasedApply for Apply<R> {
+    fn apply(&mut self, registry: &mut Registry, index: usize) -> Option<Payload> {
+        let ready = core::mem::take(&mut registry.typed_mut::<R>(index).ready);
+        let mut first_panic = None;
+        for done in ready {
+            let f = &mut self.0;
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(registry, done))) {
+                keep_first(&mut first_panic, payload);
+            }
+        }
+        first_panic
+    }
+}
+
+impl Registry {
+    /// Registers deadline jobs with result type `R` and latency `latency` ticks (K): a job
+    /// requested with [`request_job`](Registry::request_job) at tick T is handed to `apply` at
+    /// the start of tick T + K, before any system runs, in request order; if it is not finished
+    /// then, the tick waits while this thread runs the pool's queued tasks (the stall, the late
+    /// job and the tasks helped are recorded in [`ProfileReport::time`](crate::ProfileReport)).
+    /// A job that panicked is delivered as `Err(JobPanic)` in its place. K never adapts to the
+    /// machine's speed.
+    ///
+    /// Result types are collected in the order they were registered. If an `apply` call
+    /// panics, every other delivery of the tick is still applied (each exactly once, at its
+    /// tick), then the first panic is re-raised from [`update`](Registry::update) before any
+    /// system of the tick runs.
+    ///
+    /// # Errors
+    ///
+    /// [`DeadlineError::ZeroLatency`] if `latency` is 0.
+    ///
+    /// # Panics
+    ///
+    /// If deadline jobs with result type `R` are already registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    /// use freyr_sched::Delivered;
+    ///
+    /// struct Score(u64);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// let e = registry.spawn((Score(0),));
+    /// registry
+    ///     .add_deadline_jobs(2, move |r: &mut Registry, done: Delivered<u64>| {
+    ///         assert_eq!(r.tick(), done.ticket.due());
+    ///         r.get_mut::<Score>(e).unwrap().0 = done.result.unwrap();
+    ///     })
+    ///     .unwrap();
+    /// registry.request_job(vec![1u64, 2, 3], |v: Vec<u64>| v.iter().sum::<u64>()).unwrap();
+    /// registry.update(0.1); // tick 0
+    /// registry.update(0.1); // tick 1
+    /// assert_eq!(registry.get::<Score>(e).unwrap().0, 0);
+    /// registry.update(0.1); // tick 2 = 0 + K: applied before its systems
+    /// assert_eq!(registry.get::<Score>(e).unwrap().0, 6);
+    /// ```
+    pub fn add_deadline_jobs<R: Send + 'static>(
+        &mut self,
+        latency: u64,
+        apply: impl FnMut(&mut Registry, Delivered<R>) + Send + 'static,
+    ) -> Result<(), DeadlineError> {
+        let jobs = DeadlineScheduler::<R>::new(latency)?;
+        let deadlines = &mut self.time.deadlines;
+        assert!(
+            !deadlines.index.contains_key(&TypeId::of::<R>()),
+            "freyr: deadline jobs with result type {} are already registered; one scheduler \
+             per result type (wrap the result in a new type for a second latency)",
+            core::any::type_name::<R>()
+        );
+        deadlines
+            .index
+            .insert(TypeId::of::<R>(), deadlines.schedulers.len());
+        deadlines.schedulers.push(Box::new(Typed {
+            jobs,
+            ready: Vec::new(),
+        }));
+        deadlines.appliers.push(Box::new(Apply(Box::new(apply))));
+        Ok(())
+    }
+
+    /// Requests `job(inputs)` at the current [`tick`](Registry::tick) T, to be applied at
+    /// T + K by the callback registered for `R`. `inputs` is moved in (an owned snapshot: the
+    /// `'static` bound keeps references into the live world out); the job runs on the
+    /// registry's pool.
+    ///
+    /// # Errors
+    ///
+    /// [`DeadlineError::Settled`] after [`settle_jobs`](Registry::settle_jobs).
+    ///
+    /// # Panics
+    ///
+    /// If no deadline jobs with result type `R` are registered, or from inside a query callback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.add_deadline_jobs(3, |_: &mut Registry, _: freyr_sched::Delivered<u8>| {}).unwrap();
+    /// registry.update(0.1);
+    /// let ticket = registry.request_job((), |()| 7u8).unwrap();
+    /// assert_eq!((ticket.requested_at(), ticket.due()), (1, 4));
+    /// ```
+    pub fn request_job<R, I, F>(&mut self, inputs: I, job: F) -> Result<JobTicket, DeadlineError>
+    where
+        R: Send + 'static,
+        I: Send + 'static,
+        F: FnOnce(I) -> R + Send + 'static,
+    {
+        self.guard("Registry::request_job");
+        let index = self.scheduler_index::<R>();
+        let now = self.time.tick;
+        let pool = self.sync.pool();
+        let typed = Self::downcast_mut::<R>(&mut self.time.deadlines.schedulers[index]);
+        let ticket = typed.jobs.request(pool, now, inputs, job)?;
+        self.time.stats.deadlines.requested += 1;
+        Ok(ticket)
+    }
+
+    /// Where the job `ticket` of result type `R` stands.
+    ///
+    /// # Errors
+    ///
+    /// [`DeadlineError::ForeignTicket`] if the ticket was issued by another registry (or another
+    /// scheduler).
+    ///
+    /// # Panics
+    ///
+    /// If no deadline jobs with result type `R` are registered.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    /// use freyr_sched::{DeadlineError, Delivered, JobStatus};
+    /// let mut a = Registry::with_workers(1);
+    /// let mut b = Registry::with_workers(1);
+    /// for r in [&mut a, &mut b] {
+    ///     r.add_deadline_jobs(1, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
+    /// }
+    /// let ticket = a.request_job((), |()| 1u8).unwrap();
+    /// assert_eq!(a.job_status::<u8>(&ticket), Ok(JobStatus::Finished));
+    /// assert!(matches!(b.job_status::<u8>(&ticket), Err(DeadlineError::ForeignTicket { .. })));
+    /// ```
+    pub fn job_status<R: Send + 'static>(
+        &self,
+        ticket: &JobTicket,
+    ) -> Result<JobStatus, DeadlineError> {
+        let index = self.scheduler_index::<R>();
+        let typed = self.time.deadlines.schedulers[index]
+            .as_any()
+            .downcast_ref::<Typed<R>>()
+            .expect("scheduler stored under its own result type");
+        typed.jobs.status(ticket)
+    }
+
+    /// Shutdown of the deadline jobs: waits (helping the pool) for every job in flight,
+    /// discards their results, and refuses later requests with [`DeadlineError::Settled`].
+    /// Returns how many were discarded.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::Registry;
+    /// use freyr_sched::{DeadlineError, Delivered};
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.add_deadline_jobs(2, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
+    /// registry.request_job((), |()| 1u8).unwrap();
+    /// assert_eq!(registry.settle_jobs(), 1);
+    /// assert_eq!(registry.request_job((), |()| 2u8).unwrap_err(), DeadlineError::Settled);
+    /// ```
+    pub fn settle_jobs(&mut self) -> usize {
+        self.guard("Registry::settle_jobs");
+        let pool = self.sync.pool();
+        self.time
+            .deadlines
+            .schedulers
+            .iter_mut()
+            .map(|s| {
+                s.settle(pool)
+                    .expect("a registry's schedulers only ever see its own pool")
+            })
+            .sum()
+    }
+
+    /// The tick-start hook: collects every scheduler at the current tick (helping the pool for
+    /// late jobs), then applies the deliveries in registration order, all of them even when a
+    /// callback panics (the first panic is re-raised afterwards).
+    pub(crate) fn collect_deadlines(&mut self) {
+        if self.time.deadlines.schedulers.is_empty() {
+            return;
+        }
+        let now = self.time.tick;
+        let pool = self.sync.pool();
+        for scheduler in &mut self.time.deadlines.schedulers {
+            match scheduler.collect(pool, now) {
+                Ok(report) => self.time.stats.deadlines.add(&report),
+                // The registry collects every tick, with its own pool, at its own tick number.
+                Err(error) => unreachable!("freyr: deadline collect failed: {error}"),
+            }
+        }
+        let mut appliers = core::mem::take(&mut self.time.deadlines.appliers);
+        let mut first_panic = None;
+        for (index, applier) in appliers.iter_mut().enumerate() {
+            if let Some(payload) = applier.apply(self, index) {
+                keep_first(&mut first_panic, payload);
+            }
+        }
+        // Types registered while applying go after the existing ones, like their schedulers.
+        let added = core::mem::replace(&mut self.time.deadlines.appliers, appliers);
+        self.time.deadlines.appliers.extend(added);
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+    }
+
+    fn scheduler_index<R: 'static>(&self) -> usize {
+        match self.time.deadlines.index.get(&TypeId::of::<R>()) {
+            Some(&index) => index,
+            None => panic!(
+                "freyr: no deadline jobs with result type {} are registered; call \
+                 Registry::add_deadline_jobs::<{0}>(latency, apply) first",
+                core::any::type_name::<R>()
+            ),
+        }
+    }
+
+    fn typed_mut<R: Send + 'static>(&mut self, index: usize) -> &mut Typed<R> {
+        Self::downcast_mut::<R>(&mut self.time.deadlines.schedulers[index])
+    }
+
+    fn downcast_mut<R: Send + 'static>(scheduler: &mut Box<dyn ErasedScheduler>) -> &mut Typed<R> {
+        scheduler
+            .as_any_mut()
+            .downcast_mut::<Typed<R>>()
+            .expect("scheduler stored under its own result type")
+    }
+}

@@ -1,0 +1,353 @@
+//! The overrun governor: an AIMD load factor driven by an EWMA of tick wall
+//! time, and the four levers derived from it.
+//!
+//! When a fixed-step tick no longer fits its budget, a server must shed
+//! optional work instead of spiralling or silently dilating time. The
+//! governor watches an exponentially weighted moving average of the measured
+//! tick wall time (it reacts within about `1 / ewma_alpha` ticks and recovers
+//! as fast, unlike a long-window percentile). Every `eval_interval_ticks`
+//! ticks it classifies the average against the budget: above `budget x high`
+//! the load factor is multiplied by `decrease_factor` (multiplicative
+//! decrease), below `budget x low` it grows by `increase_step` (additive
+//! increase), and between the two watermarks it holds (hysteresis). The load
+//! factor stays in `[floor, 1]`; 1 means no degradation.
+//!
+//! Four levers are derived from it, each a pure function of the load factor:
+//! the snapshot send interval, the per-client byte budget, the AI-sample
+//! stride and the interest-radius scale. At load factor 1 every lever is a
+//! no-op. The governor never changes the physics rate and never skips
+//! integration; the AI stride skips *sampling* only, through
+//! [`ai_sample_due`], a pure function of (entity, tick, stride), so every
+//! worker count computes the same thing under the same lever sequence.
+
+mod levers;
+mod params;
+
+use std::time::Duration;
+
+pub use self::levers::{Levers, ai_sample_due};
+pub use self::params::{GovernorError, GovernorParams};
+
+/// The AIMD overrun governor: step it once per tick with the previous
+/// tick's measured wall time; use the returned [`Levers`] for the tick.
+///
+/// Pure and deterministic: the same sequence of samples gives the same
+/// sequence of levers (it reads no clock; the caller measures).
+///
+/// # Examples
+///
+/// ```
+/// use std::time::Duration;
+/// use freyr_sched::{GovernorParams, TickGovernor};
+///
+/// let params = GovernorParams { budget: Duration::from_millis(10), ..Default::default() };
+/// let mut governor = TickGovernor::new(params).unwrap();
+/// // Ticks of 12 ms against a 10 ms budget: over budget x 0.90.
+/// for _ in 0..10 {
+///     governor.step(Duration::from_millis(12));
+/// }
+/// assert!((governor.load_factor() - 0.7).abs() < 1e-12);
+/// assert_eq!(governor.levers().ai_stride, 2);
+/// // Ticks of 3 ms: under budget x 0.60, so it recovers additively.
+/// for _ in 0..40 {
+///     governor.step(Duration::from_millis(3));
+/// }
+/// assert_eq!(governor.load_factor(), 1.0);
+/// ```
+#[derive(Clone, Debug)]
+pub struct TickGovernor {
+    params: GovernorParams,
+    load_factor: f64,
+    /// EWMA of tick wall time in milliseconds; `None` before the first sample.
+    ewma_ms: Option<f64>,
+    since_eval: u32,
+    decreases: u64,
+    increases: u64,
+    levers: Levers,
+}
+
+impl TickGovernor {
+    /// A governor at load factor 1.
+    ///
+    /// # Errors
+    ///
+    /// [`GovernorError`] if `params` fails [`GovernorParams::validate`].
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// assert_eq!(governor.load_factor(), 1.0);
+    /// assert_eq!(governor.ewma_ms(), None);
+    /// ```
+    pub fn new(params: GovernorParams) -> Result<Self, GovernorError> {
+        params.validate()?;
+        Ok(TickGovernor {
+            params,
+            load_factor: 1.0,
+            ewma_ms: None,
+            since_eval: 0,
+            decreases: 0,
+            increases: 0,
+            levers: Levers::unloaded(&params),
+        })
+    }
+
+    /// Feeds the wall time of the tick just finished and returns the levers
+    /// for the next one.
+    ///
+    /// The sample updates the EWMA (the first sample sets it). Every
+    /// `eval_interval_ticks`-th step compares the EWMA with the budget:
+    /// above `budget x high_watermark` the load factor is multiplied by
+    /// `decrease_factor`, below `budget x low_watermark` it grows by
+    /// `increase_step`, otherwise it holds; then it is clamped to
+    /// `[floor, 1]`. A disabled governor tracks the EWMA but keeps the load
+    /// factor at 1.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr_sched::{GovernorParams, TickGovernor};
+    /// let params = GovernorParams {
+    ///     budget: Duration::from_millis(10),
+    ///     eval_interval_ticks: 1,
+    ///     ewma_alpha: 1.0,
+    ///     ..Default::default()
+    /// };
+    /// let mut governor = TickGovernor::new(params).unwrap();
+    /// assert_eq!(governor.step(Duration::from_millis(7)).load_factor, 1.0); // in the band
+    /// assert!((governor.step(Duration::from_millis(20)).load_factor - 0.7).abs() < 1e-12);
+    /// assert!((governor.step(Duration::from_millis(1)).load_factor - 0.825).abs() < 1e-12);
+    /// ```
+    pub fn step(&mut self, last_tick_wall: Duration) -> Levers {
+        let sample = millis(last_tick_wall);
+        let ewma = match self.ewma_ms {
+            None => sample,
+            Some(ewma) => ewma + self.params.ewma_alpha * (sample - ewma),
+        };
+        self.ewma_ms = Some(ewma);
+        if !self.params.enabled {
+            self.load_factor = 1.0;
+            self.since_eval = 0;
+            self.levers = Levers::unloaded(&self.params);
+            return self.levers;
+        }
+        self.since_eval += 1;
+        if self.since_eval >= self.params.eval_interval_ticks {
+            self.since_eval = 0;
+            let budget_ms = millis(self.params.budget);
+            let floor = self.params.floor().min(1.0);
+            if ewma > budget_ms * self.params.high_watermark {
+                self.load_factor = (self.load_factor * self.params.decrease_factor).max(floor);
+                self.decreases += 1;
+            } else if ewma < budget_ms * self.params.low_watermark {
+                self.load_factor = (self.load_factor + self.params.increase_step).min(1.0);
+                self.increases += 1;
+            }
+        }
+        self.levers = Levers::for_load_factor(&self.params, self.load_factor);
+        self.levers
+    }
+
+    /// The current load factor, in `[floor, 1]`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::TickGovernor::new(Default::default()).unwrap().load_factor(), 1.0);
+    /// ```
+    #[must_use]
+    pub fn load_factor(&self) -> f64 {
+        self.load_factor
+    }
+
+    /// The levers for the current load factor (what the last
+    /// [`step`](Self::step) returned).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// assert_eq!(governor.levers().snapshot_interval_ticks, 1);
+    /// ```
+    #[must_use]
+    pub fn levers(&self) -> Levers {
+        self.levers
+    }
+
+    /// The EWMA of tick wall time in milliseconds (`None` before any sample).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let mut governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// governor.step(Duration::from_millis(4));
+    /// assert_eq!(governor.ewma_ms(), Some(4.0));
+    /// ```
+    #[must_use]
+    pub fn ewma_ms(&self) -> Option<f64> {
+        self.ewma_ms
+    }
+
+    /// How many decisions decreased, and how many increased, the load factor.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// assert_eq!(governor.decisions(), (0, 0));
+    /// ```
+    #[must_use]
+    pub fn decisions(&self) -> (u64, u64) {
+        (self.decreases, self.increases)
+    }
+
+    /// The parameters.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// assert_eq!(governor.params().tick_hz, 60);
+    /// ```
+    #[must_use]
+    pub fn params(&self) -> &GovernorParams {
+        &self.params
+    }
+}
+
+/// `d` in milliseconds, from its exact nanosecond count (so whole
+/// microseconds convert exactly).
+fn millis(d: Duration) -> f64 {
+    d.as_nanos() as f64 / 1e6
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BUDGET_MS: u64 = 10;
+
+    /// Decides every tick on the newest sample alone, so each step is one decision.
+    fn immediate() -> TickGovernor {
+        TickGovernor::new(GovernorParams {
+            budget: Duration::from_millis(BUDGET_MS),
+            eval_interval_ticks: 1,
+            ewma_alpha: 1.0,
+            ..Default::default()
+        })
+        .unwrap()
+    }
+
+    fn us(micros: u64) -> Duration {
+        Duration::from_micros(micros)
+    }
+
+    #[test]
+    fn above_the_high_watermark_decreases_multiplicatively() {
+        let mut g = immediate();
+        g.step(us(9_001)); // just above 10 ms x 0.90
+        assert!((g.load_factor() - 0.7).abs() < 1e-12);
+        g.step(us(9_001));
+        assert!((g.load_factor() - 0.49).abs() < 1e-12);
+        assert_eq!(g.decisions(), (2, 0));
+    }
+
+    #[test]
+    fn at_the_watermarks_the_band_holds() {
+        let mut g = immediate();
+        g.step(us(20_000));
+        let lf = g.load_factor();
+        for sample in [9_000, 8_999, 6_000, 6_001, 7_500] {
+            g.step(us(sample)); // at and inside each watermark, and between
+            assert_eq!(g.load_factor(), lf, "{sample} us must hold");
+        }
+        assert_eq!(g.decisions(), (1, 0));
+    }
+
+    #[test]
+    fn below_the_low_watermark_increases_additively() {
+        let mut g = immediate();
+        g.step(us(20_000));
+        g.step(us(20_000)); // 0.49
+        g.step(us(5_999));
+        assert!((g.load_factor() - 0.615).abs() < 1e-12);
+        g.step(us(0));
+        assert!((g.load_factor() - 0.74).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_load_factor_never_leaves_floor_to_one() {
+        let mut g = immediate();
+        for _ in 0..50 {
+            g.step(us(1_000_000));
+        }
+        assert_eq!(g.load_factor(), 0.25);
+        for _ in 0..50 {
+            g.step(us(0));
+        }
+        assert_eq!(g.load_factor(), 1.0);
+    }
+
+    #[test]
+    fn recovery_from_the_floor_takes_six_increases() {
+        let mut g = immediate();
+        for _ in 0..10 {
+            g.step(us(50_000));
+        }
+        let mut steps = 0;
+        while g.load_factor() < 1.0 {
+            g.step(us(1_000));
+            steps += 1;
+        }
+        // 0.25 + 6 x 0.125 = 1.0
+        assert_eq!(steps, 6);
+    }
+
+    #[test]
+    fn decisions_happen_only_every_eval_interval() {
+        let mut g = TickGovernor::new(GovernorParams {
+            budget: Duration::from_millis(BUDGET_MS),
+            eval_interval_ticks: 5,
+            ewma_alpha: 1.0,
+            ..Default::default()
+        })
+        .unwrap();
+        for _ in 0..4 {
+            g.step(us(30_000));
+            assert_eq!(g.load_factor(), 1.0);
+        }
+        g.step(us(30_000));
+        assert!((g.load_factor() - 0.7).abs() < 1e-12);
+    }
+
+    #[test]
+    fn the_ewma_smooths_a_single_spike() {
+        let mut g = TickGovernor::new(GovernorParams {
+            budget: Duration::from_millis(BUDGET_MS),
+            eval_interval_ticks: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        g.step(us(5_000));
+        g.step(us(40_000)); // one 40 ms spike: EWMA 5 + 0.1 x 35 = 8.5 ms, under 9 ms
+        assert!((g.ewma_ms().unwrap() - 8.5).abs() < 1e-9);
+        assert_eq!(g.load_factor(), 1.0);
+    }
+
+    #[test]
+    fn a_disabled_governor_holds_one() {
+        let mut g = TickGovernor::new(GovernorParams {
+            enabled: false,
+            eval_interval_ticks: 1,
+            ..Default::default()
+        })
+        .unwrap();
+        for _ in 0..20 {
+            assert_eq!(g.step(Duration::from_secs(1)), Levers::unloaded(g.params()));
+        }
+        assert_eq!(g.decisions(), (0, 0));
+    }
+}
