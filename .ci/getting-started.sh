@@ -3,7 +3,7 @@
 # src/main.rs are cut out of docs/src/getting-started.md (so what is tested is exactly what the
 # guide shows), written into a fresh crate in a temporary directory that depends on this checkout
 # by path, and run with `cargo run --release` in its own target directory with no RUSTFLAGS: the
-# flags a dependent's build gets, not this repository's .cargo/config.toml.
+# flags a dependent's build gets (this repository has no .cargo/config.toml either).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 chapter="$repo/docs/src/getting-started.md"

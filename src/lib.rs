@@ -44,9 +44,9 @@ pub use freyr_sched::{
 // Queries, the registry, systems and profiling.
 pub use freyr_query::{
     BoxedClock, Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats,
-    ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryState, Read, Reduction,
-    Registry, Res, Resources, StableHash, StableHasher, System, TimeStats, UnhashedComponents,
-    ViewSet, With, Without,
+    ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryState, ROW_PATH_ENV, Read,
+    Reduction, Registry, Res, Resources, RowPath, StableHash, StableHasher, System, TimeStats,
+    UnhashedComponents, ViewSet, With, Without,
 };
 
 // The tick profiler.

@@ -112,7 +112,7 @@ pub fn cpu_name() -> String {
 }
 
 /// The instruction set this crate was compiled for, in words: `"x86-64-v3"` when AVX2 and FMA
-/// are on (this repository's `.cargo/config.toml`), `"generic x86-64"` on the x86-64 baseline.
+/// are on (`-C target-cpu=x86-64-v3` or newer), `"generic x86-64"` on the x86-64 baseline.
 ///
 /// # Examples
 /// ```

@@ -9,7 +9,9 @@
 //! 2. **The same world for every worker count.** Commands recorded by parallel tasks apply in
 //!    (launch, chunk, row, record) order; reductions combine in chunk order.
 //! 3. **Speed.** `each` is a pointer walk over chunk columns; `each_async` is one queue entry per
-//!    chunk, with no heap allocation per task.
+//!    chunk, with no heap allocation per task. Built for a target without AVX2 (a dependent's
+//!    default), every row loop also exists as an AVX2 + FMA copy that runs where the CPU has
+//!    it, with the same results ([`RowPath`]).
 //!
 //! # Examples
 //!
@@ -65,6 +67,7 @@ mod profiler;
 mod query;
 mod registry;
 mod resources;
+mod row_path;
 mod state;
 mod tick;
 mod view;
@@ -80,6 +83,7 @@ pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
 pub use crate::query::{Query, Reduction};
 pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
+pub use crate::row_path::{ROW_PATH_ENV, RowPath};
 pub use crate::state::QueryState;
 pub use crate::tick::{
     LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,

@@ -3,18 +3,45 @@
 
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, World, WorldId};
+use freyr_core::{ArchetypeId, Entity, World, WorldId};
 
 use crate::access::{Access, TypeAccess};
 use crate::error::QueryError;
-use crate::fetch::QueryData;
+use crate::fetch::{ColumnPtr, QueryData};
 use crate::filter::QueryFilter;
+use crate::registry::LayoutStamp;
 
 /// One archetype a query matched, with the column indices its fetch needs.
 #[derive(Copy, Clone, Debug)]
 pub(crate) struct MatchedArchetype<C> {
     pub(crate) id: ArchetypeId,
     pub(crate) columns: C,
+}
+
+/// One run of consecutive chunks of a matched archetype ([`Archetype::runs`]): the fetch's
+/// column base pointers, the entity array and the row count, as read under one layout.
+///
+/// [`Archetype::runs`]: freyr_core::Archetype::runs
+#[derive(Copy, Clone)]
+pub(crate) struct RunPtrs<P> {
+    pub(crate) ptrs: P,
+    pub(crate) entities: ColumnPtr<Entity>,
+    pub(crate) len: usize,
+}
+
+/// The runs of every matched archetype, in (archetype creation, run) order, read under the
+/// layout `stamp` names: what `each` walks, so that a query over many small archetypes does not
+/// look up each archetype's chunks, slabs and columns again on every call.
+///
+/// ```text
+///  stamp = (world id, epoch)   epoch: how many times the registry handed out &mut World
+///  runs  = [ (ptrs, entities, len) of a0's run 0 | a0's run 1 | a3's run 0 | ... ]
+///           valid exactly while the registry's current stamp equals `stamp`
+/// ```
+struct RunCache<P> {
+    /// The layout `runs` was read under; `None` when it must be read again.
+    stamp: Option<LayoutStamp>,
+    runs: Vec<RunPtrs<P>>,
 }
 
 /// The cached, incrementally refreshed state of a query `Q` with filter `F`.
@@ -63,6 +90,9 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     /// Total archetype examinations ever made; equals `cursor` unless ids were resolved late.
     examined: usize,
     access: Arc<Access>,
+    /// The matched archetypes' runs under one layout (see [`RunCache`]); cleared whenever
+    /// `matched` changes.
+    runs: RunCache<Q::Ptrs>,
 }
 
 impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
@@ -86,6 +116,10 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             cursor: 0,
             examined: 0,
             access,
+            runs: RunCache {
+                stamp: None,
+                runs: Vec::new(),
+            },
         };
         state.update(world);
         Ok(state)
@@ -163,6 +197,36 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             // launched with.
             self.access = Arc::new(Self::component_access(&self.data, &self.matched));
         }
+        if self.matched.len() != matched_before || matched_before == 0 {
+            // New matches (or a state started over): the cached runs do not cover them.
+            self.runs.stamp = None;
+        }
+    }
+
+    /// The runs of the matched archetypes in `world`, in (archetype creation, run) order, read
+    /// again only when `stamp` differs from the layout they were read under. Call after
+    /// [`update`](QueryState::update) against the same `world`.
+    ///
+    /// The pointers are only computed here, never dereferenced. They point at the rows of
+    /// `world` for as long as `stamp` is the registry's current layout stamp (the argument is
+    /// point 7 of `registry/world.rs`).
+    pub(crate) fn runs(&mut self, world: &World, stamp: LayoutStamp) -> &[RunPtrs<Q::Ptrs>] {
+        if self.runs.stamp != Some(stamp) {
+            // Unset first: if reading panics, a half-filled list is never taken for complete.
+            self.runs.stamp = None;
+            self.runs.runs.clear();
+            for matched in &self.matched {
+                for run in world.archetype(matched.id).runs() {
+                    self.runs.runs.push(RunPtrs {
+                        ptrs: Q::ptrs(matched.columns, run),
+                        entities: <Entity as QueryData>::ptrs((), run),
+                        len: run.len(),
+                    });
+                }
+            }
+            self.runs.stamp = Some(stamp);
+        }
+        &self.runs.runs
     }
 
     /// The matched archetypes, in creation order.

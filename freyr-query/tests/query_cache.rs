@@ -1,6 +1,6 @@
 //! Query states are cached per type and refreshed incrementally when archetypes appear.
 
-use freyr_query::{Registry, With};
+use freyr_query::{Entity, Registry, With};
 
 struct A(u32);
 struct B;
@@ -85,4 +85,86 @@ fn components_registered_after_the_query_are_resolved_later() {
     assert_eq!(seen, 8);
     assert_eq!(registry.implicit_syncs(), 1);
     registry.execute_tasks();
+}
+
+/// `each` keeps the pointers of its runs between calls while the world's layout is unchanged;
+/// every structural change in between (spawn, batch spawn, despawn, insert, remove, deferred
+/// commands, a replaced world) must be seen by the next call, and a value written through
+/// `get_mut` too. Checked against a model after every step.
+#[test]
+fn each_sees_every_change_between_calls() {
+    #[derive(Clone, Copy)]
+    struct V(u64);
+    struct Tag;
+
+    let mut registry = Registry::with_workers(2);
+    let mut model: Vec<(Entity, u64)> = Vec::new();
+    let sum_and_count = |registry: &mut Registry| {
+        let (mut sum, mut count) = (0u64, 0usize);
+        registry.query::<&V>().each(|_, v| {
+            sum += v.0;
+            count += 1;
+        });
+        (sum, count)
+    };
+    let check = |registry: &mut Registry, model: &[(Entity, u64)], step: &str| {
+        let want = (model.iter().map(|m| m.1).sum::<u64>(), model.len());
+        assert_eq!(sum_and_count(registry), want, "after {step}");
+        // Twice: the second call runs on the cached runs.
+        assert_eq!(sum_and_count(registry), want, "after {step}, again");
+    };
+
+    let mut next = 1u64;
+    for round in 0..40u64 {
+        match round % 8 {
+            0 => {
+                let e = registry.spawn((V(next),));
+                model.push((e, next));
+                next += 1;
+            }
+            1 => {
+                let values: Vec<u64> = (next..next + 700).collect();
+                next += 700;
+                let spawned = registry.spawn_batch(values.iter().map(|&v| (V(v), Tag)));
+                model.extend(spawned.into_iter().zip(values));
+            }
+            2 => {
+                let (e, _) = model.swap_remove((round as usize * 7) % model.len());
+                registry.despawn(e).unwrap();
+            }
+            3 => {
+                let e = model[(round as usize * 13) % model.len()].0;
+                registry.insert(e, (Tag,)).unwrap();
+            }
+            4 => {
+                let e = model[(round as usize * 5) % model.len()].0;
+                let _ = registry.remove::<(Tag,)>(e);
+            }
+            5 => {
+                let i = (round as usize * 11) % model.len();
+                registry.get_mut::<V>(model[i].0).unwrap().0 = 1_000_000 + round;
+                model[i].1 = 1_000_000 + round;
+            }
+            6 => {
+                let victims: Vec<Entity> = model.iter().step_by(9).map(|m| m.0).collect();
+                registry.query::<&V>().each_with(|e, _, ctx| {
+                    if victims.contains(&e) {
+                        ctx.commands().despawn(e);
+                    }
+                });
+                registry.execute_tasks();
+                model.retain(|m| !victims.contains(&m.0));
+            }
+            _ => {
+                if round == 23 {
+                    *registry.world_mut() = freyr_core::World::new();
+                    model.clear();
+                }
+                let e = registry.spawn((V(next), Tag));
+                model.push((e, next));
+                next += 1;
+            }
+        }
+        check(&mut registry, &model, &format!("round {round}"));
+    }
 }

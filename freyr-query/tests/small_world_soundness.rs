@@ -183,3 +183,35 @@ fn same_type_writers_on_disjoint_archetypes_overlap() {
     let base: f64 = (0..N).map(f64::from).sum();
     assert_eq!(sum, base + f64::from(linked) + f64::from(N - linked));
 }
+
+#[test]
+fn each_reuses_its_runs_only_while_the_layout_holds() {
+    // `each` keeps its runs' column pointers between calls while no `&mut World` was handed out.
+    // Reused: after `get_mut` and an overlapping launch on another column; re-read: after a
+    // structural change moved rows (and reallocated the destination archetype's chunks).
+    let (mut registry, es) = world(2);
+    let sum = |registry: &mut Registry| {
+        let mut sum = 0.0f64;
+        registry.query::<(&mut Pos, &Vel)>().each(|_, (p, v)| {
+            p.0 += v.0;
+            sum += f64::from(p.0);
+        });
+        sum
+    };
+    let base: f64 = (0..N).map(f64::from).sum();
+    assert_eq!(sum(&mut registry), base + f64::from(N));
+    registry.get_mut::<Pos>(es[5]).unwrap().0 += 100.0;
+    registry.query::<&mut Seen>().each_async(|_, s| s.0 += 1.0);
+    assert_eq!(sum(&mut registry), base + f64::from(2 * N) + 100.0);
+    for e in es.iter().step_by(2) {
+        registry.insert(*e, (Tag,)).unwrap();
+    }
+    registry.despawn(es[1]).unwrap();
+    let removed = f64::from(1 + 3);
+    assert_eq!(
+        sum(&mut registry),
+        base + f64::from(3 * N) + 100.0 - removed
+    );
+    registry.execute_tasks();
+    registry.world().check_invariants();
+}

@@ -1,67 +1,74 @@
 //! The synchronous loops behind `each`, `each_chunk` and `each_with`: archetype creation order,
 //! then chunk, then row, on the calling thread.
 //!
-//! Per chunk (for `each`, per run of chunks sharing a slab) the column base pointers are read
-//! once; the row loop is then a plain pointer walk, in a function of its own, that the compiler
-//! inlines the callback into and vectorises.
+//! `each` walks the query's cached runs ([`QueryState::runs`]: per run of chunks sharing a slab,
+//! the column base pointers, read once per layout of the world), so a call over many small
+//! archetypes costs a few loads per archetype. `each_chunk` and `each_with` read the pointers
+//! per chunk. Each row loop is then a plain pointer walk, in a function of its own that the
+//! compiler inlines the callback into and vectorises, compiled twice and picked at run time
+//! ([`RowPath`](crate::RowPath)).
 
 use freyr_core::{CommandBuffer, Entity, World};
 
 use crate::commands::Context;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
-use crate::state::QueryState;
+use crate::row_path::row_loop;
+use crate::state::{QueryState, RunPtrs};
 use crate::view::ViewSet;
 
-/// Calls `f` for every matched row.
+/// Calls `f` for every row of `runs`, in order.
 ///
 /// # Safety
 ///
-/// - `state` was updated against `world` (its matched archetypes exist in `world`);
+/// - `runs` come from [`QueryState::runs`] for the world's current layout, and the world is not
+///   structurally modified until this returns (so every run's pointers address its `len` live
+///   rows);
 /// - no in-flight work conflicts with `Q`'s access, and nothing else touches the written columns
 ///   until this returns (the caller holds the registry mutably).
 #[inline]
-pub(crate) unsafe fn each_row<Q, F, C>(world: &World, state: &QueryState<Q, F>, f: &mut C)
+pub(crate) unsafe fn each_row<Q, C>(runs: &[RunPtrs<Q::Ptrs>], f: &mut C)
 where
     Q: QueryData,
-    F: QueryFilter,
     C: for<'w> FnMut(Entity, Q::Item<'w>),
 {
-    for matched in state.matched() {
-        let archetype = world.archetype(matched.id);
-        // Runs of chunks that share a slab are contiguous per column: one row loop per run, in
-        // the same (chunk, row) order as chunk by chunk.
-        for run in archetype.runs() {
-            let ptrs = Q::ptrs(matched.columns, run);
-            // SAFETY: `ptrs` are the run's columns and `entities` its entity array, so they hold
-            // `entities.len()` rows; access is exclusive per the caller contract.
-            unsafe { rows::<Q, C>(ptrs, run.entities(), f) };
-        }
+    for run in runs {
+        // SAFETY: the run's entity array holds `len` initialised entities, not written while a
+        // query runs (caller contract).
+        let entities = unsafe { <Entity as QueryData>::slice(run.entities, run.len) };
+        // SAFETY: `ptrs` are the run's columns, holding `len` rows like `entities`; access is
+        // exclusive per the caller contract.
+        unsafe { rows::<Q, C>(run.ptrs, entities, f) };
     }
 }
 
-/// The row loop of one run of chunks, kept out of line on purpose: as its own function, `f` and the
-/// entity slice are `noalias` arguments, so the optimiser can hoist the closure's captures out of
-/// the loop and vectorise it across rows (inlined into the archetype/chunk loops it did not, and
-/// `pos += vel * dt` over `[f32; 3]` columns ran scalar). One call per run (up to a slab,
-/// 256 chunks) costs nothing.
-///
-/// # Safety
-///
-/// `ptrs` come from [`QueryData::ptrs`] for a live chunk or run with `entities.len()` rows that
-/// is not structurally modified during the call, and no other reference to the rows' written columns
-/// exists (and nothing writes the read ones) until it returns.
-#[inline(never)]
-unsafe fn rows<Q, C>(ptrs: Q::Ptrs, entities: &[Entity], f: &mut C)
-where
-    Q: QueryData,
-    C: for<'w> FnMut(Entity, Q::Item<'w>),
-{
-    for (row, &entity) in entities.iter().enumerate() {
-        // SAFETY: `row < entities.len()` = the chunk's length; each row is fetched once and its
-        // items do not outlive the call (`f` is higher-ranked over `'w`); access is exclusive per
-        // the caller contract.
-        f(entity, unsafe { Q::item(ptrs, row) });
+row_loop! {
+    /// The row loop of one run of chunks, kept out of line on purpose: as its own function, `f`
+    /// and the entity slice are `noalias` arguments, so the optimiser can hoist the closure's
+    /// captures out of the loop and vectorise it across rows (inlined into the archetype/chunk
+    /// loops it did not, and `pos += vel * dt` over `[f32; 3]` columns ran scalar). One call per
+    /// run (up to a slab, 256 chunks) costs nothing. Two copies, picked at run time
+    /// ([`RowPath`](crate::RowPath)).
+    ///
+    /// # Safety
+    ///
+    /// `ptrs` come from [`QueryData::ptrs`] for a live chunk or run with `entities.len()` rows
+    /// that is not structurally modified during the call, and no other reference to the rows'
+    /// written columns exists (and nothing writes the read ones) until it returns.
+    unsafe fn rows / rows_baseline / rows_avx2 <Q, C>(
+        ptrs: Q::Ptrs,
+        entities: &[Entity],
+        f: &mut C,
+    ) where {
+        Q: QueryData,
+        C: for<'w> FnMut(Entity, Q::Item<'w>),
+    } {
+        for (row, &entity) in entities.iter().enumerate() {
+            // SAFETY: `row < entities.len()` = the chunk's length; each row is fetched once and
+            // its items do not outlive the call (`f` is higher-ranked over `'w`); access is
+            // exclusive per the caller contract.
+            f(entity, unsafe { Q::item(ptrs, row) });
+        }
     }
 }
 
@@ -88,22 +95,27 @@ where
     }
 }
 
-/// One `each_chunk` call, out of line for the same reason as [`rows`]: compiled on its own, the
-/// user's slice loop is vectorised; inlined into the chunk loop it was not (`pos += vel * dt`
-/// over `[f32; 3]` slices ran at half the speed of the same loop over two `Vec`s).
-///
-/// # Safety
-///
-/// As for [`rows`].
-#[inline(never)]
-unsafe fn call_chunk<Q, C>(ptrs: Q::Ptrs, entities: &[Entity], f: &mut C)
-where
-    Q: QueryData,
-    C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
-{
-    // SAFETY: `entities.len()` rows are initialised; the slices do not outlive the call; access
-    // is exclusive per the caller contract.
-    f(entities, unsafe { Q::slice(ptrs, entities.len()) });
+row_loop! {
+    /// One `each_chunk` call, out of line for the same reason as [`rows`]: compiled on its own,
+    /// the user's slice loop is vectorised; inlined into the chunk loop it was not (`pos += vel *
+    /// dt` over `[f32; 3]` slices ran at half the speed of the same loop over two `Vec`s). Two
+    /// copies, picked at run time ([`RowPath`](crate::RowPath)).
+    ///
+    /// # Safety
+    ///
+    /// As for [`rows`].
+    unsafe fn call_chunk / call_chunk_baseline / call_chunk_avx2 <Q, C>(
+        ptrs: Q::Ptrs,
+        entities: &[Entity],
+        f: &mut C,
+    ) where {
+        Q: QueryData,
+        C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
+    } {
+        // SAFETY: `entities.len()` rows are initialised; the slices do not outlive the call;
+        // access is exclusive per the caller contract.
+        f(entities, unsafe { Q::slice(ptrs, entities.len()) });
+    }
 }
 
 /// Calls `f` for every matched row with a [`Context`] holding `views` and one command buffer.
@@ -132,10 +144,32 @@ pub(crate) unsafe fn each_row_with<Q, F, V, C>(
         let archetype = world.archetype(matched.id);
         for chunk in archetype.chunks() {
             let ptrs = Q::ptrs(matched.columns, chunk);
-            for (row, &entity) in chunk.entities().iter().enumerate() {
-                // SAFETY: as in `each_row`.
-                f(entity, unsafe { Q::item(ptrs, row) }, &mut ctx);
-            }
+            // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
+            // exclusive per the caller contract.
+            unsafe { rows_with::<Q, V, C>(ptrs, chunk.entities(), f, &mut ctx) };
+        }
+    }
+}
+
+row_loop! {
+    /// The row loop of one chunk of `each_with`, out of line and in two copies like [`rows`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`rows`].
+    unsafe fn rows_with / rows_with_baseline / rows_with_avx2 <Q, V, C>(
+        ptrs: Q::Ptrs,
+        entities: &[Entity],
+        f: &mut C,
+        ctx: &mut Context<'_, V>,
+    ) where {
+        Q: QueryData,
+        V: ViewSet,
+        C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
+    } {
+        for (row, &entity) in entities.iter().enumerate() {
+            // SAFETY: as in `rows`.
+            f(entity, unsafe { Q::item(ptrs, row) }, ctx);
         }
     }
 }

@@ -36,6 +36,7 @@ use crate::fetch::{ColumnPtr, QueryData};
 use crate::launch::callback::CallbackScope;
 use crate::launch::reduce::ReduceSlot;
 use crate::launch::{Spans, TaskRun};
+use crate::row_path::row_loop;
 use crate::tick::trace::{TaskSpan, nanos_since, row_of};
 use crate::view::ViewSet;
 
@@ -127,12 +128,7 @@ where
 {
     type Slot = ();
 
-    // Out of line on purpose: as its own function, with the run's column pointers arriving as
-    // opaque arguments, the row loop is vectorised across rows (`pos += vel * dt` over `[f32; 3]`
-    // runs at the memory floor); inlined into the pool's batch loop it stayed scalar, about 1.6x
-    // slower. One call covers a whole batch of tasks in one slab, so an empty callback costs a
-    // few instructions per task.
-    #[inline(never)]
+    #[inline]
     unsafe fn run_tasks(
         &self,
         run: &TaskRun<RunPtrs<Q>>,
@@ -141,18 +137,8 @@ where
         next: &mut usize,
         stop: usize,
     ) {
-        let (ptrs, entities) = run.ptrs;
-        // SAFETY: `*next..stop` lies in the run and is this thread's alone (caller contract).
-        unsafe {
-            for_each_task(run, slots, next, stop, |task, _| {
-                // SAFETY: the run's entity array holds its `len` rows, not written meanwhile.
-                for (row, entity) in rows(entities, task) {
-                    // SAFETY: `row < len`; this task is the only one touching its rows, and
-                    // the launch's access was checked against all other work (caller contract).
-                    (self.0)(entity, Q::item(ptrs, row));
-                }
-            });
-        }
+        // SAFETY: forwarded caller contract.
+        unsafe { plain_tasks::<Q, F>(&self.0, run, slots, next, stop) }
     }
 
     fn finish(self, _slots: Vec<()>) -> Vec<CommandBuffer> {
@@ -180,19 +166,8 @@ where
         next: &mut usize,
         stop: usize,
     ) {
-        let (ptrs, entities) = run.ptrs;
-        // SAFETY: as in `Plain::run_tasks`.
-        unsafe {
-            for_each_task(run, slots, next, stop, |task, slot| {
-                // SAFETY: views are valid while the launch is registered (caller contract).
-                let mut ctx = Context::new(V::item(views), slot);
-                // SAFETY: as in `Plain::run_tasks`.
-                for (row, entity) in rows(entities, task) {
-                    // SAFETY: as in `Plain::run_tasks`.
-                    (self.0)(entity, Q::item(ptrs, row), &mut ctx);
-                }
-            });
-        }
+        // SAFETY: forwarded caller contract.
+        unsafe { context_tasks::<Q, V, F>(&self.0, run, views, slots, next, stop) }
     }
 
     fn finish(self, slots: Vec<CommandBuffer>) -> Vec<CommandBuffer> {
@@ -229,19 +204,8 @@ where
         next: &mut usize,
         stop: usize,
     ) {
-        let (ptrs, entities) = run.ptrs;
-        // SAFETY: as in `Plain::run_tasks`.
-        unsafe {
-            for_each_task(run, slots, next, stop, |task, slot| {
-                let mut acc = (self.identity)();
-                // SAFETY: as in `Plain::run_tasks`.
-                for (row, entity) in rows(entities, task) {
-                    // SAFETY: as in `Plain::run_tasks`.
-                    acc = (self.fold)(acc, entity, Q::item(ptrs, row));
-                }
-                *slot = Some(acc);
-            });
-        }
+        // SAFETY: forwarded caller contract.
+        unsafe { reduce_tasks::<Q, A, I, Fo>(&self.identity, &self.fold, run, slots, next, stop) }
     }
 
     fn finish(self, slots: Vec<Option<A>>) -> Vec<CommandBuffer> {
@@ -269,6 +233,111 @@ where
         core::mem::forget(lost);
         self.out.set(result);
         Vec::new()
+    }
+}
+
+row_loop! {
+    /// The tasks of `each_async`: out of line on purpose, and in two copies picked at run time
+    /// ([`RowPath`](crate::RowPath)). As its own function, with the run's column pointers
+    /// arriving as opaque arguments, the row loop is vectorised across rows (`pos += vel * dt`
+    /// over `[f32; 3]` runs at the memory floor); inlined into the pool's batch loop it stayed
+    /// scalar, about 1.6x slower. One call covers a whole batch of tasks in one slab, so an
+    /// empty callback costs a few instructions per task.
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kernel::run_tasks`].
+    unsafe fn plain_tasks / plain_tasks_baseline / plain_tasks_avx2 <Q, F>(
+        f: &F,
+        run: &TaskRun<RunPtrs<Q>>,
+        slots: &[UnsafeCell<()>],
+        next: &mut usize,
+        stop: usize,
+    ) where {
+        Q: QueryData,
+        F: for<'w> Fn(Entity, Q::Item<'w>),
+    } {
+        let (ptrs, entities) = run.ptrs;
+        // SAFETY: `*next..stop` lies in the run and is this thread's alone (caller contract).
+        unsafe {
+            for_each_task(run, slots, next, stop, |task, _| {
+                // SAFETY: the run's entity array holds its `len` rows, not written meanwhile.
+                for (row, entity) in rows(entities, task) {
+                    // SAFETY: `row < len`; this task is the only one touching its rows, and
+                    // the launch's access was checked against all other work (caller contract).
+                    f(entity, Q::item(ptrs, row));
+                }
+            });
+        }
+    }
+}
+
+row_loop! {
+    /// The tasks of `each_async_with`, out of line and in two copies like [`plain_tasks`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kernel::run_tasks`].
+    unsafe fn context_tasks / context_tasks_baseline / context_tasks_avx2 <Q, V, F>(
+        f: &F,
+        run: &TaskRun<RunPtrs<Q>>,
+        views: V::Fetch,
+        slots: &[UnsafeCell<CommandBuffer>],
+        next: &mut usize,
+        stop: usize,
+    ) where {
+        Q: QueryData,
+        V: ViewSet,
+        F: for<'w> Fn(Entity, Q::Item<'w>, &mut Context<'w, V>),
+    } {
+        let (ptrs, entities) = run.ptrs;
+        // SAFETY: as in `plain_tasks`.
+        unsafe {
+            for_each_task(run, slots, next, stop, |task, slot| {
+                // SAFETY: views are valid while the launch is registered (caller contract).
+                let mut ctx = Context::new(V::item(views), slot);
+                // SAFETY: as in `plain_tasks`.
+                for (row, entity) in rows(entities, task) {
+                    // SAFETY: as in `plain_tasks`.
+                    f(entity, Q::item(ptrs, row), &mut ctx);
+                }
+            });
+        }
+    }
+}
+
+row_loop! {
+    /// The tasks of `each_async_reduce`: each folds its rows in order from `identity()`. Out of
+    /// line and in two copies like [`plain_tasks`].
+    ///
+    /// # Safety
+    ///
+    /// As for [`Kernel::run_tasks`].
+    unsafe fn reduce_tasks / reduce_tasks_baseline / reduce_tasks_avx2 <Q, A, I, Fo>(
+        identity: &I,
+        fold: &Fo,
+        run: &TaskRun<RunPtrs<Q>>,
+        slots: &[UnsafeCell<Option<A>>],
+        next: &mut usize,
+        stop: usize,
+    ) where {
+        Q: QueryData,
+        I: Fn() -> A,
+        Fo: for<'w> Fn(A, Entity, Q::Item<'w>) -> A,
+    } {
+        let (ptrs, entities) = run.ptrs;
+        // SAFETY: as in `plain_tasks`.
+        unsafe {
+            for_each_task(run, slots, next, stop, |task, slot| {
+                let mut acc = identity();
+                // SAFETY: as in `plain_tasks`.
+                for (row, entity) in rows(entities, task) {
+                    // SAFETY: as in `plain_tasks`.
+                    acc = fold(acc, entity, Q::item(ptrs, row));
+                }
+                *slot = Some(acc);
+            });
+        }
     }
 }
 

@@ -274,10 +274,12 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     {
         let label = self.label;
         self.registry
-            .run_sync::<Q, F>("Query::each", label, |world, state| {
+            .run_sync::<Q, F>("Query::each", label, |world, state, stamp| {
                 // SAFETY: `run_sync` refreshed the state against `world`, waited for the in-flight
-                // work that conflicts with it, and holds the registry mutably for the whole call.
-                unsafe { each::each_row(world, state, &mut f) }
+                // work that conflicts with it, and holds the registry mutably for the whole call;
+                // `stamp` is `world`'s current layout, so the runs point at its rows, which stay
+                // in place until the call returns (no `&mut World` can be taken meanwhile).
+                unsafe { each::each_row::<Q, C>(state.runs(world, stamp), &mut f) }
             });
     }
 
@@ -318,7 +320,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     {
         let label = self.label;
         self.registry
-            .run_sync::<Q, F>("Query::each_chunk", label, |world, state| {
+            .run_sync::<Q, F>("Query::each_chunk", label, |world, state, _| {
                 // SAFETY: as in `each`.
                 unsafe { each::each_chunk(world, state, &mut f) }
             });

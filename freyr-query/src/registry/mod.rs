@@ -49,6 +49,7 @@ use self::world::SyncedWorld;
 
 pub use self::systems::System;
 pub use self::time::{BoxedClock, TimeStats};
+pub(crate) use self::world::LayoutStamp;
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 

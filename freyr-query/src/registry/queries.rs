@@ -20,7 +20,7 @@ use crate::state::QueryState;
 use crate::view::ViewSet;
 
 use super::Registry;
-use super::world::{LaunchInfo, SyncedWorld};
+use super::world::{LaunchInfo, LayoutStamp, SyncedWorld};
 
 /// Cached query states, keyed by `TypeId::of::<QueryState<Q, F>>()`, all built for the world
 /// with id `world`.
@@ -122,25 +122,28 @@ impl Registry {
     /// callback (`what` names the caller in that panic), refreshes the query state, waits for
     /// in-flight work that conflicts with it, runs `body` inside the callback marker, and records
     /// the label's time. `body` gets a world on which nothing else touches `Q`'s columns until it
-    /// returns.
+    /// returns, the state refreshed against it, and the stamp of its current layout (for
+    /// [`QueryState::runs`]).
     #[inline(always)]
     pub(crate) fn run_sync<Q: QueryData, F: QueryFilter>(
         &mut self,
         what: &'static str,
         label: Option<&'static str>,
-        body: impl FnOnce(&World, &QueryState<Q, F>),
+        body: impl FnOnce(&World, &mut QueryState<Q, F>, LayoutStamp),
     ) {
-        let start = Instant::now();
+        // The clock is read only for a label: an unlabelled `each` over a few small archetypes
+        // costs about as much as two clock reads.
+        let start = label.map(|_| Instant::now());
         self.guard(what);
         let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
-        let world = self
+        let (world, stamp) = self
             .sync
-            .read(&OpAccess::Components(state.access()), &self.profiler);
+            .read_with_layout(&OpAccess::Components(state.access()), &self.profiler);
         {
             let _scope = CallbackScope::enter(self.id);
-            body(world, state);
+            body(world, state, stamp);
         }
-        if let Some(label) = label {
+        if let (Some(label), Some(start)) = (label, start) {
             self.profiler.record_label(label, 0, start.elapsed());
         }
     }

@@ -38,12 +38,19 @@
 //!    sealed [`HashComponents`], whose contracts forbid reading component values.
 //! 6. The registry retires every launch before the world is dropped (its `Drop`), and
 //!    `InFlight`'s own `Drop` is the backstop that never frees a job under a running task.
+//! 7. The world's layout (which archetypes, chunks and slabs exist, and how many rows each
+//!    holds) changes only through `&mut World` — `World` has no interior mutability — and so
+//!    only through [`write`](SyncedWorld::write), which bumps `epoch` each time. A
+//!    [`LayoutStamp`] (world id, epoch) is made only here, next to the `&World` it describes
+//!    ([`read_with_layout`](SyncedWorld::read_with_layout)): while the stamp is current, every
+//!    column and entity pointer read from that world's chunks still points at the same rows,
+//!    so a query may keep them between runs ([`QueryState`]'s run cache) and skip re-reading them.
 
 use core::any::TypeId;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, Component, ComponentId, Entity, World};
+use freyr_core::{ArchetypeId, Component, ComponentId, Entity, World, WorldId};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
@@ -108,6 +115,18 @@ pub(crate) struct SyncedWorld {
     pool: ThreadPool,
     world: WorldBox,
     resources: Resources,
+    /// How many times `&mut World` was handed out (point 7): the layout can have changed only
+    /// when this did. Never decreases.
+    epoch: u64,
+}
+
+/// One layout of one world (point 7): equal stamps mean that no `&mut World` was handed out in
+/// between, so pointers into the chunks read under the first are still valid under the second.
+/// Made only by [`SyncedWorld::read_with_layout`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LayoutStamp {
+    world: WorldId,
+    epoch: u64,
 }
 
 impl SyncedWorld {
@@ -117,6 +136,7 @@ impl SyncedWorld {
             pool,
             world: WorldBox::new(world),
             resources: Resources::new(),
+            epoch: 0,
         }
     }
 
@@ -162,10 +182,28 @@ impl SyncedWorld {
         (self.world.get(), &self.resources)
     }
 
-    /// The world, exclusively, after waiting for every in-flight launch.
+    /// As [`read`](SyncedWorld::read), with the stamp of the world's current layout (point 7).
+    #[inline]
+    pub(crate) fn read_with_layout(
+        &self,
+        op: &OpAccess<'_>,
+        profiler: &Profiler,
+    ) -> (&World, LayoutStamp) {
+        self.wait(op, profiler);
+        let world = self.world.get();
+        let stamp = LayoutStamp {
+            world: world.id(),
+            epoch: self.epoch,
+        };
+        (world, stamp)
+    }
+
+    /// The world, exclusively, after waiting for every in-flight launch. Ends the current
+    /// layout (point 7): stamps taken before no longer match.
     #[inline]
     pub(crate) fn write(&mut self, profiler: &Profiler) -> &mut World {
         self.wait(&OpAccess::Exclusive, profiler);
+        self.epoch += 1;
         self.world.get_mut()
     }
 

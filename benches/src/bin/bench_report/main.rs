@@ -10,12 +10,12 @@
 //! `query`, `registry`, `sched`) first, then reports the medians that run wrote. Without it, it
 //! reports what criterion's directory already holds.
 //!
-//! Two builds. Inside this repository `.cargo/config.toml` builds for x86-64-v3 (AVX2, FMA). A
-//! crate that depends on Freyr does not see that file and builds for the generic x86-64 target
-//! unless it says otherwise; `--generic` (or `FREYR_BENCH_GENERIC=1`) builds the benches that
-//! way: `RUSTFLAGS="-C target-cpu=x86-64"` (which replaces the config's flags, for Freyr and
-//! the peers alike) in a separate target directory, `target/generic-x86-64`, so the two builds
-//! do not evict each other.
+//! Two builds. By default the comparison is built for x86-64-v3 (AVX2, FMA):
+//! `RUSTFLAGS="-C target-cpu=x86-64-v3"` unless `RUSTFLAGS` is set already. A crate that depends
+//! on Freyr builds for the generic x86-64 target unless it says otherwise; `--generic` (or
+//! `FREYR_BENCH_GENERIC=1`) builds the benches that way: `RUSTFLAGS="-C target-cpu=x86-64"`, for
+//! Freyr and the peers alike, in a separate target directory, `target/generic-x86-64`, so the
+//! two builds do not evict each other.
 
 mod collect;
 mod table;
@@ -109,9 +109,9 @@ fn build_label(generic: bool) -> String {
          gets by default)"
             .into()
     } else if let Some(flags) = env::var_os("RUSTFLAGS") {
-        format!("`RUSTFLAGS={:?}` (replacing .cargo/config.toml)", flags)
+        format!("`RUSTFLAGS={:?}`", flags)
     } else {
-        "x86-64-v3 (this repository's `.cargo/config.toml`: `-C target-cpu=x86-64-v3`)".into()
+        "x86-64-v3 (`RUSTFLAGS=\"-C target-cpu=x86-64-v3\"`)".into()
     }
 }
 
@@ -140,6 +140,8 @@ fn run_benches(args: &Args, target: &Path) -> Result<(), String> {
     cmd.env("CARGO_TARGET_DIR", target);
     if args.generic {
         cmd.env("RUSTFLAGS", "-C target-cpu=x86-64");
+    } else if env::var_os("RUSTFLAGS").is_none() {
+        cmd.env("RUSTFLAGS", "-C target-cpu=x86-64-v3");
     }
     eprintln!("bench_report: running {cmd:?}");
     let status = cmd
