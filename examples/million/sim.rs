@@ -20,13 +20,13 @@
 
 use std::time::{Duration, Instant};
 
-use freyr_query::{Phase, ProfileReport, Registry, StableHash, StableHasher};
+use freyr::{Phase, ProfileReport, Registry, StableHash};
 
 /// Fixed time step of the simulation, in seconds.
 pub const DT: f32 = 1.0 / 60.0;
 
 /// Where an entity is.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 pub struct Position {
     /// x coordinate.
     pub x: f32,
@@ -37,7 +37,7 @@ pub struct Position {
 }
 
 /// How fast an entity moves, per second.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 pub struct Velocity {
     /// x component.
     pub x: f32,
@@ -48,11 +48,11 @@ pub struct Velocity {
 }
 
 /// Ticks left before a non-AI entity expires (and is despawned).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, StableHash)]
 pub struct Lifetime(pub u32);
 
 /// The state of an AI-driven entity.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 pub struct Ai {
     /// Seconds until the next decision.
     pub think_timer: f32,
@@ -71,34 +71,6 @@ pub struct Ai {
 pub struct Clock {
     /// Ticks completed so far.
     pub tick: u32,
-}
-
-impl StableHash for Position {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        [self.x, self.y, self.z].stable_hash(h);
-    }
-}
-
-impl StableHash for Velocity {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        [self.x, self.y, self.z].stable_hash(h);
-    }
-}
-
-impl StableHash for Lifetime {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
-
-impl StableHash for Ai {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        self.think_timer.stable_hash(h);
-        self.heading.stable_hash(h);
-        self.speed.stable_hash(h);
-        self.anchor.stable_hash(h);
-        self.decisions.stable_hash(h);
-    }
 }
 
 /// SplitMix64 finaliser over (`key`, `tick`, `salt`): the per-entity random source.

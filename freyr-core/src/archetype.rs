@@ -1,7 +1,5 @@
 //! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
 
-use bitvec::slice::BitSlice;
-
 use crate::CHUNK_CAPACITY;
 use crate::chunk::{ChunkList, ChunkRef, ChunkTable, Window};
 use crate::column::{Column, copy_value, for_each_finishing_on_panic};
@@ -17,7 +15,7 @@ pub(crate) const SPARE_CHUNKS: usize = 32;
 ///
 /// # Examples
 /// ```
-/// let mut world = freyr_core::World::new();
+/// let mut world = freyr::World::new();
 /// let e = world.spawn((1u8,));
 /// let (arch, _, _) = world.entity_location(e).unwrap();
 /// assert_eq!(world.archetypes()[arch.index()].id(), arch);
@@ -33,7 +31,7 @@ impl ArchetypeId {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert_eq!(world.archetypes()[0].id().index(), 0);
     /// ```
     #[inline]
@@ -279,7 +277,7 @@ impl Drop for Rows {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{World, CHUNK_CAPACITY};
+/// use freyr::{World, CHUNK_CAPACITY};
 /// let mut world = World::new();
 /// world.spawn_batch((0..CHUNK_CAPACITY + 1).map(|i| (i as u32, 0.5f32)));
 /// let (a, b) = (world.component_id::<u32>().unwrap(), world.component_id::<f32>().unwrap());
@@ -293,10 +291,9 @@ impl Drop for Rows {
 pub struct Archetype {
     id: ArchetypeId,
     components: Box<[ComponentId]>,
-    /// Signature words: bit `i` (in `Lsb0` order) set iff `ComponentId(i)` is present.
+    /// Signature words: bit `i % usize::BITS` of word `i / usize::BITS` set iff `ComponentId(i)`
+    /// is present; as many words as the largest component index needs.
     signature: Box<[usize]>,
-    /// Number of meaningful signature bits (largest component index + 1).
-    bits: usize,
     pub(crate) rows: Rows,
     /// Bundle type -> index into the world's insert edges (target archetype + mappings).
     pub(crate) insert_edges: EdgeIndex,
@@ -315,8 +312,8 @@ impl Archetype {
         let (columns, layout) =
             crate::column::chunk_layout(components.iter().map(|&c| registry.info(c)));
         let bits = components.last().map_or(0, |c| c.index() + 1);
-        // Built from plain words (bit i of word i / usize::BITS, `Lsb0` order) rather than with
-        // `BitVec::set`, whose pointer handling Miri's Stacked Borrows model rejects.
+        // Plain words rather than a bit-vector crate: bitvec 1.x's pointer handling is rejected
+        // by Miri's Stacked Borrows model (ferrilab/bitvec#193), and this code is Miri-tested.
         let mut words = vec![0usize; bits.div_ceil(usize::BITS as usize)];
         for c in components.iter() {
             words[c.index() / usize::BITS as usize] |= 1 << (c.index() % usize::BITS as usize);
@@ -325,7 +322,6 @@ impl Archetype {
             id,
             components,
             signature: words.into_boxed_slice(),
-            bits,
             rows: Rows {
                 needs_drop: columns.iter().any(|c| c.drop.is_some()),
                 columns,
@@ -341,7 +337,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert_eq!(world.archetypes()[0].id().index(), 0);
     /// ```
     #[inline]
@@ -353,7 +349,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let b = world.register::<u16>();
     /// let a = world.register::<u8>();
     /// let e = world.spawn((1u8, 2u16));
@@ -365,31 +361,32 @@ impl Archetype {
         &self.components
     }
 
-    /// The signature: bit `i` is set iff `ComponentId(i)` is present. Bits past the end of the
-    /// slice (components registered later, or with larger ids) are absent.
+    /// The signature as words: bit `i % usize::BITS` of word `i / usize::BITS` is set iff
+    /// `ComponentId(i)` is present. Bits past the end (components registered later, or with
+    /// larger ids) are absent. Plain words rather than a bit-set type, so the public API does
+    /// not tie users to one crate's version; [`has`](Archetype::has) tests one id.
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// let id = world.component_id::<u16>().unwrap();
+    /// let bits = usize::BITS as usize;
+    /// let word = arch.signature()[id.index() / bits];
+    /// assert_ne!(word & (1 << (id.index() % bits)), 0);
     /// assert!(arch.has(id));
-    /// // bitvec 1.x bit reads are rejected by Miri's Stacked Borrows model
-    /// // (ferrilab/bitvec#193), so Miri-tested code should prefer `has`.
-    /// #[cfg(not(miri))]
-    /// assert!(arch.signature()[id.index()]);
     /// ```
     #[inline]
-    pub fn signature(&self) -> &BitSlice<usize> {
-        &BitSlice::from_slice(&self.signature)[..self.bits]
+    pub fn signature(&self) -> &[usize] {
+        &self.signature
     }
 
     /// Whether the archetype has component `id`.
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// let other = world.register::<u16>();
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
@@ -411,7 +408,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// assert_eq!(arch.column_index(world.component_id::<u16>().unwrap()), Some(1));
@@ -428,7 +425,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// assert_eq!(world.archetype(world.entity_location(e).unwrap().0).len(), 1);
     /// ```
@@ -441,7 +438,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert!(world.archetypes()[0].is_empty());
     /// ```
     #[inline]
@@ -453,7 +450,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..600u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
@@ -471,7 +468,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// let arch = world.archetype(world.entity_location(e).unwrap().0);
     /// assert_eq!(arch.chunk(0).entities(), &[e]);
@@ -492,7 +489,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..1000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
@@ -511,7 +508,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
@@ -545,8 +542,8 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// use freyr_core::CHUNK_CAPACITY;
-    /// let mut world = freyr_core::World::new();
+    /// use freyr::CHUNK_CAPACITY;
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();

@@ -18,7 +18,7 @@ pub(crate) const MAX_BUNDLE: usize = 16;
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut world = World::new();
 /// let e = world.spawn((1u8, 2u16, "three"));
 /// let (a, c) = world.remove::<(u8, &'static str)>(e).unwrap();

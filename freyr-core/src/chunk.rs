@@ -323,6 +323,7 @@ impl ChunkTable {
         self.entries[id as usize]
     }
 }
+
 /// A read-only view of rows of an archetype that are contiguous in every column: one non-empty
 /// chunk ([`Archetype::chunk`](crate::Archetype::chunk), [`Archetype::chunks`](crate::Archetype::chunks)),
 /// or a run of consecutive chunks that share a slab ([`Archetype::runs`](crate::Archetype::runs)):
@@ -330,9 +331,23 @@ impl ChunkTable {
 ///
 /// Rows `0..len()` of every column are initialised; `entities()[r]` owns row `r`.
 ///
+/// # What stays fixed while a `ChunkRef<'a>` exists
+///
+/// It borrows the world shared, so through safe code nothing changes for `'a`. The rule it
+/// relies on, and the one code with `unsafe` must keep, is narrower:
+///
+/// - for `'a` the world is not structurally modified: the slab stays allocated, the rows stay
+///   initialised and in place, and the entity ids ([`entities`](ChunkRef::entities)) do not
+///   change;
+/// - component *values* may be written during `'a`, but only through
+///   [`column_ptr`](ChunkRef::column_ptr) by code that holds exclusive access to that column of
+///   those rows by other means (the parallel query engine's access sets), and only while no
+///   [`column`](ChunkRef::column) slice of that column is alive — a `&[T]` from `column` asserts
+///   its values are unmodified while it lives.
+///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut world = World::new();
 /// let e = world.spawn((1u32, 2.0f32));
 /// let (arch, chunk, row) = world.entity_location(e).unwrap();
@@ -360,7 +375,9 @@ impl<'a> ChunkRef<'a> {
     /// # Safety
     /// `window` is a chunk of `archetype`, and the `len` rows from its first row are initialised
     /// and lie in its slab (past `CHUNK_CAPACITY` they continue into the slab's next chunks);
-    /// the slab stays allocated and those rows unmodified for `'a`.
+    /// for `'a` the slab stays allocated, the world is not structurally modified (the rows stay
+    /// in place and their entity ids unchanged), and column values change only as the type's
+    /// documentation allows (through `column_ptr`, with exclusive access to that column).
     pub(crate) unsafe fn new(archetype: &'a Archetype, window: Window, len: usize) -> Self {
         ChunkRef {
             archetype,
@@ -373,7 +390,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3u8).map(|i| (i,)));
     /// let arch = world.archetypes().iter().find(|a| a.len() == 3).unwrap();
     /// assert_eq!(arch.chunk(0).len(), 3);
@@ -387,7 +404,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((1u8,));
     /// assert!(world.archetypes().iter().flat_map(|a| a.chunks()).all(|c| !c.is_empty()));
     /// ```
@@ -400,7 +417,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let a = world.spawn((1u8,));
     /// let b = world.spawn((2u8,));
     /// let arch = world.archetype(world.entity_location(a).unwrap().0);
@@ -410,7 +427,7 @@ impl<'a> ChunkRef<'a> {
     pub fn entities(&self) -> &'a [Entity] {
         // SAFETY: the entity column starts at the slab base (aligned for `Entity`); this chunk's
         // window of it starts at slab row `first`, and its first `len` rows are initialised and
-        // unmodified for `'a` (`ChunkRef::new` contract).
+        // their entity ids unmodified for `'a` (`ChunkRef::new` contract: no structural change).
         unsafe { core::slice::from_raw_parts(self.window.entities(), self.len) }
     }
 
@@ -421,7 +438,7 @@ impl<'a> ChunkRef<'a> {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((7u16,));
     /// let other = world.register::<u8>();
     /// let id = world.component_id::<u16>().unwrap();
@@ -441,7 +458,9 @@ impl<'a> ChunkRef<'a> {
         );
         let ptr = self.column_ptr(index).as_ptr().cast::<T>();
         // SAFETY: the column holds `T`s (checked above) starting at an offset aligned for `T`,
-        // rows `0..len` are initialised, and the chunk is unmodified for `'a`.
+        // rows `0..len` are initialised and stay in place for `'a`; values are written only
+        // through `column_ptr` by code with exclusive access to the column, which (type
+        // contract) never overlaps a slice from `column` of that column.
         Some(unsafe { core::slice::from_raw_parts(ptr, self.len) })
     }
 
@@ -453,14 +472,15 @@ impl<'a> ChunkRef<'a> {
     /// Obtaining it is safe. The pointer carries the provenance of the slab allocation holding
     /// the chunk (it is not derived from a shared reference), so a caller that has exclusive access to
     /// that column of that chunk by other means may write through it while the world is not
-    /// structurally modified.
+    /// structurally modified and no [`column`](ChunkRef::column) slice of that column is alive
+    /// (see the type's documentation).
     ///
     /// # Panics
     /// If `column_index >= components().len()`.
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((5u64,));
     /// let id = world.component_id::<u64>().unwrap();
     /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();

@@ -1,7 +1,9 @@
 //! Command buffers: structural changes recorded now and applied to a world later, in order.
 
+use core::any::Any;
 use core::num::NonZeroU32;
-use core::sync::atomic::{AtomicU32, Ordering};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::bundle::{Bundle, check_distinct};
 use crate::entity::Entity;
@@ -12,13 +14,64 @@ use crate::world::World;
 /// (they stay below 2^31), so a pending handle can never name a real entity.
 const PENDING: u32 = 1 << 31;
 
-/// Source of pending tags: each buffer (and each use of a buffer, after `apply`/`clear`)
-/// gets a fresh tag, so a pending handle is only ever resolved by the buffer use that made it.
-static NEXT_TAG: AtomicU32 = AtomicU32::new(0);
+/// Pending handles are numbered from one process-wide 63-bit space, handed out in blocks of
+/// this many numbers to the buffer that spawns:
+///
+/// ```text
+///  pending handle = Entity { index: n & 0xFFFF_FFFF, generation: PENDING | (n >> 32) }
+///  n: 63 bits, never reused  ──  a buffer use owns the blocks it took (`blocks`); its spawn
+///                                 k has number blocks[k / BLOCK] + k % BLOCK
+/// ```
+///
+/// A number is issued once, so a handle from an earlier use of a buffer (or from another
+/// buffer) never resolves in a later use: it is stale forever. The space lasts for 2^63
+/// spawns (three centuries at a billion spawns a second); exhausting it panics.
+const BLOCK: u64 = 64;
 
-fn fresh_tag() -> NonZeroU32 {
-    let n = NEXT_TAG.fetch_add(1, Ordering::Relaxed);
-    NonZeroU32::new(PENDING | (n & !PENDING)).expect("pending bit is set")
+/// One past the last pending number handed out.
+static NEXT_PENDING: AtomicU64 = AtomicU64::new(0);
+
+/// The largest pending number plus one (63 bits: 32 in the index, 31 in the generation).
+const PENDING_SPACE: u64 = 1 << 63;
+
+/// A fresh block of `BLOCK` pending numbers; returns its first.
+fn fresh_block() -> u64 {
+    NEXT_PENDING
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+            n.checked_add(BLOCK).filter(|&end| end <= PENDING_SPACE)
+        })
+        .expect("freyr: the pending-handle space (2^63 command-buffer spawns) is exhausted")
+}
+
+/// The handle for pending number `n`.
+fn pending_handle(n: u64) -> Entity {
+    debug_assert!(n < PENDING_SPACE);
+    let generation = PENDING | (n >> 32) as u32;
+    Entity::from_parts(
+        n as u32,
+        NonZeroU32::new(generation).expect("the pending bit is set"),
+    )
+}
+
+/// The pending number of `e`, if it is a pending handle.
+fn pending_number(e: Entity) -> Option<u64> {
+    let generation = e.generation();
+    (generation & PENDING != 0)
+        .then(|| (u64::from(generation & !PENDING) << 32) | u64::from(e.index()))
+}
+
+/// Drops a caught panic payload whose own `Drop` may panic: every further payload that raises
+/// is dropped the same way, so nothing unwinds out of here. After 64 payloads in a row that
+/// each panic when dropped, the last is leaked rather than looping forever.
+pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
+    let mut payload = payload;
+    for _ in 0..64 {
+        match panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+            Ok(()) => return,
+            Err(next) => payload = next,
+        }
+    }
+    core::mem::forget(payload);
 }
 
 /// A bundle with its type erased, for recording.
@@ -63,7 +116,7 @@ enum Command {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{CommandBuffer, World};
+/// use freyr::{CommandBuffer, World};
 /// let mut world = World::new();
 /// let mut commands = CommandBuffer::new();
 /// let e = commands.spawn((1u8,));
@@ -96,7 +149,7 @@ pub struct ApplyReport {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{CommandBuffer, World};
+/// use freyr::{CommandBuffer, World};
 /// let mut world = World::new();
 /// let mut commands = CommandBuffer::new();
 /// let e = commands.spawn((1u32,));
@@ -108,9 +161,11 @@ pub struct ApplyReport {
 /// ```
 pub struct CommandBuffer {
     commands: Vec<Command>,
-    /// Pending handles issued so far: handle `k` is `Entity { index: k, generation: tag }`.
+    /// Spawns recorded in this use of the buffer.
     spawns: u32,
-    tag: NonZeroU32,
+    /// First pending number of each block this use took, in increasing order; spawn `k` has
+    /// number `blocks[k / BLOCK] + k % BLOCK` (see [`BLOCK`]).
+    blocks: Vec<u64>,
 }
 
 impl Default for CommandBuffer {
@@ -133,14 +188,14 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let commands = freyr_core::CommandBuffer::new();
+    /// let commands = freyr::CommandBuffer::new();
     /// assert!(commands.is_empty());
     /// ```
     pub fn new() -> CommandBuffer {
         CommandBuffer {
             commands: Vec::new(),
             spawns: 0,
-            tag: fresh_tag(),
+            blocks: Vec::new(),
         }
     }
 
@@ -151,8 +206,8 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut world = freyr::World::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// let pending = commands.spawn((1u8,));
     /// assert!(!world.contains(pending));
     /// let spawned = commands.apply(&mut world).spawned;
@@ -160,7 +215,7 @@ impl CommandBuffer {
     /// ```
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         check_distinct::<B>();
-        let pending = Entity::from_parts(self.spawns, self.tag);
+        let pending = self.handle_of(self.spawns);
         self.spawns = self
             .spawns
             .checked_add(1)
@@ -173,9 +228,9 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.despawn(e);
     /// commands.apply(&mut world);
     /// assert!(!world.contains(e));
@@ -191,9 +246,9 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.insert(e, (5u8,));
     /// commands.apply(&mut world);
     /// assert_eq!(world.get::<u8>(e), Ok(&5));
@@ -211,9 +266,9 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((5u8, 6u16));
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.remove::<(u8,)>(e);
     /// commands.apply(&mut world);
     /// assert!(world.get::<u8>(e).is_err());
@@ -229,7 +284,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.spawn(());
     /// assert_eq!(commands.len(), 1);
     /// ```
@@ -241,7 +296,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// assert!(freyr_core::CommandBuffer::new().is_empty());
+    /// assert!(freyr::CommandBuffer::new().is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty()
@@ -252,7 +307,7 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.spawn((String::from("dropped"),));
     /// commands.clear();
     /// assert!(commands.is_empty());
@@ -264,7 +319,30 @@ impl CommandBuffer {
 
     fn reset(&mut self) {
         self.spawns = 0;
-        self.tag = fresh_tag();
+        self.blocks.clear();
+    }
+
+    /// The pending handle of spawn `k` of this use, taking fresh blocks as needed.
+    fn handle_of(&mut self, k: u32) -> Entity {
+        let block = (u64::from(k) / BLOCK) as usize;
+        while self.blocks.len() <= block {
+            self.blocks.push(fresh_block());
+        }
+        pending_handle(self.blocks[block] + u64::from(k) % BLOCK)
+    }
+
+    /// The spawn number of `e` in this use, if `e` is one of its pending handles.
+    fn spawn_of(&self, e: Entity) -> Option<usize> {
+        let n = pending_number(e)?;
+        // Blocks are taken in increasing order, so `blocks` is sorted.
+        let block = self
+            .blocks
+            .partition_point(|&start| start <= n)
+            .checked_sub(1)?;
+        let offset = n - self.blocks[block];
+        (offset < BLOCK)
+            .then(|| block * BLOCK as usize + offset as usize)
+            .filter(|&k| k < self.spawns as usize)
     }
 
     /// Moves every command of `other` to the end of this buffer, re-numbering `other`'s
@@ -273,8 +351,8 @@ impl CommandBuffer {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
-    /// let (mut a, mut b) = (freyr_core::CommandBuffer::new(), freyr_core::CommandBuffer::new());
+    /// let mut world = freyr::World::new();
+    /// let (mut a, mut b) = (freyr::CommandBuffer::new(), freyr::CommandBuffer::new());
     /// a.spawn((1u8,));
     /// let e = b.spawn((2u8,));
     /// b.insert(e, (3u16,));
@@ -284,92 +362,140 @@ impl CommandBuffer {
     /// ```
     pub fn append(&mut self, other: &mut CommandBuffer) {
         let offset = self.spawns;
-        let (from, to) = (other.tag, self.tag);
-        let remap = |e: &mut Entity| {
-            if e.generation() == from.get() {
-                *e = Entity::from_parts(e.index() + offset, to);
-            }
-        };
-        for mut command in other.commands.drain(..) {
+        let total = offset
+            .checked_add(other.spawns)
+            .expect("freyr: too many spawns in one buffer");
+        let mut taken = core::mem::take(&mut other.commands);
+        for mut command in taken.drain(..) {
             match &mut command {
                 Command::Spawn(_) => {}
-                Command::Despawn(e) | Command::Insert(e, _) | Command::Remove(e, _) => remap(e),
+                Command::Despawn(e) | Command::Insert(e, _) | Command::Remove(e, _) => {
+                    if let Some(k) = other.spawn_of(*e) {
+                        *e = self.handle_of(offset + k as u32);
+                    }
+                }
             }
             self.commands.push(command);
         }
-        self.spawns = self
-            .spawns
-            .checked_add(other.spawns)
-            .expect("freyr: too many spawns in one buffer");
+        self.spawns = total;
         other.reset();
+        other.commands = taken;
     }
 
     /// Applies every command to `world` in record order and empties the buffer (it stays
     /// reusable). Commands whose target is stale are skipped and counted; removals of a missing
     /// component are skipped and counted.
     ///
-    /// If a command panics (a component's `Drop`), the world stays valid, the rest of the
-    /// commands are dropped unapplied, the buffer is left empty, and the panic continues.
+    /// # Panics
+    ///
+    /// If a command panics (a component's `Drop`, run by a despawn, a remove or an insert that
+    /// replaces a value), the world stays valid and every *remaining* command is still applied;
+    /// then the first such panic is re-raised (later ones are dropped). The buffer is left empty
+    /// either way, and every recorded value is dropped exactly once (or moved into the world).
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let old = world.spawn(());
     /// world.despawn(old).unwrap();
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.insert(old, (1u8,));
     /// let report = commands.apply(&mut world);
     /// assert_eq!((report.applied, report.skipped_stale), (0, 1));
     /// ```
     pub fn apply(&mut self, world: &mut World) -> ApplyReport {
+        match self.try_apply(world) {
+            (report, None) => report,
+            (_, Some(panic)) => panic::resume_unwind(panic),
+        }
+    }
+
+    /// Like [`apply`](CommandBuffer::apply), but returns the first panic of a command instead of
+    /// re-raising it, with the report of everything applied (for a caller that has more to do
+    /// before re-raising it, such as a sync point applying several buffers). A command that
+    /// panicked is counted in no field of the report (its change may have happened: a despawn
+    /// whose `Drop` panicked still removed the entity).
+    ///
+    /// # Examples
+    /// ```
+    /// struct Bomb;
+    /// impl Drop for Bomb {
+    ///     fn drop(&mut self) {
+    ///         panic!("boom");
+    ///     }
+    /// }
+    /// let mut world = freyr_core::World::new();
+    /// let e = world.spawn((Bomb,));
+    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// commands.despawn(e);
+    /// commands.spawn((7u8,));
+    /// let (report, panic) = commands.try_apply(&mut world);
+    /// assert_eq!(report.applied, 1); // the spawn after the panicking despawn still ran
+    /// assert_eq!(panic.unwrap().downcast_ref::<&str>(), Some(&"boom"));
+    /// assert_eq!(world.len(), 1);
+    /// ```
+    pub fn try_apply(&mut self, world: &mut World) -> (ApplyReport, Option<Box<dyn Any + Send>>) {
         let mut commands = core::mem::take(&mut self.commands);
-        let (tag, spawns) = (self.tag, self.spawns as usize);
-        self.reset();
-        let mut report = ApplyReport {
-            spawned: Vec::with_capacity(spawns),
-            ..ApplyReport::default()
-        };
+        // Spawn `k`'s entity, `None` if that spawn panicked: a spawn keeps its number either
+        // way, so later handles still resolve to their own spawns.
+        let mut spawned: Vec<Option<Entity>> = Vec::with_capacity(self.spawns as usize);
+        let mut report = ApplyReport::default();
+        let mut first_panic = None;
         for command in commands.drain(..) {
-            let resolve = |e: Entity, spawned: &[Entity]| -> Option<Entity> {
-                if e.generation() == tag.get() {
-                    spawned.get(e.index() as usize).copied()
-                } else {
-                    Some(e)
-                }
-            };
-            let done = match command {
-                Command::Spawn(bundle) => {
-                    let entity = bundle.spawn(world);
-                    report.spawned.push(entity);
-                    true
-                }
-                Command::Despawn(e) => {
-                    resolve(e, &report.spawned).is_some_and(|e| world.despawn(e).is_ok())
-                }
-                Command::Insert(e, bundle) => match resolve(e, &report.spawned) {
-                    Some(e) => bundle.insert(world, e),
-                    None => false,
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+                self.apply_one(command, world, &mut spawned)
+            }));
+            match outcome {
+                Ok(Some(true)) => report.applied += 1,
+                Ok(Some(false)) => report.skipped_stale += 1,
+                Ok(None) => report.skipped_missing += 1,
+                Err(panic) => match first_panic {
+                    None => first_panic = Some(panic),
+                    Some(_) => drop_payload(panic),
                 },
-                Command::Remove(e, remove) => {
-                    match resolve(e, &report.spawned).map(|e| remove(world, e)) {
-                        Some(Removed::Done) => true,
-                        Some(Removed::Missing) => {
-                            report.skipped_missing += 1;
-                            continue;
-                        }
-                        Some(Removed::Stale) | None => false,
-                    }
-                }
-            };
-            if done {
-                report.applied += 1;
-            } else {
-                report.skipped_stale += 1;
             }
         }
+        report.spawned = spawned.into_iter().flatten().collect();
+        self.reset();
         // Keep the allocation for the next round.
         self.commands = commands;
-        report
+        (report, first_panic)
+    }
+
+    /// Applies one command: `Some(true)` if it took effect, `Some(false)` if its target was
+    /// stale, `None` for a removal of a missing component.
+    fn apply_one(
+        &self,
+        command: Command,
+        world: &mut World,
+        spawned: &mut Vec<Option<Entity>>,
+    ) -> Option<bool> {
+        let resolve = |e: Entity, spawned: &[Option<Entity>]| -> Option<Entity> {
+            match pending_number(e) {
+                None => Some(e),
+                Some(_) => self
+                    .spawn_of(e)
+                    .and_then(|k| spawned.get(k).copied().flatten()),
+            }
+        };
+        Some(match command {
+            Command::Spawn(bundle) => {
+                spawned.push(None);
+                let entity = bundle.spawn(world);
+                *spawned.last_mut().expect("pushed above") = Some(entity);
+                true
+            }
+            Command::Despawn(e) => resolve(e, spawned).is_some_and(|e| world.despawn(e).is_ok()),
+            Command::Insert(e, bundle) => match resolve(e, spawned) {
+                Some(e) => bundle.insert(world, e),
+                None => false,
+            },
+            Command::Remove(e, remove) => match resolve(e, spawned).map(|e| remove(world, e)) {
+                Some(Removed::Done) => true,
+                Some(Removed::Missing) => return None,
+                Some(Removed::Stale) | None => false,
+            },
+        })
     }
 }
 
@@ -382,6 +508,7 @@ mod tests {
         let mut commands = CommandBuffer::new();
         let p = commands.spawn(());
         assert!(p.generation() > Entity::MAX_GENERATION);
+        assert_eq!(commands.spawn_of(p), Some(0));
         let mut world = World::new();
         assert!(!world.contains(p));
         assert_eq!(commands.apply(&mut world).spawned.len(), 1);
@@ -396,6 +523,58 @@ mod tests {
         commands.spawn((2u8,));
         commands.despawn(p);
         let report = commands.apply(&mut world);
+        assert_eq!((report.applied, report.skipped_stale), (1, 1));
+        assert_eq!(world.len(), 1);
+    }
+}
+
+#[cfg(test)]
+mod numbering {
+    use super::*;
+
+    #[test]
+    fn pending_numbers_round_trip_through_handles() {
+        for n in [
+            0,
+            1,
+            BLOCK - 1,
+            u64::from(u32::MAX),
+            1 << 40,
+            PENDING_SPACE - 1,
+        ] {
+            assert_eq!(pending_number(pending_handle(n)), Some(n));
+        }
+        let mut world = World::new();
+        assert_eq!(pending_number(world.spawn(())), None);
+    }
+
+    #[test]
+    fn a_use_resolves_only_its_own_numbers() {
+        let mut a = CommandBuffer::new();
+        let handles: Vec<_> = (0..3 * BLOCK as u32).map(|_| a.spawn(())).collect();
+        for (k, h) in handles.iter().enumerate() {
+            assert_eq!(a.spawn_of(*h), Some(k));
+        }
+        let mut b = CommandBuffer::new();
+        let other = b.spawn(());
+        assert_eq!(a.spawn_of(other), None);
+        a.clear();
+        assert!(handles.iter().all(|h| a.spawn_of(*h).is_none()));
+    }
+
+    #[test]
+    fn a_stale_handle_stays_stale_after_more_uses_than_a_31_bit_tag_space() {
+        let mut world = World::new();
+        let mut old = CommandBuffer::new();
+        let stale = old.spawn(());
+        old.clear();
+        // As if 2^31 buffer uses had each spawned since: a 31-bit tag counter would have
+        // wrapped around to `stale`'s tag by now.
+        NEXT_PENDING.fetch_add((1 << 31) * BLOCK, Ordering::Relaxed);
+        let mut fresh = CommandBuffer::new();
+        fresh.spawn(());
+        fresh.despawn(stale);
+        let report = fresh.apply(&mut world);
         assert_eq!((report.applied, report.skipped_stale), (1, 1));
         assert_eq!(world.len(), 1);
     }

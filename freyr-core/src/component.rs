@@ -13,7 +13,7 @@ use hashbrown::HashMap;
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// struct Player; // a tag
 /// let mut world = World::new();
 /// let e = world.spawn((Player, 3.5f32));
@@ -27,7 +27,7 @@ impl<T: Send + Sync + 'static> Component for T {}
 ///
 /// # Examples
 /// ```
-/// let mut world = freyr_core::World::new();
+/// let mut world = freyr::World::new();
 /// let a = world.register::<u8>();
 /// let b = world.register::<u16>();
 /// assert_eq!((a.index(), b.index()), (0, 1));
@@ -40,7 +40,7 @@ impl ComponentId {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// assert_eq!(world.register::<u8>().index(), 0);
     /// ```
     #[inline]
@@ -64,7 +64,7 @@ unsafe fn drop_slice<T>(ptr: *mut u8, count: usize) {
 ///
 /// # Examples
 /// ```
-/// let mut world = freyr_core::World::new();
+/// let mut world = freyr::World::new();
 /// let id = world.register::<[f32; 3]>();
 /// let info = world.component_info(id);
 /// assert_eq!(info.id(), id);
@@ -96,7 +96,7 @@ impl ComponentInfo {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u8>();
     /// assert_eq!(world.component_info(id).id(), id);
     /// ```
@@ -109,7 +109,7 @@ impl ComponentInfo {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u8>();
     /// assert_eq!(world.component_info(id).type_id(), core::any::TypeId::of::<u8>());
     /// ```
@@ -122,7 +122,7 @@ impl ComponentInfo {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u8>();
     /// assert_eq!(world.component_info(id).name(), "u8");
     /// ```
@@ -135,7 +135,7 @@ impl ComponentInfo {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u64>();
     /// assert_eq!(world.component_info(id).layout(), core::alloc::Layout::new::<u64>());
     /// ```

@@ -21,7 +21,7 @@ use crate::CHUNK_CAPACITY;
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut world = World::new();
 /// let e = world.spawn((1u32,));
 /// assert_eq!(format!("{e:?}"), "0v1");
@@ -52,7 +52,7 @@ impl Entity {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let a = world.spawn(());
     /// let b = world.spawn(());
     /// assert_eq!((a.index(), b.index()), (0, 1));
@@ -66,7 +66,7 @@ impl Entity {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let a = world.spawn(());
     /// assert_eq!(a.generation(), 1);
     /// ```
@@ -79,10 +79,10 @@ impl Entity {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
     /// assert_eq!(e.to_bits(), (1u64 << 32) | 0);
-    /// assert_eq!(freyr_core::Entity::from_bits(e.to_bits()), Some(e));
+    /// assert_eq!(freyr::Entity::from_bits(e.to_bits()), Some(e));
     /// ```
     #[inline]
     pub fn to_bits(self) -> u64 {
@@ -94,7 +94,7 @@ impl Entity {
     ///
     /// # Examples
     /// ```
-    /// use freyr_core::Entity;
+    /// use freyr::Entity;
     /// let e = Entity::from_bits((3u64 << 32) | 7).unwrap();
     /// assert_eq!((e.index(), e.generation()), (7, 3));
     /// assert_eq!(Entity::from_bits(7), None);

@@ -6,7 +6,7 @@ use core::fmt;
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{NoSuchEntity, World};
+/// use freyr::{NoSuchEntity, World};
 /// let mut world = World::new();
 /// let e = world.spawn(());
 /// world.despawn(e).unwrap();
@@ -28,7 +28,7 @@ impl std::error::Error for NoSuchEntity {}
 ///
 /// # Examples
 /// ```
-/// use freyr_core::{ComponentError, World};
+/// use freyr::{ComponentError, World};
 /// let mut world = World::new();
 /// let e = world.spawn((1u8,));
 /// assert_eq!(world.get::<u16>(e), Err(ComponentError::MissingComponent("u16")));

@@ -13,7 +13,7 @@
 //!
 //! # Examples
 //! ```
-//! use freyr_core::{CommandBuffer, World};
+//! use freyr::{CommandBuffer, World};
 //!
 //! #[derive(Debug, PartialEq)]
 //! struct Position([f32; 3]);
@@ -49,6 +49,7 @@ mod edges;
 mod entity;
 mod error;
 mod world;
+mod world_id;
 
 /// Rows per chunk: every archetype stores its entities in chunks of this many rows.
 pub const CHUNK_CAPACITY: usize = 512;
@@ -61,3 +62,4 @@ pub use crate::component::{Component, ComponentId, ComponentInfo};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};
 pub use crate::world::World;
+pub use crate::world_id::WorldId;

@@ -14,6 +14,7 @@ use crate::component::{Component, ComponentId, ComponentInfo, Components, TypeId
 use crate::edges::{Hop, InsertEdge, Move, RemoveEdge, difference, union};
 use crate::entity::{Entities, Entity, Location};
 use crate::error::{ComponentError, NoSuchEntity};
+use crate::world_id::WorldId;
 
 /// What a world caches per bundle type: its component ids and where `spawn` puts each element.
 struct BundleInfo {
@@ -49,7 +50,7 @@ struct Found {
 ///
 /// # Examples
 /// ```
-/// use freyr_core::World;
+/// use freyr::World;
 /// let mut world = World::new();
 /// let e = world.spawn((1u32, "name"));
 /// world.insert(e, (2.5f32,)).unwrap();
@@ -60,6 +61,8 @@ struct Found {
 /// assert!(world.is_empty());
 /// ```
 pub struct World {
+    /// This world's identity; see [`World::id`].
+    id: WorldId,
     entities: Entities,
     components: Components,
     archetypes: Vec<Archetype>,
@@ -225,12 +228,13 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let world = freyr_core::World::new();
+    /// let world = freyr::World::new();
     /// assert!(world.is_empty());
     /// assert_eq!(world.archetypes().len(), 1); // the empty archetype
     /// ```
     pub fn new() -> World {
         let mut world = World {
+            id: WorldId::fresh(),
             entities: Entities::default(),
             components: Components::default(),
             archetypes: Vec::new(),
@@ -245,12 +249,26 @@ impl World {
         world
     }
 
+    /// This world's identity, distinct from every other world of the process (see
+    /// [`WorldId`]). Caches built from a world check it before use.
+    ///
+    /// # Examples
+    /// ```
+    /// let a = freyr::World::new();
+    /// let b = freyr::World::new();
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    #[inline]
+    pub fn id(&self) -> WorldId {
+        self.id
+    }
+
     /// Registers `T` (if new) and returns its id. Components are also registered on first use;
     /// calling this first fixes the id order.
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u64>();
     /// assert_eq!(world.register::<u64>(), id);
     /// assert_eq!(world.component_id::<u64>(), Some(id));
@@ -263,7 +281,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// assert_eq!(world.component_id::<u8>(), None);
     /// world.spawn((1u8,));
     /// assert!(world.component_id::<u8>().is_some());
@@ -279,7 +297,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let id = world.register::<u32>();
     /// assert_eq!(world.component_info(id).name(), "u32");
     /// ```
@@ -291,7 +309,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn(());
     /// assert_eq!(world.len(), 1);
     /// ```
@@ -304,7 +322,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// assert!(freyr_core::World::new().is_empty());
+    /// assert!(freyr::World::new().is_empty());
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -315,7 +333,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.spawn((1u8,));
     /// assert_eq!(world.archetypes().len(), 2);
     /// assert_eq!(world.archetypes()[1].len(), 1);
@@ -332,7 +350,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// let (id, _, _) = world.entity_location(e).unwrap();
     /// assert_eq!(world.archetype(id).len(), 1);
@@ -346,7 +364,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn(());
     /// assert!(world.contains(e));
     /// world.despawn(e).unwrap();
@@ -361,7 +379,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let a = world.spawn((1u8,));
     /// let b = world.spawn((2u8,));
     /// let (arch, chunk, row) = world.entity_location(b).unwrap();
@@ -501,7 +519,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// assert_eq!(*world.get::<u16>(e).unwrap(), 2);
     /// ```
@@ -547,7 +565,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let ids = world.spawn_batch((0..1000u32).map(|i| (i, i as f32)));
     /// assert_eq!(ids.len(), 1000);
     /// assert_eq!(*world.get::<u32>(ids[999]).unwrap(), 999);
@@ -627,7 +645,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// world.reserve::<(u32,)>(1000);
     /// world.spawn_batch((0..1000u32).map(|i| (i,)));
     /// assert_eq!(world.len(), 1000);
@@ -653,7 +671,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((String::from("x"),));
     /// assert!(world.despawn(e).is_ok());
     /// assert!(world.despawn(e).is_err());
@@ -687,7 +705,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// world.insert(e, (2u8, 3u16)).unwrap();
     /// assert_eq!(*world.get::<u8>(e).unwrap(), 2);
@@ -781,7 +799,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// use freyr_core::{ComponentError, World};
+    /// use freyr::{ComponentError, World};
     /// let mut world = World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// assert_eq!(world.remove::<(u16,)>(e), Ok((2,)));
@@ -868,7 +886,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// assert_eq!(world.get::<u8>(e), Ok(&1));
     /// assert!(world.get::<u16>(e).is_err());
@@ -887,7 +905,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// *world.get_mut::<u8>(e).unwrap() = 9;
     /// assert_eq!(world.get::<u8>(e), Ok(&9));
@@ -907,7 +925,7 @@ impl World {
     ///
     /// # Examples
     /// ```
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((1u8,));
     /// world.clear();
     /// assert!(world.is_empty());

@@ -128,7 +128,7 @@ fn panicking_drop_on_world_drop_drops_everything_else() {
 }
 
 #[test]
-fn panicking_drop_during_command_apply_leaves_world_and_buffer_valid() {
+fn panicking_drop_during_command_apply_applies_the_rest_and_leaves_world_and_buffer_valid() {
     let (drops, others) = (counter(), counter());
     let mut world = World::new();
     let e = world.spawn((tracked(&drops, true),));
@@ -139,12 +139,18 @@ fn panicking_drop_during_command_apply_leaves_world_and_buffer_valid() {
     assert!(commands.is_empty());
     assert_eq!(drops.load(Ordering::SeqCst), 1);
     assert_eq!(
-        others.load(Ordering::SeqCst),
-        1,
-        "the unapplied spawn's value was dropped"
+        world.len(),
+        2,
+        "the spawn after the panicking removal was applied"
     );
-    assert_eq!(world.len(), 1);
+    assert_eq!(
+        others.load(Ordering::SeqCst),
+        0,
+        "its value lives in the world"
+    );
     world.check_invariants();
+    drop(world);
+    assert_eq!(others.load(Ordering::SeqCst), 1);
 }
 
 #[test]

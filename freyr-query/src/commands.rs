@@ -34,7 +34,7 @@ use crate::view::ViewSet;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Egg(u32);
 /// struct Chick(u32);
@@ -100,7 +100,7 @@ impl<'a> Commands<'a> {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, Res};
+/// use freyr::{Registry, Res};
 ///
 /// struct Speed(f32);
 /// struct Pos(f32);

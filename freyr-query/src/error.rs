@@ -9,7 +9,7 @@ use crate::access::AccessKind;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// #[derive(Debug)]
 /// struct Health(u32);

@@ -60,7 +60,9 @@ unsafe impl<T: Send + Sync> Sync for ColumnPtr<T> {}
 /// [`component_access`](QueryData::component_access) every component it reads (as a read) and
 /// writes (as a write), must only match archetypes that contain every column it dereferences
 /// without an `Option`, and `item`/`slice` must only create references into the columns it
-/// reported, with `&mut` only for written ones.
+/// reported, with `&mut` only for written ones. `init_state`, `resolve`, `matches` and
+/// `columns` must read only the world's layout (component ids, archetypes), never a component
+/// value: the registry calls them while parallel tasks write columns.
 pub unsafe trait QueryData: 'static {
     /// What the callback receives for one row, e.g. `(&'w mut Position, &'w Velocity)`.
     type Item<'w>;

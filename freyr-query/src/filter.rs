@@ -27,7 +27,7 @@ pub trait QueryFilter: 'static {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, With};
+/// use freyr::{Registry, With};
 ///
 /// struct Pos(f32);
 /// struct Player;
@@ -48,7 +48,7 @@ pub struct With<T>(PhantomData<fn() -> T>);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, Without};
+/// use freyr::{Registry, Without};
 ///
 /// struct Pos(f32);
 /// struct Frozen;

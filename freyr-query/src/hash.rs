@@ -16,7 +16,7 @@ use crate::access::{Access, AccessKind, TypeAccess};
 ///
 /// ```
 /// use core::hash::Hasher;
-/// use freyr_query::StableHasher;
+/// use freyr::StableHasher;
 ///
 /// let mut a = StableHasher::new();
 /// a.write(b"freyr");
@@ -66,7 +66,7 @@ impl core::hash::Hasher for StableHasher {
 ///
 /// ```
 /// use core::hash::Hasher;
-/// use freyr_query::{StableHash, StableHasher};
+/// use freyr::{StableHash, StableHasher};
 ///
 /// struct Pos {
 ///     x: f32,
@@ -183,8 +183,48 @@ impl<T: StableHash> StableHash for Vec<T> {
     }
 }
 
+impl StableHash for str {
+    /// The length, then the UTF-8 bytes, so `("ab", "c")` and `("a", "bc")` differ.
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.len().stable_hash(h);
+        core::hash::Hasher::write(h, self.as_bytes());
+    }
+}
+
+impl StableHash for String {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.as_str().stable_hash(h);
+    }
+}
+
+impl<T: StableHash + ?Sized> StableHash for Box<T> {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        (**self).stable_hash(h);
+    }
+}
+
+macro_rules! impl_stable_hash_tuple {
+    ($($name:ident $index:tt),+) => {
+        impl<$($name: StableHash),+> StableHash for ($($name,)+) {
+            fn stable_hash(&self, h: &mut StableHasher) {
+                $(self.$index.stable_hash(h);)+
+            }
+        }
+    };
+}
+
+impl_stable_hash_tuple!(A 0);
+impl_stable_hash_tuple!(A 0, B 1);
+impl_stable_hash_tuple!(A 0, B 1, C 2);
+impl_stable_hash_tuple!(A 0, B 1, C 2, D 3);
+
 /// The component types a world hash covers: a tuple of up to 12 `Component + StableHash` types.
-pub trait HashComponents: 'static {
+///
+/// Sealed: users do not implement it (it is public so that bounds can name it). The registry
+/// resolves [`access`](HashComponents::access) before waiting for in-flight work, so an
+/// implementation must only resolve ids there, never read a component value; the tuples below
+/// keep that rule.
+pub trait HashComponents: sealed::Sealed + 'static {
     /// Records the types read.
     fn type_access(out: &mut TypeAccess);
     /// Records the resolved component ids read.
@@ -193,8 +233,14 @@ pub trait HashComponents: 'static {
     fn hash_entity(world: &World, entity: Entity, h: &mut StableHasher);
 }
 
+mod sealed {
+    /// Keeps [`HashComponents`](super::HashComponents) to the tuples implemented here.
+    pub trait Sealed {}
+}
+
 macro_rules! impl_hash_components {
     ($($name:ident),*) => {
+        impl<$($name: Component + StableHash),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: Component + StableHash),*> HashComponents for ($($name,)*) {
             #[allow(unused_variables)]
             fn type_access(out: &mut TypeAccess) {
@@ -236,6 +282,15 @@ impl<T: StableHash + ?Sized> StableHash for &T {
 
 /// Hashes `world`: entity count, then every live entity in id order with its components `C`.
 pub(crate) fn hash_world<C: HashComponents>(world: &World) -> u64 {
+    hash_world_with(world, C::hash_entity)
+}
+
+/// Hashes `world`: entity count, then every live entity in id order, each followed by what
+/// `hash_entity` feeds for it.
+pub(crate) fn hash_world_with(
+    world: &World,
+    mut hash_entity: impl FnMut(&World, Entity, &mut StableHasher),
+) -> u64 {
     let mut entities: Vec<Entity> = world
         .archetypes()
         .iter()
@@ -247,7 +302,7 @@ pub(crate) fn hash_world<C: HashComponents>(world: &World) -> u64 {
     entities.len().stable_hash(&mut h);
     for e in entities {
         e.stable_hash(&mut h);
-        C::hash_entity(world, e, &mut h);
+        hash_entity(world, e, &mut h);
     }
     core::hash::Hasher::finish(&h)
 }

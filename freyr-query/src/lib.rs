@@ -14,7 +14,7 @@
 //! # Examples
 //!
 //! ```
-//! use freyr_query::{Phase, Registry};
+//! use freyr::{Phase, Registry};
 //!
 //! #[derive(Clone, Copy)]
 //! struct Pos(f32);
@@ -55,15 +55,17 @@ mod commands;
 mod error;
 mod fetch;
 mod filter;
+mod first_panic;
 mod hash;
+mod hashable;
 mod iter;
 mod launch;
+mod phase;
 mod profiler;
 mod query;
 mod registry;
 mod resources;
 mod state;
-mod system;
 mod view;
 
 pub use crate::commands::{Commands, Context};
@@ -71,24 +73,13 @@ pub use crate::error::QueryError;
 pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};
 pub use crate::filter::{QueryFilter, With, Without};
 pub use crate::hash::{HashComponents, StableHash, StableHasher};
-pub use crate::launch::reduce::Reduction;
+pub use crate::hashable::UnhashedComponents;
+pub use crate::phase::Phase;
 pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
-pub use crate::query::Query;
-pub use crate::registry::Registry;
+pub use crate::query::{Query, Reduction};
+pub use crate::registry::{Registry, System};
 pub use crate::resources::Resources;
 pub use crate::state::QueryState;
-pub use crate::system::{Phase, System};
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 
 pub use freyr_core::Entity;
-
-// The guide's chapters on this crate are compiled and run as doctests, so they cannot go stale.
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/src/queries.md")]
-mod guide_queries {}
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/src/parallel.md")]
-mod guide_parallel {}
-#[cfg(doctest)]
-#[doc = include_str!("../../docs/src/golden-rules.md")]
-mod guide_golden_rules {}

@@ -13,7 +13,7 @@ use std::time::Duration;
 use freyr_sched::{PoolMetrics, WorkerMetrics};
 use hashbrown::HashMap;
 
-use crate::system::Phase;
+use crate::phase::Phase;
 
 /// Totals for one label.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub struct PhaseStats {
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct Pos(f32);
 ///
@@ -114,7 +114,7 @@ impl ProfileReport {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     ///

@@ -14,7 +14,7 @@ use hashbrown::HashMap;
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Resources;
+/// use freyr::Resources;
 ///
 /// struct Gravity(f32);
 ///

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, World};
+use freyr_core::{ArchetypeId, World, WorldId};
 
 use crate::access::{Access, TypeAccess};
 use crate::error::QueryError;
@@ -27,13 +27,16 @@ pub(crate) struct MatchedArchetype<C> {
 /// ```
 ///
 /// [`update`](QueryState::update) examines only the archetypes at and after `cursor`, because an
-/// archetype's component set never changes once created. The registry keeps one `QueryState` per
+/// archetype's component set never changes once created. A state belongs to the world it was
+/// built from (its [`WorldId`]): updated against any other world — one that replaced it, or was
+/// swapped or taken into its place — it starts over, so its ids and archetypes never describe
+/// the wrong world. The registry keeps one `QueryState` per
 /// `(Q, F)` pair, so a query built on every call costs a map lookup plus the new archetypes.
 ///
 /// # Examples
 ///
 /// ```
-/// use freyr_query::Registry;
+/// use freyr::Registry;
 ///
 /// struct A;
 /// struct B;
@@ -50,6 +53,8 @@ pub(crate) struct MatchedArchetype<C> {
 /// assert_eq!(state.archetypes_examined(), examined + 1);
 /// ```
 pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
+    /// The world `data`, `matched` and `access` describe.
+    world: WorldId,
     data: Q::State,
     filter: F::State,
     matched: Vec<MatchedArchetype<Q::Columns>>,
@@ -74,6 +79,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         let filter = F::init_state(world);
         let access = Arc::new(Self::component_access(&data, &[]));
         let mut state = QueryState {
+            world: world.id(),
             data,
             filter,
             matched: Vec::new(),
@@ -105,8 +111,39 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     }
 
     /// Resolves late-registered component ids and matches the archetypes created since the last
-    /// update. Never re-examines an archetype already examined.
+    /// update. Never re-examines an archetype already examined — unless `world` is not the world
+    /// this state was built from ([`World::id`] differs): then it resolves and matches from
+    /// scratch against `world`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::World;
+    /// use freyr::QueryState;
+    ///
+    /// struct A(u32);
+    /// struct B(u64);
+    ///
+    /// let mut old = World::new();
+    /// old.spawn((A(1),));
+    /// let mut state = QueryState::<&A>::new(&old).unwrap();
+    /// let mut new = World::new();
+    /// new.spawn((B(2),)); // takes the component id `A` had in `old`
+    /// new.spawn((A(3),));
+    /// state.update(&new);
+    /// let matched: Vec<_> = state.matched_archetypes().collect();
+    /// assert_eq!(matched.len(), 1);
+    /// assert!(new.archetype(matched[0]).has(new.component_id::<A>().unwrap()));
+    /// ```
     pub fn update(&mut self, world: &World) {
+        if self.world != world.id() {
+            self.world = world.id();
+            self.data = Q::init_state(world);
+            self.filter = F::init_state(world);
+            self.matched.clear();
+            self.cursor = 0;
+            self.access = Arc::new(Self::component_access(&self.data, &[]));
+        }
         let data_changed = Q::resolve(&mut self.data, world);
         F::resolve(&mut self.filter, world);
         let archetypes = world.archetypes();

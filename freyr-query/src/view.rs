@@ -2,7 +2,7 @@
 //! [`ComponentView<T>`] (random access to *other* entities' `T`), [`Res<T>`] gives `&T` of a
 //! resource.
 //!
-//! This is seed 000's two-phase tick in Freyr's terms: the AI pass reads other entities'
+//! This is a game server's two-pass tick in Freyr's terms: the AI pass reads other entities'
 //! positions while each entity writes only its own input. A view's access is added to the
 //! launch's access set, so
 //!
@@ -33,11 +33,11 @@ pub struct Res<T>(PhantomData<fn() -> T>);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Read, Registry};
+/// use freyr::{Read, Registry};
 ///
 /// #[derive(Clone, Copy)]
 /// struct Pos(f32);
-/// struct Target(freyr_core::Entity);
+/// struct Target(freyr::Entity);
 /// struct Seen(f32);
 ///
 /// let mut registry = Registry::with_workers(2);
@@ -115,7 +115,9 @@ unsafe impl<T: ?Sized + Sync> Sync for SharedPtr<T> {}
 /// # Safety
 ///
 /// An implementation must report every component it reads in `type_access` and `access`, every
-/// resource it reads in `access`, and `item` must only create shared references.
+/// resource it reads in `access`, and `item` must only create shared references. `access` must
+/// read only the world's layout (component ids), never a component value: the registry calls it
+/// before waiting for the parallel tasks that may write them.
 pub unsafe trait ViewSet: 'static {
     /// What the callback gets, e.g. `(ComponentView<'w, Position>, &'w Grid)`.
     type Item<'w>: Copy;

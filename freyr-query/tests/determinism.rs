@@ -80,7 +80,7 @@ fn simulate(workers: usize, ticks: u32) -> (u64, Vec<u32>, usize) {
             Age(0),
         )
     }));
-    // A tenth of the entities watch another one (seed 000's AI pass).
+    // A tenth of the entities watch another one (a game server's AI pass).
     for (i, e) in first.iter().enumerate().step_by(10) {
         registry
             .insert(*e, (Target(first[(i * 7 + 3) % first.len()]), Seen(0.0)))

@@ -1,5 +1,5 @@
 //! Read-only views of other entities' components and of resources, checked like any access:
-//! seed 000's two-phase tick (AI reads others' positions, writes only its own input).
+//! a game server's two-pass tick (AI reads others' positions, writes only its own input).
 
 use std::sync::Arc;
 

@@ -4,6 +4,7 @@ use core::any::Any;
 use core::fmt;
 use std::panic;
 
+use crate::payload::drop_payload;
 use crate::pool::ThreadPool;
 use crate::sync::{self, AtomicUsize, Mutex, Ordering};
 
@@ -125,11 +126,23 @@ impl GroupInner {
     }
 
     /// Stores a task's panic: the first payload is kept, later ones counted.
+    ///
+    /// A later payload is dropped after the lock is released, with [`drop_payload`]: a payload
+    /// whose own `Drop` panics must neither poison the slot nor unwind out of the worker that
+    /// is completing the task (its group would never finish).
     pub(crate) fn record_panic(&self, payload: Box<dyn Any + Send + 'static>) {
-        let mut slot = sync::lock(&self.panics);
-        slot.count += 1;
-        if slot.first.is_none() {
-            slot.first = Some(payload);
+        let extra = {
+            let mut slot = sync::lock(&self.panics);
+            slot.count += 1;
+            if slot.first.is_none() {
+                slot.first = Some(payload);
+                None
+            } else {
+                Some(payload)
+            }
+        };
+        if let Some(payload) = extra {
+            drop_payload(payload);
         }
     }
 
@@ -174,7 +187,7 @@ impl GroupInner {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use freyr_sched::{TaskGroup, ThreadPool};
+/// use freyr::{TaskGroup, ThreadPool};
 ///
 /// fn add(sum: &AtomicUsize, i: usize) {
 ///     sum.fetch_add(i, Ordering::Relaxed);
@@ -198,7 +211,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr_sched::TaskGroup::new();
+    /// let group = freyr::TaskGroup::new();
     /// assert!(group.is_done());
     /// assert_eq!(group.panicked(), 0);
     /// ```
@@ -234,7 +247,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), i: usize) {
     ///     if i == 3 {
     ///         panic!("task 3 failed");
@@ -267,7 +280,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), i: usize) {
     ///     if i % 2 == 0 {
     ///         panic!("even");
@@ -301,7 +314,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr_sched::TaskGroup::new();
+    /// let group = freyr::TaskGroup::new();
     /// assert!(group.is_done());
     /// ```
     #[must_use]
@@ -315,7 +328,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn boom(_: &(), _: usize) {
     ///     panic!("boom");
     /// }
@@ -361,7 +374,7 @@ impl Drop for TaskGroup {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{TaskGroup, ThreadPool};
+/// use freyr::{TaskGroup, ThreadPool};
 /// fn fail(_: &(), _: usize) {
 ///     std::panic::panic_any(7_u32);
 /// }
@@ -384,7 +397,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -405,7 +418,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -426,7 +439,7 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }

@@ -29,7 +29,7 @@ use crate::task::Task;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
+/// use freyr::{IndexedJob, TaskGroup, ThreadPool};
 ///
 /// struct Squares(Vec<AtomicUsize>);
 /// impl IndexedJob for Squares {
@@ -68,7 +68,7 @@ pub trait IndexedJob: Sync {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
+    /// use freyr::{IndexedJob, TaskGroup, ThreadPool};
     ///
     /// // Counts how many batches ran; every index is still marked once.
     /// struct Marks { seen: Vec<AtomicUsize>, batches: AtomicUsize }

@@ -15,11 +15,18 @@
 //! 3. **No surprises**: a pool of one runs everything inline; `grain == 0`
 //!    is a clear panic, never a hang; dropping a pool joins its threads.
 //!
+//! Around the tick, the time tools keep the machine's speed out of the
+//! outcome: [`FixedStep`] (fixed `dt`, catch-up clamp, gates),
+//! [`DeadlineScheduler`] (jobs applied at exactly T + K),
+//! [`AsyncPump`] (results drained by their owner, in launch order),
+//! [`BudgetQueue`] of [`Incremental`] jobs (work units per tick, e.g.
+//! [`GridPathSearch`]) and the [`TickGovernor`] (overrun shedding).
+//!
 //! # Example
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use freyr_sched::{TaskGroup, ThreadPool};
+//! use freyr::{TaskGroup, ThreadPool};
 //!
 //! let pool = ThreadPool::new(4); // the calling thread + 3 workers
 //!
@@ -69,6 +76,7 @@ mod group;
 mod job;
 mod lcg;
 mod metrics;
+mod payload;
 mod pool;
 mod scope;
 mod shared;
@@ -76,6 +84,7 @@ mod sleep;
 mod spin;
 mod sync;
 mod task;
+mod time;
 mod worker_count;
 
 #[doc = include_str!("../PROTOCOL.md")]
@@ -92,6 +101,15 @@ pub mod loom_queue {
 pub use group::{GroupPanic, TaskGroup};
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
+pub use payload::drop_payload;
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
+pub use time::{
+    AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
+    DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,
+    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridPath, GridPathSearch,
+    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, ManualClock, MonotonicClock,
+    Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget, advance_by,
+    ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
+};
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};

@@ -87,7 +87,7 @@ impl BusyClock {
 /// # Examples
 ///
 /// ```
-/// let m = freyr_sched::WorkerMetrics::default();
+/// let m = freyr::WorkerMetrics::default();
 /// assert_eq!(m.tasks_run + m.tasks_stolen + m.parks + m.wakeups, 0);
 /// assert_eq!(m.busy, std::time::Duration::ZERO);
 /// ```
@@ -117,7 +117,7 @@ pub struct WorkerMetrics {
 /// # Examples
 ///
 /// ```
-/// let pool = freyr_sched::ThreadPool::new(2);
+/// let pool = freyr::ThreadPool::new(2);
 /// pool.parallel_for(100, 10, |_| {});
 /// let m = pool.metrics();
 /// assert_eq!(m.workers.len(), 2);
@@ -137,7 +137,7 @@ impl PoolMetrics {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{PoolMetrics, WorkerMetrics};
+    /// use freyr::{PoolMetrics, WorkerMetrics};
     /// use std::time::Duration;
     /// let one = WorkerMetrics {
     ///     tasks_run: 2,

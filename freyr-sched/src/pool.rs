@@ -10,6 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::group::TaskGroup;
 use crate::job::{IndexedJob, run_body_batch, run_indices, run_job_batch};
 use crate::metrics::{CachePadded, PoolMetrics};
+use crate::payload::{drop_payload, keep_first};
 use crate::shared::{Shared, close_episode, open_episode, worker_main};
 use crate::sleep::Sleep;
 use crate::sync::{self, Arc, AtomicUsize, JoinHandle, Ordering};
@@ -31,7 +32,7 @@ use crate::worker_count::resolve_worker_count;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// let pool = freyr_sched::ThreadPool::new(4);
+/// let pool = freyr::ThreadPool::new(4);
 /// assert_eq!(pool.workers(), 4);
 /// let hits = AtomicUsize::new(0);
 /// pool.parallel_for(1000, 64, |_| {
@@ -50,7 +51,7 @@ pub struct ThreadPool {
 /// # Examples
 ///
 /// ```
-/// let pool = freyr_sched::ThreadPool::builder()
+/// let pool = freyr::ThreadPool::builder()
 ///     .workers(3)
 ///     .thread_name("physics-")
 ///     .stack_size(1 << 20)
@@ -85,7 +86,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPoolBuilder::new().workers(1).build();
+    /// let pool = freyr::ThreadPoolBuilder::new().workers(1).build();
     /// assert_eq!(pool.workers(), 1);
     /// ```
     pub fn new() -> Self {
@@ -99,7 +100,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn workers(mut self, workers: usize) -> Self {
@@ -114,7 +115,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).pin_threads(true).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).pin_threads(true).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn pin_threads(mut self, pin: bool) -> Self {
@@ -127,7 +128,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).stack_size(256 * 1024).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).stack_size(256 * 1024).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn stack_size(mut self, bytes: usize) -> Self {
@@ -141,7 +142,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).thread_name("io-").build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).thread_name("io-").build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn thread_name(mut self, prefix: impl Into<String>) -> Self {
@@ -158,7 +159,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(3).build();
+    /// let pool = freyr::ThreadPool::builder().workers(3).build();
     /// assert_eq!(pool.metrics().workers.len(), 3);
     /// ```
     pub fn build(self) -> ThreadPool {
@@ -178,7 +179,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).try_build().unwrap();
+    /// let pool = freyr::ThreadPool::builder().workers(2).try_build().unwrap();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn try_build(self) -> io::Result<ThreadPool> {
@@ -215,9 +216,9 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(1);
+    /// let pool = freyr::ThreadPool::new(1);
     /// assert_eq!(pool.workers(), 1);
-    /// let auto = freyr_sched::ThreadPool::new(0);
+    /// let auto = freyr::ThreadPool::new(0);
     /// assert!(auto.workers() >= 1);
     /// ```
     #[must_use]
@@ -230,7 +231,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::builder().workers(2).build();
+    /// let pool = freyr::ThreadPool::builder().workers(2).build();
     /// assert_eq!(pool.workers(), 2);
     /// ```
     pub fn builder() -> ThreadPoolBuilder {
@@ -242,7 +243,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::ThreadPool::new(3).workers(), 3);
+    /// assert_eq!(freyr::ThreadPool::new(3).workers(), 3);
     /// ```
     #[must_use]
     pub fn workers(&self) -> usize {
@@ -286,7 +287,7 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     ///
     /// struct Job {
     ///     sums: Vec<AtomicU64>,
@@ -371,7 +372,7 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
+    /// use freyr::{IndexedJob, TaskGroup, ThreadPool};
     ///
     /// struct Tally(Vec<AtomicUsize>);
     /// impl IndexedJob for Tally {
@@ -449,7 +450,7 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let tally: Vec<AtomicUsize> = (0..257).map(|_| AtomicUsize::new(0)).collect();
     /// pool.parallel_for(tally.len(), 16, |i| {
     ///     tally[i].fetch_add(1, Ordering::Relaxed);
@@ -458,7 +459,7 @@ impl ThreadPool {
     /// ```
     ///
     /// ```should_panic
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// pool.parallel_for(10, 0, |_| {}); // panics: grain must be at least 1
     /// ```
     pub fn parallel_for<F: Fn(usize) + Sync>(&self, count: usize, grain: usize, f: F) {
@@ -493,6 +494,10 @@ impl ThreadPool {
         close_episode(episode, counters);
         let theirs = group.try_wait(self);
         if let Some(payload) = mine {
+            // Dropped now, not while unwinding: a payload whose `Drop` panics would abort.
+            if let Err(panic) = theirs {
+                drop_payload(panic.into_payload());
+            }
             panic::resume_unwind(payload);
         }
         if let Err(panic) = theirs {
@@ -505,7 +510,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{TaskGroup, ThreadPool};
+    /// use freyr::{TaskGroup, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let group = TaskGroup::new();
     /// fn nop(_: &(), _: usize) {}
@@ -607,7 +612,7 @@ impl<F: Fn(usize) + Sync> ForJob<'_, F> {
             let start = first * self.grain;
             let end = stop.saturating_mul(self.grain).min(self.count);
             if let Some(payload) = run_catching(start, end, self.f) {
-                first_panic.get_or_insert(payload);
+                keep_first(&mut first_panic, payload);
             }
         }
     }
@@ -634,7 +639,7 @@ fn run_catching<F: Fn(usize)>(
             }
         }));
         if let Err(payload) = run {
-            first_panic.get_or_insert(payload);
+            keep_first(&mut first_panic, payload);
         }
     }
     first_panic

@@ -17,7 +17,7 @@ use crate::task::Task;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// let pool = freyr_sched::ThreadPool::new(3);
+/// let pool = freyr::ThreadPool::new(3);
 /// let data = vec![1, 2, 3, 4];
 /// let sum = AtomicUsize::new(0);
 /// pool.scope(|s| {
@@ -63,7 +63,7 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let mut halves = [0u64; 2];
     /// let (left, right) = halves.split_at_mut(1);
     /// let n = pool.scope(|s| {
@@ -76,7 +76,7 @@ impl ThreadPool {
     /// ```
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let caught = std::panic::catch_unwind(|| {
     ///     pool.scope(|s| {
     ///         s.spawn(|_| panic!("task failed"));
@@ -98,7 +98,13 @@ impl ThreadPool {
         let result = panic::catch_unwind(AssertUnwindSafe(|| f(&scope)));
         let tasks = scope.group.try_wait(self);
         match (result, tasks) {
-            (Err(payload), _) => panic::resume_unwind(payload),
+            (Err(payload), tasks) => {
+                // Dropped now, not while unwinding: a payload whose `Drop` panics would abort.
+                if let Err(panic) = tasks {
+                    crate::drop_payload(panic.into_payload());
+                }
+                panic::resume_unwind(payload)
+            }
             (Ok(_), Err(panic)) => panic::resume_unwind(panic.into_payload()),
             (Ok(value), Ok(())) => value,
         }
@@ -117,7 +123,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// let count = AtomicUsize::new(0);
     /// pool.scope(|s| {
     ///     for _ in 0..10 {
@@ -165,7 +171,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// let pool = freyr_sched::ThreadPool::new(3);
+    /// let pool = freyr::ThreadPool::new(3);
     /// let tally: Vec<AtomicUsize> = (0..100).map(|_| AtomicUsize::new(0)).collect();
     /// pool.scope(|s| {
     ///     s.spawn_indexed(&tally, tally.len(), |tally, i| {
@@ -186,7 +192,7 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr_sched::ThreadPool::new(2);
+    /// let pool = freyr::ThreadPool::new(2);
     /// pool.scope(|s| assert_eq!(s.pool().workers(), 2));
     /// ```
     #[must_use]

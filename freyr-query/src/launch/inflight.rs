@@ -7,7 +7,8 @@
 //! tasks resolve them from on their worker, reach tasks only through a registered launch's job;
 //! since every `&mut World` waits for all in-flight launches (the last row below), the world
 //! those pointers lead into is alive and structurally unchanged while any task runs. Every
-//! registry operation that touches the world first asks this list:
+//! registry operation that touches the world first asks this list, through the registry's
+//! wait-before-access API (`registry/world.rs`, which states the whole argument):
 //!
 //! | operation                                   | waits for in-flight launches that …        |
 //! |---------------------------------------------|--------------------------------------------|
@@ -16,6 +17,7 @@
 //! | `get::<T>(e)`                               | write `T`, in `e`'s archetype              |
 //! | `world_hash`                                | write the hashed types                     |
 //! | `world()`                                   | write anything                             |
+//! | layout only (`contains`, `len`, `count`, a `get` that finds nothing) | (none)            |
 //! | replace / remove / mutably borrow resource `R` | read `R`                                |
 //! | spawn, despawn, insert, remove, `world_mut`, applying commands | (all of them)           |
 //!
@@ -33,6 +35,7 @@
 use core::any::{Any, TypeId};
 use core::cell::Cell;
 use core::ptr::NonNull;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -40,6 +43,7 @@ use freyr_core::{ArchetypeId, CommandBuffer, ComponentId};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
+use crate::first_panic::keep_first;
 use crate::launch::job::ErasedJob;
 use crate::profiler::Profiler;
 
@@ -57,6 +61,9 @@ pub(crate) enum OpAccess<'a> {
     ResourceWrite(TypeId),
     /// Needs the world exclusively.
     Exclusive,
+    /// Reads only the layout (which entities exist and where, archetypes, component ids), which
+    /// in-flight work never changes, and no component value.
+    Layout,
 }
 
 impl OpAccess<'_> {
@@ -73,6 +80,7 @@ impl OpAccess<'_> {
             OpAccess::WorldRead => launch.writes_anything(),
             OpAccess::ResourceWrite(id) => launch.reads_resource(*id),
             OpAccess::Exclusive => true,
+            OpAccess::Layout => false,
         }
     }
 }
@@ -148,14 +156,23 @@ impl Launch {
         // SAFETY: the group completed (waited above), so no task references the job any more;
         // `job` came from `Box::leak` and is reclaimed exactly once because `self` is consumed.
         let job = unsafe { Box::from_raw(self.job.as_ptr()) };
-        let commands = job.finish();
+        let mut panic = self.panic.take();
+        // User code runs here (a reduction's `combine`, the callbacks' captures dropping): a
+        // panic is kept like a task's, after it, so the sync point still does all its work.
+        let commands = match std::panic::catch_unwind(AssertUnwindSafe(|| job.finish())) {
+            Ok(commands) => commands,
+            Err(payload) => {
+                keep_first(&mut panic, payload);
+                Vec::new()
+            }
+        };
         Retired {
             seq: self.seq,
             commands,
             wall,
             tasks: self.tasks,
             label: self.label,
-            panic: self.panic.take(),
+            panic,
         }
     }
 }

@@ -244,6 +244,9 @@ where
     }
 
     fn finish(self, slots: Vec<Option<A>>) -> Vec<CommandBuffer> {
+        // `combine` (or `identity`) may panic: then the result is lost, and the slot says so
+        // before the panic goes on (the values not combined yet drop with `slots`).
+        let lost = LostOnUnwind(&self.out);
         let mut acc: Option<A> = None;
         let mut complete = true;
         for value in slots {
@@ -262,8 +265,19 @@ where
         } else {
             None
         };
+        core::mem::forget(lost);
         self.out.set(result);
         Vec::new()
+    }
+}
+
+/// Marks a reduction's result as lost if combining unwinds.
+struct LostOnUnwind<'a, A>(&'a ReduceSlot<A>);
+
+impl<A> Drop for LostOnUnwind<'_, A> {
+    fn drop(&mut self) {
+        // Only reached while unwinding: the normal path forgets the guard.
+        self.0.set(None);
     }
 }
 

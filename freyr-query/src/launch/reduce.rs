@@ -1,4 +1,5 @@
-//! Deterministic reductions: [`Reduction`], the handle returned by
+//! Deterministic reductions: the slot a retired reduction leaves its result in, read by
+//! [`Reduction`](crate::Reduction), the handle returned by
 //! [`Query::each_async_reduce`](crate::Query::each_async_reduce).
 //!
 //! Each chunk folds its rows in row order starting from `identity()`; the chunk results are
@@ -7,8 +8,6 @@
 //! bit-identical for every worker count.
 
 use std::sync::{Arc, Mutex};
-
-use crate::registry::Registry;
 
 enum Outcome<A> {
     Pending,
@@ -38,14 +37,14 @@ impl<A> ReduceSlot<A> {
         };
     }
 
-    fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         matches!(
             *self.outcome.lock().unwrap_or_else(|e| e.into_inner()),
             Outcome::Ready(_)
         )
     }
 
-    fn take(&self) -> Option<Option<A>> {
+    pub(crate) fn take(&self) -> Option<Option<A>> {
         let mut outcome = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
         match core::mem::replace(&mut *outcome, Outcome::Taken) {
             Outcome::Ready(v) => Some(Some(v)),
@@ -55,74 +54,6 @@ impl<A> ReduceSlot<A> {
                 None
             }
             Outcome::Taken => unreachable!("a Reduction handle is consumed by join"),
-        }
-    }
-}
-
-/// The pending result of [`Query::each_async_reduce`](crate::Query::each_async_reduce).
-///
-/// # Examples
-///
-/// ```
-/// use freyr_query::Registry;
-///
-/// struct Mass(f64);
-///
-/// let mut registry = Registry::with_workers(4);
-/// registry.spawn_batch((0..2000).map(|i| (Mass(i as f64 * 0.1),)));
-/// let total = registry
-///     .query::<&Mass>()
-///     .each_async_reduce(|| 0.0f64, |acc, _, m| acc + m.0, |a, b| a + b);
-/// let total = total.join(&mut registry);
-/// assert!((total - 199_900.0).abs() < 1e-6);
-/// ```
-#[must_use = "a reduction's result is only available through `join`"]
-pub struct Reduction<A> {
-    slot: Arc<ReduceSlot<A>>,
-    /// Launch number, or `None` when nothing matched and the result is `identity()`.
-    launch: Option<u64>,
-    registry_id: u64,
-}
-
-impl<A> Reduction<A> {
-    pub(crate) fn new(slot: Arc<ReduceSlot<A>>, launch: Option<u64>, registry_id: u64) -> Self {
-        Reduction {
-            slot,
-            launch,
-            registry_id,
-        }
-    }
-
-    /// Whether the result is available without waiting (its launch was retired by a sync point).
-    pub fn is_ready(&self) -> bool {
-        self.slot.is_ready()
-    }
-
-    /// Waits for this reduction's launch only (an implicit sync point for that launch; other
-    /// in-flight work keeps running and its commands still wait for the next sync point) and
-    /// returns the combined result.
-    ///
-    /// # Panics
-    ///
-    /// - Re-raises the panic of a callback of this launch if it has not been re-raised by a sync
-    ///   point yet; if it was, panics saying the result was lost.
-    /// - If `registry` is not the registry that launched the reduction.
-    pub fn join(self, registry: &mut Registry) -> A {
-        assert_eq!(
-            self.registry_id,
-            registry.id(),
-            "freyr: Reduction::join called with a different registry than the one that launched it"
-        );
-        if let Some(seq) = self.launch {
-            registry.retire_launch(seq);
-        }
-        match self.slot.take() {
-            Some(Some(v)) => v,
-            Some(None) => panic!(
-                "freyr: reduction result lost: a callback of its launch panicked \
-                 (the panic was re-raised at the sync point)"
-            ),
-            None => unreachable!("a retired reduction always has an outcome"),
         }
     }
 }

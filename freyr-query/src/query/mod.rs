@@ -1,25 +1,25 @@
 //! [`Query`]: a query built on the registry, and the ways to run it.
 
+mod build;
+mod reduction;
+
 use core::marker::PhantomData;
 use std::sync::Arc;
-use std::time::Instant;
 
-use freyr_core::{CHUNK_CAPACITY, CommandBuffer, Entity, World};
+use freyr_core::{CHUNK_CAPACITY, Entity};
 
-use crate::access::Access;
 use crate::commands::Context;
 use crate::error::QueryError;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::iter::each;
-use crate::launch::callback::CallbackScope;
-use crate::launch::inflight::OpAccess;
-use crate::launch::job::{Plain, Reduce, WithContext};
-use crate::launch::reduce::{ReduceSlot, Reduction};
-use crate::launch::{self, LaunchCtx};
+use crate::launch::job::{Kernel, Plain, Reduce, WithContext};
+use crate::launch::reduce::ReduceSlot;
 use crate::registry::Registry;
 use crate::state::QueryState;
 use crate::view::ViewSet;
+
+pub use self::reduction::Reduction;
 
 /// The query's type parameters, for `PhantomData` (covariant, `Send`, `Sync`).
 type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
@@ -53,7 +53,7 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 /// # Examples
 ///
 /// ```
-/// use freyr_query::{Registry, Without};
+/// use freyr::{Registry, Without};
 ///
 /// struct Pos(f32);
 /// struct Vel(f32);
@@ -94,7 +94,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Hp(u32);
     ///
@@ -127,7 +127,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Mass(f64);
     ///
@@ -168,10 +168,10 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Read, Registry};
+    /// use freyr::{Read, Registry};
     ///
     /// struct Pos(f32);
-    /// struct Chase(freyr_core::Entity);
+    /// struct Chase(freyr::Entity);
     /// struct Gap(f32);
     ///
     /// let mut registry = Registry::with_workers(1);
@@ -202,7 +202,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Read, Registry};
+    /// use freyr::{Read, Registry};
     ///
     /// struct Pos(f32);
     ///
@@ -232,7 +232,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, With};
+    /// use freyr::{Registry, With};
     ///
     /// struct A;
     /// struct B;
@@ -244,28 +244,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// assert_eq!(registry.query_filtered::<&A, With<B>>().count(), 1);
     /// ```
     pub fn count(self) -> usize {
-        let reg = self.registry;
-        reg.guard("Query::count");
-        let world = reg.world.get();
-        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
-        state
-            .matched()
-            .iter()
-            .map(|m| world.archetype(m.id).len())
-            .sum()
-    }
-
-    /// The combined access of `Q` and `V`.
-    fn access(state: &QueryState<Q, F>, world: &freyr_core::World) -> Arc<Access> {
-        let mut extra = Access::new();
-        V::access(world, &mut extra);
-        if extra.reads().is_empty() && !extra.holds_world_ref() && extra.resources_empty() {
-            state.shared_access()
-        } else {
-            let mut access = state.access().clone();
-            access.extend(&extra);
-            Arc::new(access)
-        }
+        self.registry.query_count::<Q, F>()
     }
 
     /// Calls `f(entity, items)` for every matching entity, on the calling thread, in archetype
@@ -278,7 +257,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Id(u32);
     ///
@@ -293,11 +272,13 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>),
     {
-        self.run_sync("Query::each", |world, state| {
-            // SAFETY: `run_sync` updated the state against `world`, waited for conflicting
-            // in-flight work, and holds the registry mutably for the whole call.
-            unsafe { each::each_row(world, state, &mut f) }
-        });
+        let label = self.label;
+        self.registry
+            .run_sync::<Q, F>("Query::each", label, |world, state| {
+                // SAFETY: `run_sync` refreshed the state against `world`, waited for the in-flight
+                // work that conflicts with it, and holds the registry mutably for the whole call.
+                unsafe { each::each_row(world, state, &mut f) }
+            });
     }
 
     /// Calls `f(entities, columns)` once per matching chunk, on the calling thread, in order; the
@@ -306,7 +287,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// #[derive(Clone, Copy)]
     /// struct Pos(f32);
@@ -335,36 +316,12 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
     {
-        self.run_sync("Query::each_chunk", |world, state| {
-            // SAFETY: as in `each`.
-            unsafe { each::each_chunk(world, state, &mut f) }
-        });
-    }
-
-    /// The frame of `each` and `each_chunk`: checks the registry is not borrowed by a callback
-    /// (`what` names the caller in that panic), updates the query state, waits for in-flight
-    /// work that conflicts with it, runs `body` inside the callback marker, and records the
-    /// label's time.
-    #[inline(always)]
-    fn run_sync(self, what: &'static str, body: impl FnOnce(&World, &QueryState<Q, F>)) {
-        let start = Instant::now();
         let label = self.label;
-        let reg = self.registry;
-        reg.guard(what);
-        let world = reg.world.get();
-        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
-        reg.inflight.wait_conflicting(
-            &reg.pool,
-            &OpAccess::Components(state.access()),
-            &reg.profiler,
-        );
-        {
-            let _scope = CallbackScope::enter(reg.id);
-            body(world, state);
-        }
-        if let Some(label) = label {
-            reg.profiler.record_label(label, 0, start.elapsed());
-        }
+        self.registry
+            .run_sync::<Q, F>("Query::each_chunk", label, |world, state| {
+                // SAFETY: as in `each`.
+                unsafe { each::each_chunk(world, state, &mut f) }
+            });
     }
 
     /// Like [`each`](Query::each), with a [`Context`] giving the views `V` and a commands handle.
@@ -378,7 +335,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Hp(i32);
     ///
@@ -399,31 +356,13 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
     {
-        let start = Instant::now();
         let label = self.label;
-        let reg = self.registry;
-        reg.guard("Query::each_with");
-        let world = reg.world.get();
-        let views = V::fetch(world, &reg.resources).unwrap_or_else(|e| panic!("freyr: {e}"));
-        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
-        let access = Self::access(state, world);
-        reg.inflight
-            .wait_conflicting(&reg.pool, &OpAccess::Components(&access), &reg.profiler);
-        let seq = reg.next_seq;
-        reg.next_seq += 1;
-        let mut commands = CommandBuffer::new();
-        {
-            let _scope = CallbackScope::enter(reg.id);
-            // SAFETY: as in `each`; the views were fetched from this world and resources and their
-            // access was included in the wait above.
-            unsafe { each::each_row_with(world, state, views, &mut commands, &mut f) };
-        }
-        if !commands.is_empty() {
-            reg.pending.push((seq, vec![commands]));
-        }
-        if let Some(label) = label {
-            reg.profiler.record_label(label, 0, start.elapsed());
-        }
+        self.registry
+            .run_with::<Q, F, V>(label, |world, state, views, commands| {
+                // SAFETY: as in `each`; `run_with` fetched the views from this world and the
+                // resources after waiting for the work that conflicts with them too.
+                unsafe { each::each_row_with(world, state, views, commands, &mut f) };
+            });
     }
 
     /// Launches one task per non-empty matching chunk and returns at once. Work on the calling
@@ -435,7 +374,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// `Fn + Send + Sync + 'static`, so it cannot capture `&mut` state or the registry:
     ///
     /// ```compile_fail
-    /// # use freyr_query::Registry;
+    /// # use freyr::Registry;
     /// # struct Pos(f32);
     /// let mut registry = Registry::with_workers(2);
     /// let mut count = 0;
@@ -443,7 +382,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// ```
     ///
     /// ```compile_fail
-    /// # use freyr_query::Registry;
+    /// # use freyr::Registry;
     /// # struct Pos(f32);
     /// let mut registry = Registry::with_workers(2);
     /// let other = registry.spawn((Pos(0.0),));
@@ -453,7 +392,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// ```
     ///
     /// ```compile_fail
-    /// # use freyr_query::Registry;
+    /// # use freyr::Registry;
     /// # struct Pos(f32);
     /// let mut registry = Registry::with_workers(2);
     /// let shared: &'static Registry = Box::leak(Box::new(Registry::with_workers(1)));
@@ -468,7 +407,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Pos(f32);
     /// struct Vel(f32);
@@ -502,7 +441,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Registry, Res};
+    /// use freyr::{Registry, Res};
     ///
     /// struct Hp(i32);
     /// struct Poison(i32);
@@ -539,7 +478,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     ///
     /// struct Energy(f32);
     ///
@@ -561,7 +500,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         Co: Fn(A, A) -> A + Send + Sync + 'static,
     {
         let slot = ReduceSlot::pending();
-        let id = self.registry.id;
+        let id = self.registry.id();
         let kernel = Reduce {
             identity,
             fold,
@@ -572,30 +511,9 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         Reduction::new(slot, seq, id)
     }
 
-    fn launch<K: crate::launch::job::Kernel<Q, V>>(self, kernel: K) -> Option<u64> {
-        let label = self.label;
-        let rows_per_task = self.rows_per_task;
-        let reg = self.registry;
-        reg.guard("Query::each_async");
-        let world = reg.world.get();
-        let views = V::fetch(world, &reg.resources).unwrap_or_else(|e| panic!("freyr: {e}"));
-        let state = crate::registry::state_mut::<Q, F>(&mut reg.queries, world);
-        let access = Self::access(state, world);
-        reg.inflight
-            .wait_conflicting(&reg.pool, &OpAccess::Components(&access), &reg.profiler);
-        let spans = launch::Spans::new(world, state, rows_per_task);
-        let ctx = LaunchCtx {
-            registry_id: reg.id,
-            pool: &reg.pool,
-            inflight: &mut reg.inflight,
-            profiler: &mut reg.profiler,
-            next_seq: &mut reg.next_seq,
-            label,
-        };
-        // SAFETY: `spans` and `views` come from the registry's boxed world and the current
-        // resources, after waiting for every in-flight launch that conflicts with `access`,
-        // which covers `Q` and `V`; `launch` registers the launch in `reg.inflight`, so every
-        // later structural change waits for it.
-        unsafe { launch::launch::<Q, V, K>(ctx, access, spans, views, kernel) }
+    fn launch<K: Kernel<Q, V>>(self, kernel: K) -> Option<u64> {
+        let (label, rows) = (self.label, self.rows_per_task);
+        self.registry
+            .launch_query::<Q, F, V, K>(label, rows, kernel)
     }
 }

@@ -1,0 +1,235 @@
+//! The registry's side of queries: the cache of query states, and the frames that the run
+//! methods of [`Query`](crate::Query) execute in (refresh the state, wait for conflicting
+//! work through [`SyncedWorld`](super::world::SyncedWorld), mark the callback, book the label).
+
+use core::any::{Any, TypeId};
+use std::sync::Arc;
+use std::time::Instant;
+
+use freyr_core::{CommandBuffer, World, WorldId};
+use hashbrown::HashMap;
+
+use crate::access::Access;
+use crate::error::QueryError;
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+use crate::launch::callback::CallbackScope;
+use crate::launch::inflight::OpAccess;
+use crate::launch::job::Kernel;
+use crate::state::QueryState;
+use crate::view::ViewSet;
+
+use super::Registry;
+use super::world::{LaunchInfo, SyncedWorld};
+
+/// Cached query states, keyed by `TypeId::of::<QueryState<Q, F>>()`, all built for the world
+/// with id `world`.
+#[derive(Default)]
+pub(crate) struct QueryCache {
+    world: Option<WorldId>,
+    states: HashMap<TypeId, Box<dyn Any + Send>>,
+}
+
+impl QueryCache {
+    /// The state for `(Q, F)`, created on first use and refreshed against `world`. If `world` is
+    /// not the world the cache was built for (it was replaced, swapped or taken), every cached
+    /// state is dropped first; each state checks the world's id too.
+    ///
+    /// # Errors
+    ///
+    /// On conflicting access in `Q`.
+    pub(crate) fn state_mut<Q: QueryData, F: QueryFilter>(
+        &mut self,
+        world: &World,
+    ) -> Result<&mut QueryState<Q, F>, QueryError> {
+        if self.world != Some(world.id()) {
+            self.states.clear();
+            self.world = Some(world.id());
+        }
+        let entry = match self.states.entry(TypeId::of::<QueryState<Q, F>>()) {
+            hashbrown::hash_map::Entry::Occupied(e) => e.into_mut(),
+            hashbrown::hash_map::Entry::Vacant(v) => {
+                v.insert(Box::new(QueryState::<Q, F>::new(world)?))
+            }
+        };
+        let state = entry
+            .downcast_mut::<QueryState<Q, F>>()
+            .expect("query cache entry stored under its own TypeId");
+        state.update(world);
+        Ok(state)
+    }
+
+    fn get<Q: QueryData, F: QueryFilter>(&self, world: WorldId) -> Option<&QueryState<Q, F>> {
+        if self.world != Some(world) {
+            return None;
+        }
+        self.states
+            .get(&TypeId::of::<QueryState<Q, F>>())
+            .and_then(|s| s.downcast_ref())
+    }
+}
+
+impl Registry {
+    /// The cached state of `(Q, F)`, if a query of that type was built before on the current
+    /// world (a replaced world starts with an empty cache).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    ///
+    /// struct A;
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn((A,));
+    /// assert!(registry.query_state::<&A, ()>().is_none());
+    /// assert_eq!(registry.query::<&A>().count(), 1);
+    /// assert_eq!(registry.query_state::<&A, ()>().unwrap().matched_archetypes().count(), 1);
+    /// *registry.world_mut() = freyr::World::new();
+    /// assert!(registry.query_state::<&A, ()>().is_none());
+    /// ```
+    pub fn query_state<Q: QueryData, F: QueryFilter>(&self) -> Option<&QueryState<Q, F>> {
+        self.queries.get(self.sync.world_id())
+    }
+
+    /// Checks the registry is not driven from its own callback and builds or refreshes the
+    /// state of `(Q, F)`: what [`Registry::try_query_filtered`] does before handing out a query.
+    ///
+    /// # Errors
+    ///
+    /// On conflicting access in `Q`.
+    pub(crate) fn prepare_query<Q: QueryData, F: QueryFilter>(
+        &mut self,
+        what: &str,
+    ) -> Result<(), QueryError> {
+        self.guard(what);
+        self.sync.refresh::<Q, F>(&mut self.queries).map(drop)
+    }
+
+    /// Number of entities `(Q, F)` matches. Waits for nothing: in-flight work never changes
+    /// which entities exist.
+    pub(crate) fn query_count<Q: QueryData, F: QueryFilter>(&mut self) -> usize {
+        self.guard("Query::count");
+        let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
+        state
+            .matched()
+            .iter()
+            .map(|m| self.sync.archetype_len(m.id))
+            .sum()
+    }
+
+    /// The frame of `each` and `each_chunk`: checks the registry is not driven from its own
+    /// callback (`what` names the caller in that panic), refreshes the query state, waits for
+    /// in-flight work that conflicts with it, runs `body` inside the callback marker, and records
+    /// the label's time. `body` gets a world on which nothing else touches `Q`'s columns until it
+    /// returns.
+    #[inline(always)]
+    pub(crate) fn run_sync<Q: QueryData, F: QueryFilter>(
+        &mut self,
+        what: &'static str,
+        label: Option<&'static str>,
+        body: impl FnOnce(&World, &QueryState<Q, F>),
+    ) {
+        let start = Instant::now();
+        self.guard(what);
+        let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
+        let world = self
+            .sync
+            .read(&OpAccess::Components(state.access()), &self.profiler);
+        {
+            let _scope = CallbackScope::enter(self.id);
+            body(world, state);
+        }
+        if let Some(label) = label {
+            self.profiler.record_label(label, 0, start.elapsed());
+        }
+    }
+
+    /// The frame of `each_with`: as [`run_sync`](Registry::run_sync), with the views `V` fetched
+    /// after the wait (their access included in it) and a command buffer that joins the pending
+    /// commands under a fresh launch number.
+    ///
+    /// # Panics
+    ///
+    /// If a [`Res<T>`](crate::Res) view names a missing resource (before anything runs).
+    pub(crate) fn run_with<Q: QueryData, F: QueryFilter, V: ViewSet>(
+        &mut self,
+        label: Option<&'static str>,
+        body: impl FnOnce(&World, &QueryState<Q, F>, V::Fetch, &mut CommandBuffer),
+    ) {
+        let start = Instant::now();
+        self.guard("Query::each_with");
+        let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
+        let access = query_access::<Q, F, V>(&self.sync, state);
+        let (world, resources) = self
+            .sync
+            .read_with_resources(&OpAccess::Components(&access), &self.profiler);
+        let views = V::fetch(world, resources).unwrap_or_else(|e| panic!("freyr: {e}"));
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut commands = CommandBuffer::new();
+        {
+            let _scope = CallbackScope::enter(self.id);
+            body(world, state, views, &mut commands);
+        }
+        if !commands.is_empty() {
+            self.pending.push((seq, vec![commands]));
+        }
+        if let Some(label) = label {
+            self.profiler.record_label(label, 0, start.elapsed());
+        }
+    }
+
+    /// The frame of the `each_async*` methods: refreshes the state and launches `kernel` through
+    /// [`SyncedWorld::launch`](super::world::SyncedWorld::launch). Returns the launch number, or
+    /// `None` when nothing matched.
+    ///
+    /// # Panics
+    ///
+    /// If a [`Res<T>`](crate::Res) view names a missing resource (before anything runs).
+    pub(crate) fn launch_query<Q, F, V, K>(
+        &mut self,
+        label: Option<&'static str>,
+        rows_per_task: usize,
+        kernel: K,
+    ) -> Option<u64>
+    where
+        Q: QueryData,
+        F: QueryFilter,
+        V: ViewSet,
+        K: Kernel<Q, V>,
+    {
+        self.guard("Query::each_async");
+        let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
+        let access = query_access::<Q, F, V>(&self.sync, state);
+        let info = LaunchInfo {
+            registry_id: self.id,
+            profiler: &mut self.profiler,
+            next_seq: &mut self.next_seq,
+            label,
+        };
+        self.sync
+            .launch::<Q, F, V, K>(state, access, rows_per_task, kernel, info)
+    }
+}
+
+/// A refreshed state, or the panic that [`Registry::query`] documents.
+fn state_or_panic<T>(state: Result<T, QueryError>) -> T {
+    state.unwrap_or_else(|e| panic!("freyr: {e}"))
+}
+
+/// The combined access of `Q` and the views `V`, against the current world.
+fn query_access<Q: QueryData, F: QueryFilter, V: ViewSet>(
+    sync: &SyncedWorld,
+    state: &QueryState<Q, F>,
+) -> Arc<Access> {
+    let mut extra = Access::new();
+    sync.view_access::<V>(&mut extra);
+    if extra.reads().is_empty() && !extra.holds_world_ref() && extra.resources_empty() {
+        state.shared_access()
+    } else {
+        let mut access = state.access().clone();
+        access.extend(&extra);
+        Arc::new(access)
+    }
+}

@@ -1,0 +1,132 @@
+//! Sync points: retiring launches, applying their commands in (launch, chunk, row, record)
+//! order, destroying queued entities, and re-raising the first panic.
+
+use core::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+
+use freyr_core::NoSuchEntity;
+
+use crate::first_panic::keep_first;
+use crate::launch::inflight::Retired;
+
+use super::Registry;
+
+impl Registry {
+    /// The explicit sync point: waits for all launched work, applies every recorded command in
+    /// (launch, chunk, row, record) order, then destroys the entities queued by
+    /// [`destroy_entity`](Registry::destroy_entity).
+    ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of user code — a callback or a reduction's `combine` of the
+    /// retired launches (launch order), then a component's `Drop` while commands apply or
+    /// entities are destroyed — after applying the commands of every task that did not panic and
+    /// running every queued destruction. The registry stays usable. See
+    /// [the panic contract](Registry#panics-in-user-code).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    ///
+    /// struct Seed;
+    /// struct Tree;
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.spawn((Seed,));
+    /// registry.query::<&Seed>().each_async_with(|e, _, ctx| {
+    ///     ctx.commands().remove::<(Seed,)>(e);
+    ///     ctx.commands().insert(e, (Tree,));
+    /// });
+    /// registry.execute_tasks();
+    /// assert_eq!(registry.query::<&Tree>().count(), 1);
+    /// assert_eq!(registry.query::<&Seed>().count(), 0);
+    /// ```
+    pub fn execute_tasks(&mut self) {
+        self.guard("Registry::execute_tasks");
+        if let Some(panic) = self.sync_point() {
+            panic::resume_unwind(panic);
+        }
+    }
+
+    /// Retires everything, applies deferred changes; returns the first panic (see the panic
+    /// contract on [`Registry`]): of the retired launches' callbacks and reductions in launch
+    /// order, then of the commands in the order they apply, then of the destructions. Later
+    /// panics are dropped without letting their payload's `Drop` unwind.
+    pub(super) fn sync_point(&mut self) -> Option<Box<dyn Any + Send>> {
+        let retired = self.sync.retire_all();
+        let mut first_panic = None;
+        for r in retired {
+            if let Some(p) = self.absorb(r) {
+                keep_first(&mut first_panic, p);
+            }
+        }
+        if let Some(p) = self.apply_deferred() {
+            keep_first(&mut first_panic, p);
+        }
+        self.profiler.record_sync_point();
+        first_panic
+    }
+
+    /// Books a retired launch: profile, pending commands; returns its panic.
+    fn absorb(&mut self, retired: Retired) -> Option<Box<dyn Any + Send>> {
+        if let Some(label) = retired.label {
+            self.profiler
+                .record_label(label, retired.tasks, retired.wall);
+        }
+        if !retired.commands.is_empty() {
+            self.pending.push((retired.seq, retired.commands));
+        }
+        if retired.panic.is_some() {
+            self.profiler.record_panic();
+        }
+        retired.panic
+    }
+
+    /// Retires one launch (for [`Reduction::join`](crate::Reduction::join)); re-raises its panic.
+    pub(crate) fn retire_launch(&mut self, seq: u64) {
+        self.guard("Reduction::join");
+        if let Some(retired) = self.sync.retire_one(seq)
+            && let Some(panic) = self.absorb(retired)
+        {
+            panic::resume_unwind(panic);
+        }
+    }
+
+    /// Applies pending commands in launch order, then queued destructions. A panic (a
+    /// component's `Drop`) stops neither: every remaining command and destruction still runs,
+    /// and the first panic is returned.
+    fn apply_deferred(&mut self) -> Option<Box<dyn Any + Send>> {
+        debug_assert_eq!(self.sync.in_flight(), 0);
+        let mut pending = core::mem::take(&mut self.pending);
+        pending.sort_by_key(|(seq, _)| *seq);
+        let world = self.sync.write(&self.profiler);
+        let mut first_panic = None;
+        let (mut applied, mut stale) = (0, 0);
+        for (_, buffers) in &mut pending {
+            for buffer in buffers.iter_mut() {
+                let (report, panic) = buffer.try_apply(world);
+                applied += report.applied;
+                stale += report.skipped_stale + report.skipped_missing;
+                if let Some(p) = panic {
+                    keep_first(&mut first_panic, p);
+                }
+            }
+        }
+        self.profiler.record_commands(applied, stale);
+        let (mut destroyed, mut stale) = (0, 0);
+        for entity in self.destroy_queue.drain(..) {
+            match panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity))) {
+                Ok(Ok(())) => destroyed += 1,
+                Ok(Err(NoSuchEntity)) => stale += 1,
+                // The entity is gone (a panicking `Drop` does not keep it alive).
+                Err(p) => {
+                    destroyed += 1;
+                    keep_first(&mut first_panic, p);
+                }
+            }
+        }
+        self.profiler.record_destroyed(destroyed, stale);
+        first_panic
+    }
+}

@@ -1,0 +1,186 @@
+//! Systems and phases: [`System`], and [`Registry::update`] running PreUpdate, Update and
+//! PostUpdate, each followed by a sync point.
+
+use std::panic::{self, AssertUnwindSafe};
+use std::time::Instant;
+
+use crate::phase::Phase;
+
+use super::Registry;
+
+/// A unit of per-tick logic. Registered with [`Registry::add_system`] for one [`Phase`]; within a
+/// phase, systems run in registration order on the thread that calls [`Registry::update`].
+///
+/// A system gets the registry mutably and may launch `each_async` work, run `each`, call
+/// [`Registry::execute_tasks`] for an explicit sync point, and record structural changes. It may
+/// not call [`Registry::update`] (that panics: updates do not nest).
+///
+/// Closures `FnMut(&mut Registry, f32) + Send + 'static` are systems too.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Phase, Registry, System};
+///
+/// struct Pos(f32);
+/// struct Vel(f32);
+///
+/// struct Integrate;
+/// impl System for Integrate {
+///     fn update(&mut self, registry: &mut Registry, dt: f32) {
+///         registry
+///             .query::<(&mut Pos, &Vel)>()
+///             .with_label("Integrate")
+///             .each_async(move |_, (p, v)| p.0 += v.0 * dt);
+///     }
+/// }
+///
+/// let mut registry = Registry::with_workers(2);
+/// let e = registry.spawn((Pos(0.0), Vel(2.0)));
+/// registry.add_system(Phase::Update, Integrate);
+/// registry.add_system(Phase::PostUpdate, move |r: &mut Registry, _dt: f32| {
+///     let x = r.get::<Pos>(e).unwrap().0;
+///     assert!(x > 0.0); // the Update phase's sync point already ran
+/// });
+/// registry.update(0.5);
+/// registry.update(0.5);
+/// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
+/// ```
+pub trait System: Send + 'static {
+    /// Runs the system once.
+    fn update(&mut self, registry: &mut Registry, dt: f32);
+
+    /// A name for diagnostics.
+    fn name(&self) -> &str {
+        core::any::type_name::<Self>()
+    }
+}
+
+impl<F> System for F
+where
+    F: FnMut(&mut Registry, f32) + Send + 'static,
+{
+    fn update(&mut self, registry: &mut Registry, dt: f32) {
+        self(registry, dt);
+    }
+}
+
+impl Registry {
+    /// Registers `system` to run in `phase`, after the systems already registered there.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    ///
+    /// struct Log(Vec<&'static str>);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.insert_resource(Log(Vec::new()));
+    /// registry.add_system(Phase::PostUpdate, |r: &mut Registry, _: f32| {
+    ///     r.resource_mut::<Log>().unwrap().0.push("post")
+    /// });
+    /// registry.add_system(Phase::Update, |r: &mut Registry, _: f32| {
+    ///     r.resource_mut::<Log>().unwrap().0.push("update a")
+    /// });
+    /// registry.add_system(Phase::Update, |r: &mut Registry, _: f32| {
+    ///     r.resource_mut::<Log>().unwrap().0.push("update b")
+    /// });
+    /// registry.update(0.016);
+    /// assert_eq!(registry.resource::<Log>().unwrap().0, ["update a", "update b", "post"]);
+    /// ```
+    pub fn add_system<S: System>(&mut self, phase: Phase, system: S) {
+        self.systems[phase.index()].push(Box::new(system));
+    }
+
+    /// Number of systems registered for `phase`.
+    pub fn system_count(&self, phase: Phase) -> usize {
+        let running = if self.phase == Some(phase) {
+            self.running_systems
+        } else {
+            0
+        };
+        self.systems[phase.index()].len() + running
+    }
+
+    /// The phase currently running, if inside [`update`](Registry::update).
+    pub fn current_phase(&self) -> Option<Phase> {
+        self.phase
+    }
+
+    /// Runs one tick: for each phase (PreUpdate, Update, PostUpdate), its systems in registration
+    /// order, then a sync point (wait for all tasks, apply commands, destroy queued entities).
+    ///
+    /// # Panics
+    ///
+    /// - If called from a system during an update (updates do not nest), or from a callback.
+    /// - Re-raises a system's panic, or the first callback panic of a phase, after that phase's
+    ///   sync point ran; later phases of the tick do not run. The registry stays usable.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    ///
+    /// struct Age(u32);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// let e = registry.spawn((Age(0),));
+    /// registry.add_system(Phase::Update, |r: &mut Registry, _: f32| {
+    ///     r.query::<&mut Age>().each_async(|_, a| a.0 += 1);
+    /// });
+    /// for _ in 0..3 {
+    ///     registry.update(1.0);
+    /// }
+    /// assert_eq!(registry.get::<Age>(e).unwrap().0, 3);
+    /// ```
+    pub fn update(&mut self, dt: f32) {
+        self.guard("Registry::update");
+        assert!(
+            !self.in_update,
+            "freyr: Registry::update called from a system while an update is running; \
+             updates do not nest (use execute_tasks for a sync point inside a system)"
+        );
+        self.in_update = true;
+        let result = panic::catch_unwind(AssertUnwindSafe(|| self.run_phases(dt)));
+        self.in_update = false;
+        self.phase = None;
+        if let Err(panic) = result {
+            panic::resume_unwind(panic);
+        }
+    }
+
+    fn run_phases(&mut self, dt: f32) {
+        for phase in Phase::ALL {
+            let start = Instant::now();
+            self.phase = Some(phase);
+            let mut systems = core::mem::take(&mut self.systems[phase.index()]);
+            self.running_systems = systems.len();
+            let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+                for system in systems.iter_mut() {
+                    system.update(self, dt);
+                }
+            }));
+            self.running_systems = 0;
+            // Systems added while the phase ran go after the existing ones.
+            let added = core::mem::replace(&mut self.systems[phase.index()], systems);
+            self.systems[phase.index()].extend(added);
+            let sync_start = Instant::now();
+            let task_panic = self.sync_point();
+            let sync = sync_start.elapsed();
+            self.profiler.record_phase(phase, start.elapsed(), sync);
+            match (ran, task_panic) {
+                (Err(system_panic), task_panic) => {
+                    // Dropped now, not while unwinding: a payload whose `Drop` panics would
+                    // abort.
+                    if let Some(task_panic) = task_panic {
+                        freyr_sched::drop_payload(task_panic);
+                    }
+                    panic::resume_unwind(system_panic)
+                }
+                (Ok(()), Some(task_panic)) => panic::resume_unwind(task_panic),
+                (Ok(()), None) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,555 @@
+//! Work budgets: incremental jobs advanced by a fixed number of work units
+//! per tick, so they finish on the same tick on every machine.
+//!
+//! A budget measured in milliseconds is never deterministic: how much work
+//! fits in 4 ms depends on the CPU. A budget in *work units* (nodes
+//! expanded, cells flooded, agents planned) is: the job keeps its state (an
+//! open list, a partial plan) between ticks and does exactly `N` units per
+//! tick, however long they take. The cost moves to frame time, which the
+//! fixed-step loop absorbs. No threads, no stalls.
+
+use core::fmt;
+use core::num::NonZeroU64;
+use std::collections::VecDeque;
+
+/// The work units a job may still spend this tick. A job calls
+/// [`try_spend`](Self::try_spend) before each unit of work.
+///
+/// # Examples
+///
+/// ```
+/// let mut budget = freyr_sched::WorkBudget::new(2);
+/// assert!(budget.try_spend());
+/// assert!(budget.try_spend());
+/// assert!(!budget.try_spend());
+/// assert!(budget.is_exhausted());
+/// assert_eq!(budget.spent(), 2);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WorkBudget {
+    granted: u64,
+    left: u64,
+}
+
+impl WorkBudget {
+    /// A budget of `units`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::WorkBudget::new(5).remaining(), 5);
+    /// ```
+    #[must_use]
+    pub fn new(units: u64) -> Self {
+        WorkBudget {
+            granted: units,
+            left: units,
+        }
+    }
+
+    /// Spends one unit if one is left; returns whether it did.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut budget = freyr_sched::WorkBudget::new(1);
+    /// assert!(budget.try_spend());
+    /// assert!(!budget.try_spend());
+    /// ```
+    pub fn try_spend(&mut self) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        true
+    }
+
+    /// Units left.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut budget = freyr_sched::WorkBudget::new(3);
+    /// budget.try_spend();
+    /// assert_eq!(budget.remaining(), 2);
+    /// ```
+    #[must_use]
+    pub fn remaining(&self) -> u64 {
+        self.left
+    }
+
+    /// Units spent so far.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut budget = freyr_sched::WorkBudget::new(3);
+    /// budget.try_spend();
+    /// assert_eq!(budget.spent(), 1);
+    /// ```
+    #[must_use]
+    pub fn spent(&self) -> u64 {
+        self.granted - self.left
+    }
+
+    /// Whether no unit is left.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert!(freyr_sched::WorkBudget::new(0).is_exhausted());
+    /// ```
+    #[must_use]
+    pub fn is_exhausted(&self) -> bool {
+        self.left == 0
+    }
+}
+
+/// What an [`Incremental::advance`] call achieved.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::Progress;
+/// let p: Progress<u8> = Progress::Done(3);
+/// assert_eq!(p.done(), Some(3));
+/// assert_eq!(Progress::<u8>::Pending.done(), None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Progress<T> {
+    /// The budget ran out first; call again on a later tick.
+    Pending,
+    /// The job finished with this output.
+    Done(T),
+}
+
+impl<T> Progress<T> {
+    /// The output, if done.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::Progress::Done("x").done(), Some("x"));
+    /// ```
+    pub fn done(self) -> Option<T> {
+        match self {
+            Progress::Pending => None,
+            Progress::Done(value) => Some(value),
+        }
+    }
+}
+
+/// A job time-sliced by work units: it keeps its state between calls and
+/// does exactly as much work per call as the budget allows.
+///
+/// Contract of [`advance`](Self::advance): spend one unit of `budget`
+/// ([`WorkBudget::try_spend`]) before each unit of work; return
+/// [`Progress::Done`] when finished, or [`Progress::Pending`] *only* once the
+/// budget is exhausted (so a job is advanced by exactly `N` units per tick
+/// until its last one). The output must depend only on the job's inputs,
+/// never on how its work was split into calls. [`advance_by`] checks the
+/// exhaustion rule.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{Incremental, Progress, WorkBudget, advance_by};
+///
+/// /// Sums 1..=n, one addition per unit.
+/// struct SumTo { next: u64, n: u64, sum: u64 }
+/// impl Incremental for SumTo {
+///     type Output = u64;
+///     fn advance(&mut self, budget: &mut WorkBudget) -> Progress<u64> {
+///         while self.next <= self.n {
+///             if !budget.try_spend() {
+///                 return Progress::Pending;
+///             }
+///             self.sum += self.next;
+///             self.next += 1;
+///         }
+///         Progress::Done(self.sum)
+///     }
+/// }
+/// let mut job = SumTo { next: 1, n: 10, sum: 0 };
+/// assert_eq!(advance_by(&mut job, 4), (Progress::Pending, 4));
+/// assert_eq!(advance_by(&mut job, 4), (Progress::Pending, 4));
+/// assert_eq!(advance_by(&mut job, 4), (Progress::Done(55), 2));
+/// ```
+pub trait Incremental {
+    /// What the finished job produces.
+    type Output;
+
+    /// Does work, one unit of `budget` per unit of work, until finished or
+    /// out of budget.
+    fn advance(&mut self, budget: &mut WorkBudget) -> Progress<Self::Output>;
+}
+
+/// Advances `job` by a budget of `units`; returns its progress and the units
+/// it spent.
+///
+/// # Panics
+///
+/// If the job returns [`Progress::Pending`] with units left: that breaks
+/// [`Incremental`]'s contract (its finishing tick would no longer be a
+/// function of the budget).
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{Incremental, Progress, WorkBudget, advance_by};
+/// struct Lazy;
+/// impl Incremental for Lazy {
+///     type Output = ();
+///     fn advance(&mut self, _: &mut WorkBudget) -> Progress<()> {
+///         Progress::Pending // gives up without spending: a contract breach
+///     }
+/// }
+/// let caught = std::panic::catch_unwind(|| advance_by(&mut Lazy, 3));
+/// assert!(caught.is_err());
+/// ```
+pub fn advance_by<J: Incremental + ?Sized>(job: &mut J, units: u64) -> (Progress<J::Output>, u64) {
+    let mut budget = WorkBudget::new(units);
+    let progress = job.advance(&mut budget);
+    if matches!(progress, Progress::Pending) {
+        assert!(
+            budget.is_exhausted(),
+            "freyr: Incremental::advance returned Pending with {} of {} units unspent; a job \
+             must spend its whole budget (WorkBudget::try_spend before each unit) or finish",
+            budget.remaining(),
+            units
+        );
+    }
+    (progress, budget.spent())
+}
+
+/// A budget of 0 units per tick was asked for.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{BudgetQueue, ZeroBudget};
+/// struct Never;
+/// impl freyr_sched::Incremental for Never {
+///     type Output = ();
+///     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+///         freyr_sched::Progress::Done(())
+///     }
+/// }
+/// assert_eq!(BudgetQueue::<Never>::new(0).unwrap_err(), ZeroBudget);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ZeroBudget;
+
+impl fmt::Display for ZeroBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "freyr: a work budget needs at least 1 unit per tick (got 0, so no job would ever \
+             finish)",
+        )
+    }
+}
+
+impl std::error::Error for ZeroBudget {}
+
+/// What one [`BudgetQueue::tick`] did.
+///
+/// # Examples
+///
+/// ```
+/// let work = freyr_sched::TickWork::default();
+/// assert_eq!((work.spent, work.finished), (0, 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TickWork {
+    /// Units spent (the per-tick budget unless the queue ran dry).
+    pub spent: u64,
+    /// Jobs finished.
+    pub finished: u64,
+}
+
+/// Incremental jobs sharing a budget of `N` units per tick, in FIFO order:
+/// each tick the oldest job gets the budget first; when it finishes, the
+/// rest of the budget flows to the next one. Jobs therefore finish on a tick
+/// that depends only on the jobs and `N`.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{BudgetQueue, Incremental, Progress, WorkBudget};
+/// /// Needs `0` units of work.
+/// struct Chores(u64);
+/// impl Incremental for Chores {
+///     type Output = &'static str;
+///     fn advance(&mut self, budget: &mut WorkBudget) -> Progress<&'static str> {
+///         while self.0 > 0 {
+///             if !budget.try_spend() {
+///                 return Progress::Pending;
+///             }
+///             self.0 -= 1;
+///         }
+///         Progress::Done("done")
+///     }
+/// }
+/// let mut queue = BudgetQueue::new(5).unwrap();
+/// let a = queue.push(Chores(7));
+/// let b = queue.push(Chores(2));
+/// let mut finished = Vec::new();
+/// queue.tick(|id, _| finished.push((0, id)));
+/// queue.tick(|id, _| finished.push((1, id)));
+/// // a: 5 units on tick 0 and 2 on tick 1; b: 2 units on tick 1.
+/// assert_eq!(finished, [(1, a), (1, b)]);
+/// assert!(queue.is_empty());
+/// ```
+pub struct BudgetQueue<J: Incremental> {
+    per_tick: NonZeroU64,
+    jobs: VecDeque<(u64, J)>,
+    next_id: u64,
+    spent: u64,
+}
+
+impl<J: Incremental> BudgetQueue<J> {
+    /// A queue that spends `per_tick` units per [`tick`](Self::tick).
+    ///
+    /// # Errors
+    ///
+    /// [`ZeroBudget`] if `per_tick` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr_sched::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+    /// #         freyr_sched::Progress::Done(()) } }
+    /// let queue = freyr_sched::BudgetQueue::<J>::new(500).unwrap();
+    /// assert_eq!(queue.per_tick(), 500);
+    /// ```
+    pub fn new(per_tick: u64) -> Result<Self, ZeroBudget> {
+        Ok(BudgetQueue {
+            per_tick: NonZeroU64::new(per_tick).ok_or(ZeroBudget)?,
+            jobs: VecDeque::new(),
+            next_id: 0,
+            spent: 0,
+        })
+    }
+
+    /// Queues `job` behind the others; returns its id (0, 1, 2, … in push order).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr_sched::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+    /// #         freyr_sched::Progress::Done(()) } }
+    /// let mut queue = freyr_sched::BudgetQueue::new(1).unwrap();
+    /// assert_eq!(queue.push(J), 0);
+    /// assert_eq!(queue.push(J), 1);
+    /// assert_eq!(queue.len(), 2);
+    /// ```
+    pub fn push(&mut self, job: J) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.jobs.push_back((id, job));
+        id
+    }
+
+    /// Spends one tick's budget on the queue, oldest job first, calling
+    /// `finished(id, output)` for every job that finishes, in order.
+    ///
+    /// # Panics
+    ///
+    /// If a job breaks [`Incremental`]'s contract (see [`advance_by`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J(u64);
+    /// # impl freyr_sched::Incremental for J { type Output = u64;
+    /// #     fn advance(&mut self, b: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<u64> {
+    /// #         while self.0 > 0 { if !b.try_spend() { return freyr_sched::Progress::Pending; } self.0 -= 1; }
+    /// #         freyr_sched::Progress::Done(7) } }
+    /// let mut queue = freyr_sched::BudgetQueue::new(3).unwrap();
+    /// queue.push(J(4));
+    /// assert_eq!(queue.tick(|_, _| {}).spent, 3);
+    /// let work = queue.tick(|_, out| assert_eq!(out, 7));
+    /// assert_eq!((work.spent, work.finished), (1, 1));
+    /// ```
+    pub fn tick(&mut self, mut finished: impl FnMut(u64, J::Output)) -> TickWork {
+        let mut work = TickWork::default();
+        let mut left = self.per_tick.get();
+        while left > 0 {
+            let Some((id, job)) = self.jobs.front_mut() else {
+                break;
+            };
+            let id = *id;
+            let (progress, spent) = advance_by(job, left);
+            left -= spent;
+            work.spent += spent;
+            match progress {
+                Progress::Pending => break,
+                Progress::Done(output) => {
+                    self.jobs.pop_front();
+                    work.finished += 1;
+                    finished(id, output);
+                }
+            }
+        }
+        self.spent += work.spent;
+        work
+    }
+
+    /// Units per tick.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr_sched::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+    /// #         freyr_sched::Progress::Done(()) } }
+    /// assert_eq!(freyr_sched::BudgetQueue::<J>::new(8).unwrap().per_tick(), 8);
+    /// ```
+    #[must_use]
+    pub fn per_tick(&self) -> u64 {
+        self.per_tick.get()
+    }
+
+    /// Jobs not finished yet.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr_sched::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+    /// #         freyr_sched::Progress::Done(()) } }
+    /// assert_eq!(freyr_sched::BudgetQueue::<J>::new(8).unwrap().len(), 0);
+    /// ```
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.jobs.len()
+    }
+
+    /// Whether no job is queued.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr_sched::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+    /// #         freyr_sched::Progress::Done(()) } }
+    /// assert!(freyr_sched::BudgetQueue::<J>::new(8).unwrap().is_empty());
+    /// ```
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.jobs.is_empty()
+    }
+
+    /// Units spent over the queue's life.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr_sched::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, b: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
+    /// #         b.try_spend(); freyr_sched::Progress::Done(()) } }
+    /// let mut queue = freyr_sched::BudgetQueue::new(8).unwrap();
+    /// queue.push(J);
+    /// queue.tick(|_, _| {});
+    /// assert_eq!(queue.total_spent(), 1);
+    /// ```
+    #[must_use]
+    pub fn total_spent(&self) -> u64 {
+        self.spent
+    }
+}
+
+impl<J: Incremental> fmt::Debug for BudgetQueue<J> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BudgetQueue")
+            .field("per_tick", &self.per_tick)
+            .field("jobs", &self.jobs.len())
+            .field("spent", &self.spent)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Needs `.0` units; records the budget of every call.
+    struct Units(u64, Vec<u64>);
+
+    impl Incremental for Units {
+        type Output = Vec<u64>;
+        fn advance(&mut self, budget: &mut WorkBudget) -> Progress<Vec<u64>> {
+            self.1.push(budget.remaining());
+            while self.0 > 0 {
+                if !budget.try_spend() {
+                    return Progress::Pending;
+                }
+                self.0 -= 1;
+            }
+            Progress::Done(core::mem::take(&mut self.1))
+        }
+    }
+
+    #[test]
+    fn every_tick_spends_exactly_the_budget_while_work_remains() {
+        let mut queue = BudgetQueue::new(10).unwrap();
+        for need in [25, 3, 14] {
+            queue.push(Units(need, Vec::new()));
+        }
+        let mut spent = Vec::new();
+        let mut calls = Vec::new();
+        while !queue.is_empty() {
+            spent.push(queue.tick(|id, budgets| calls.push((id, budgets))).spent);
+        }
+        // 42 units: 10 + 10 + 10 + 10 + 2.
+        assert_eq!(spent, [10, 10, 10, 10, 2]);
+        assert_eq!(
+            calls,
+            [(0, vec![10, 10, 10]), (1, vec![5]), (2, vec![2, 10, 10])]
+        );
+    }
+
+    #[test]
+    fn the_finishing_tick_is_a_function_of_work_and_budget() {
+        for per_tick in 1..=12u64 {
+            let mut queue = BudgetQueue::new(per_tick).unwrap();
+            queue.push(Units(30, Vec::new()));
+            let mut ticks = 0;
+            while !queue.is_empty() {
+                queue.tick(|_, _| {});
+                ticks += 1;
+            }
+            assert_eq!(ticks, 30u64.div_ceil(per_tick), "budget {per_tick}");
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "units unspent")]
+    fn pending_with_budget_left_is_a_contract_breach() {
+        struct Quits;
+        impl Incremental for Quits {
+            type Output = ();
+            fn advance(&mut self, budget: &mut WorkBudget) -> Progress<()> {
+                budget.try_spend();
+                Progress::Pending
+            }
+        }
+        let mut queue = BudgetQueue::new(4).unwrap();
+        queue.push(Quits);
+        queue.tick(|_, _| {});
+    }
+
+    #[test]
+    fn zero_budget_is_rejected_with_a_reason() {
+        let err = BudgetQueue::<Units>::new(0).unwrap_err();
+        assert!(err.to_string().contains("at least 1 unit"));
+    }
+}

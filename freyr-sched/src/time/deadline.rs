@@ -1,0 +1,880 @@
+//! Deadline jobs: requested at tick T on an owned snapshot of their inputs,
+//! run on the pool, applied at exactly tick T + K in request order.
+//!
+//! "Apply when ready" lets the machine's speed into the simulation: a faster
+//! machine applies a result a tick earlier. So does a time budget per tick.
+//! A [`DeadlineScheduler`] fixes the latency in ticks instead: a job
+//! requested at tick `T` is applied by [`collect`](DeadlineScheduler::collect)
+//! at tick `T + K` on every machine, in request order. If the job is not done
+//! by then, the collecting thread *helps the pool* (runs queued tasks) until
+//! it is: a slow machine pays in wall time (a stall, recorded), never with a
+//! different outcome. `K` is fixed at construction and never adapts.
+
+use core::fmt;
+use core::num::NonZeroU64;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use crate::pool::ThreadPool;
+use crate::time::pool_job::{JobPanic, PoolJob, pool_id};
+
+/// The tick a job requested at `requested_at` is applied on: `requested_at +
+/// latency`, or `None` if that overflows `u64`.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::due_tick;
+/// assert_eq!(due_tick(10, 3), Some(13));
+/// assert_eq!(due_tick(u64::MAX - 1, 2), None);
+/// ```
+#[must_use]
+pub const fn due_tick(requested_at: u64, latency: u64) -> Option<u64> {
+    requested_at.checked_add(latency)
+}
+
+/// Why a deadline-scheduler call was refused.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{DeadlineError, DeadlineScheduler};
+/// let err = DeadlineScheduler::<()>::new(0).unwrap_err();
+/// assert_eq!(err, DeadlineError::ZeroLatency);
+/// assert!(err.to_string().contains("latency of at least 1 tick"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DeadlineError {
+    /// `K = 0`: a job would be due on the tick that requested it, before any
+    /// worker could run it, so every job would stall the tick.
+    ZeroLatency,
+    /// The call passed a different pool from the one the scheduler's jobs
+    /// run on; helping that pool would never finish them.
+    ForeignPool,
+    /// The ticket belongs to another scheduler.
+    ForeignTicket {
+        /// The scheduler the ticket came from.
+        ticket_scheduler: u64,
+        /// This scheduler.
+        scheduler: u64,
+    },
+    /// [`settle`](DeadlineScheduler::settle) already ran: no more requests.
+    Settled,
+    /// A tick earlier than one already collected: ticks only move forward.
+    TickInPast {
+        /// The tick passed.
+        now: u64,
+        /// The latest tick collected.
+        collected: u64,
+    },
+    /// `now + K` overflows `u64`.
+    TickOverflow,
+    /// A job's due tick passed without a `collect` at that tick.
+    MissedDueTick {
+        /// The job's id.
+        job: u64,
+        /// Its due tick.
+        due: u64,
+        /// The tick `collect` was called with.
+        now: u64,
+    },
+}
+
+impl fmt::Display for DeadlineError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            DeadlineError::ZeroLatency => f.write_str(
+                "freyr: a deadline scheduler needs a latency of at least 1 tick (got K = 0); \
+                 choose K so that jobs are rarely late on the slowest supported machine",
+            ),
+            DeadlineError::ForeignPool => f.write_str(
+                "freyr: this deadline scheduler's jobs run on another pool; pass the pool \
+                 (registry) the jobs were requested on",
+            ),
+            DeadlineError::ForeignTicket {
+                ticket_scheduler,
+                scheduler,
+            } => write!(
+                f,
+                "freyr: the job ticket belongs to deadline scheduler {ticket_scheduler}, not to \
+                 this one ({scheduler}); ask the scheduler (registry) that issued it"
+            ),
+            DeadlineError::Settled => f.write_str(
+                "freyr: the deadline scheduler was settled (shut down); no request is accepted \
+                 after settle()",
+            ),
+            DeadlineError::TickInPast { now, collected } => write!(
+                f,
+                "freyr: tick {now} is before tick {collected}, which was already collected; pass \
+                 the current tick number, which never decreases"
+            ),
+            DeadlineError::TickOverflow => {
+                f.write_str("freyr: the due tick (now + K) overflows u64")
+            }
+            DeadlineError::MissedDueTick { job, due, now } => write!(
+                f,
+                "freyr: job {job} was due at tick {due} but collect was first called at tick \
+                 {now}; call collect once on every tick, at the same point of the tick"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DeadlineError {}
+
+/// Names a requested job: its scheduler, its id (request order), the tick it
+/// was requested on and the tick it is applied on.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+/// let pool = ThreadPool::new(1);
+/// let mut jobs = DeadlineScheduler::new(3).unwrap();
+/// let ticket = jobs.request(&pool, 5, (), |()| ()).unwrap();
+/// assert_eq!((ticket.id(), ticket.requested_at(), ticket.due()), (0, 5, 8));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct JobTicket {
+    scheduler: u64,
+    id: u64,
+    requested_at: u64,
+    due: u64,
+}
+
+impl JobTicket {
+    /// The job's id: 0, 1, 2, … in request order, per scheduler.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(1).unwrap();
+    /// jobs.request(&pool, 0, (), |()| ()).unwrap();
+    /// assert_eq!(jobs.request(&pool, 0, (), |()| ()).unwrap().id(), 1);
+    /// ```
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The tick the job was requested on (T).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(1).unwrap();
+    /// assert_eq!(jobs.request(&pool, 4, (), |()| ()).unwrap().requested_at(), 4);
+    /// ```
+    #[must_use]
+    pub fn requested_at(&self) -> u64 {
+        self.requested_at
+    }
+
+    /// The tick the job is applied on (T + K).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(2).unwrap();
+    /// assert_eq!(jobs.request(&pool, 4, (), |()| ()).unwrap().due(), 6);
+    /// ```
+    #[must_use]
+    pub fn due(&self) -> u64 {
+        self.due
+    }
+
+    /// The id of the scheduler that issued it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(2).unwrap();
+    /// assert_eq!(jobs.request(&pool, 0, (), |()| ()).unwrap().scheduler(), jobs.id());
+    /// ```
+    #[must_use]
+    pub fn scheduler(&self) -> u64 {
+        self.scheduler
+    }
+}
+
+/// Where a requested job stands.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{DeadlineScheduler, JobStatus, ThreadPool};
+/// let pool = ThreadPool::new(1); // inline: the job runs at request time
+/// let mut jobs = DeadlineScheduler::new(1).unwrap();
+/// let ticket = jobs.request(&pool, 0, 2, |x: u32| x * 2).unwrap();
+/// assert_eq!(jobs.status(&ticket), Ok(JobStatus::Finished));
+/// jobs.collect(&pool, 1, |_| {}).unwrap();
+/// assert_eq!(jobs.status(&ticket), Ok(JobStatus::Applied));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JobStatus {
+    /// Queued or running on the pool.
+    InFlight,
+    /// Done, waiting for its due tick.
+    Finished,
+    /// Delivered by `collect` (or discarded by `settle`).
+    Applied,
+}
+
+/// A job delivered by [`DeadlineScheduler::collect`] at its due tick.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+/// let pool = ThreadPool::new(2);
+/// let mut jobs = DeadlineScheduler::new(1).unwrap();
+/// jobs.request(&pool, 0, vec![3, 1, 2], |mut v: Vec<i32>| { v.sort(); v }).unwrap();
+/// jobs.collect(&pool, 1, |done| {
+///     assert_eq!(done.ticket.due(), 1);
+///     assert_eq!(done.result, Ok(vec![1, 2, 3]));
+/// })
+/// .unwrap();
+/// ```
+#[derive(Debug)]
+pub struct Delivered<R> {
+    /// The job's ticket.
+    pub ticket: JobTicket,
+    /// Its result, or its panic.
+    pub result: Result<R, JobPanic>,
+    /// How long the collecting thread stalled for it (zero if it was done).
+    pub stall: Duration,
+}
+
+/// Stall telemetry of one [`collect`](DeadlineScheduler::collect) or, summed,
+/// of a scheduler's whole life ([`DeadlineScheduler::stats`]).
+///
+/// A *late* job is one that was not finished when its due tick was
+/// collected; the collecting thread then helped the pool until it was.
+/// `stall` is the wall time spent so; `helped_tasks` counts the pool tasks
+/// the collecting thread ran meanwhile (read from the pool's counters for
+/// threads that are not workers, so it also includes tasks other such
+/// threads ran at the same time).
+///
+/// # Examples
+///
+/// ```
+/// let stats = freyr_sched::DeadlineStats::default();
+/// assert_eq!((stats.requested, stats.applied, stats.late_jobs), (0, 0, 0));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DeadlineStats {
+    /// Jobs requested.
+    pub requested: u64,
+    /// Jobs delivered by `collect` (panicked ones included).
+    pub applied: u64,
+    /// Of those, jobs whose result was a panic.
+    pub panicked: u64,
+    /// Jobs not finished at their due tick.
+    pub late_jobs: u64,
+    /// Wall time spent waiting for late jobs.
+    pub stall: Duration,
+    /// The longest single stall.
+    pub max_stall: Duration,
+    /// Pool tasks run by the collecting thread while it waited.
+    pub helped_tasks: u64,
+}
+
+impl DeadlineStats {
+    /// Adds `other`'s counts and times to these (the longest stall is the
+    /// longer of the two): sums the telemetry of several collects or
+    /// schedulers.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr_sched::DeadlineStats;
+    /// let one = DeadlineStats { late_jobs: 1, stall: Duration::from_millis(3), max_stall: Duration::from_millis(3), ..Default::default() };
+    /// let mut total = DeadlineStats::default();
+    /// total.add(&one);
+    /// total.add(&one);
+    /// assert_eq!(total.late_jobs, 2);
+    /// assert_eq!(total.stall, Duration::from_millis(6));
+    /// assert_eq!(total.max_stall, Duration::from_millis(3));
+    /// ```
+    pub fn add(&mut self, other: &DeadlineStats) {
+        self.requested += other.requested;
+        self.applied += other.applied;
+        self.panicked += other.panicked;
+        self.late_jobs += other.late_jobs;
+        self.stall += other.stall;
+        self.max_stall = self.max_stall.max(other.max_stall);
+        self.helped_tasks += other.helped_tasks;
+    }
+}
+
+struct Pending<R> {
+    ticket: JobTicket,
+    job: PoolJob<R>,
+}
+
+static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
+
+/// Deadline jobs with a fixed latency of `K` ticks.
+///
+/// - [`request`](Self::request)`(pool, T, inputs, job)` moves `inputs` (an
+///   owned snapshot; the `'static` bound keeps references into live state
+///   out) into `job`, queues it on `pool`, and returns its [`JobTicket`]
+///   (due at `T + K`).
+/// - [`collect`](Self::collect)`(pool, now, apply)`, called once per tick at
+///   a fixed point of the tick (before the systems that read results),
+///   hands every job due at `now` to `apply`, in request order. A job not
+///   finished yet is waited for by helping the pool (never sleeping while
+///   there is work), and recorded as late with its stall time. A job that
+///   panicked is delivered as `Err(JobPanic)` in its place; the pool stays
+///   usable.
+/// - [`settle`](Self::settle) on shutdown waits for the jobs in flight and
+///   discards them; later requests are refused.
+///
+/// All of a scheduler's calls must pass the same pool (checked).
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+///
+/// let pool = ThreadPool::new(4);
+/// let mut jobs = DeadlineScheduler::new(2).unwrap(); // K = 2
+/// let mut applied = Vec::new();
+/// for tick in 0..6u64 {
+///     jobs.collect(&pool, tick, |done| applied.push((tick, done.result.unwrap()))).unwrap();
+///     if tick < 3 {
+///         // A snapshot of the state the job needs, moved in.
+///         let snapshot: Vec<u64> = (0..=tick).collect();
+///         jobs.request(&pool, tick, snapshot, |v: Vec<u64>| v.iter().sum::<u64>()).unwrap();
+///     }
+/// }
+/// // Requested at 0, 1, 2; applied at 2, 3, 4, whatever the pool's speed.
+/// assert_eq!(applied, [(2, 0), (3, 1), (4, 3)]);
+/// ```
+pub struct DeadlineScheduler<R> {
+    id: u64,
+    latency: NonZeroU64,
+    /// The pool the jobs run on ([`pool_id`]), bound on first use.
+    pool: Option<usize>,
+    pending: VecDeque<Pending<R>>,
+    next_job: u64,
+    collected: Option<u64>,
+    settled: bool,
+    stats: DeadlineStats,
+    last: DeadlineStats,
+}
+
+impl<R: Send + 'static> DeadlineScheduler<R> {
+    /// A scheduler whose jobs are applied `latency` ticks after their request.
+    ///
+    /// # Errors
+    ///
+    /// [`DeadlineError::ZeroLatency`] if `latency` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let jobs = freyr_sched::DeadlineScheduler::<u32>::new(3).unwrap();
+    /// assert_eq!(jobs.latency(), 3);
+    /// ```
+    pub fn new(latency: u64) -> Result<Self, DeadlineError> {
+        let latency = NonZeroU64::new(latency).ok_or(DeadlineError::ZeroLatency)?;
+        Ok(DeadlineScheduler {
+            id: NEXT_SCHEDULER.fetch_add(1, Ordering::Relaxed),
+            latency,
+            pool: None,
+            pending: VecDeque::new(),
+            next_job: 0,
+            collected: None,
+            settled: false,
+            stats: DeadlineStats::default(),
+            last: DeadlineStats::default(),
+        })
+    }
+
+    /// Requests `job(inputs)` at tick `now`, to be applied at `now + K`.
+    /// `inputs` is moved in: the job reads only what it owns.
+    ///
+    /// # Errors
+    ///
+    /// - [`DeadlineError::Settled`] after [`settle`](Self::settle).
+    /// - [`DeadlineError::ForeignPool`] if `pool` is not the scheduler's pool.
+    /// - [`DeadlineError::TickInPast`] if `now` is before a collected tick.
+    /// - [`DeadlineError::TickOverflow`] if `now + K` overflows.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(2);
+    /// let mut jobs = DeadlineScheduler::new(1).unwrap();
+    /// let ticket = jobs.request(&pool, 0, String::from("abc"), |s: String| s.len()).unwrap();
+    /// assert_eq!(ticket.due(), 1);
+    /// let other = ThreadPool::new(2);
+    /// assert_eq!(jobs.request(&other, 0, (), |()| 0).unwrap_err(), DeadlineError::ForeignPool);
+    /// ```
+    pub fn request<I, F>(
+        &mut self,
+        pool: &ThreadPool,
+        now: u64,
+        inputs: I,
+        job: F,
+    ) -> Result<JobTicket, DeadlineError>
+    where
+        I: Send + 'static,
+        F: FnOnce(I) -> R + Send + 'static,
+    {
+        if self.settled {
+            return Err(DeadlineError::Settled);
+        }
+        self.bind(pool)?;
+        if let Some(collected) = self.collected
+            && now < collected
+        {
+            return Err(DeadlineError::TickInPast { now, collected });
+        }
+        let due = due_tick(now, self.latency.get()).ok_or(DeadlineError::TickOverflow)?;
+        let ticket = JobTicket {
+            scheduler: self.id,
+            id: self.next_job,
+            requested_at: now,
+            due,
+        };
+        self.next_job += 1;
+        let job = PoolJob::spawn(pool, move || job(inputs));
+        // Due ticks are non-decreasing in request order (`now` never goes
+        // back past a collected tick, and K is fixed), so the queue stays
+        // sorted by (due, id).
+        let at = self.pending.partition_point(|p| p.ticket.due <= due);
+        self.pending.insert(at, Pending { ticket, job });
+        self.stats.requested += 1;
+        Ok(ticket)
+    }
+
+    /// Applies, in request order, every job due at tick `now`: each is
+    /// handed to `apply` as a [`Delivered`]. A job not finished yet is
+    /// waited for by running the pool's queued tasks on this thread; it is
+    /// counted late and its stall recorded. Returns this call's telemetry
+    /// (also added to [`stats`](Self::stats)).
+    ///
+    /// Call it once per tick, at the same point of every tick. Calling it
+    /// again for the same tick does nothing more.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is applied when it fails:
+    /// - [`DeadlineError::ForeignPool`] if `pool` is not the scheduler's pool.
+    /// - [`DeadlineError::TickInPast`] if `now` is before a collected tick.
+    /// - [`DeadlineError::MissedDueTick`] if a job was due before `now`
+    ///   (a tick was not collected).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(2);
+    /// let mut jobs = DeadlineScheduler::new(1).unwrap();
+    /// jobs.request(&pool, 0, (), |()| std::thread::sleep(Duration::from_millis(20))).unwrap();
+    /// let report = jobs.collect(&pool, 1, |done| assert!(done.result.is_ok())).unwrap();
+    /// assert_eq!(report.applied, 1);
+    /// // Each collect's telemetry is summed into the scheduler's stats.
+    /// assert_eq!(jobs.stats().late_jobs, report.late_jobs);
+    /// assert_eq!(jobs.stats().applied, 1);
+    /// ```
+    pub fn collect(
+        &mut self,
+        pool: &ThreadPool,
+        now: u64,
+        mut apply: impl FnMut(Delivered<R>),
+    ) -> Result<DeadlineStats, DeadlineError> {
+        self.bind(pool)?;
+        if let Some(collected) = self.collected
+            && now < collected
+        {
+            return Err(DeadlineError::TickInPast { now, collected });
+        }
+        if let Some(front) = self.pending.front()
+            && front.ticket.due < now
+        {
+            return Err(DeadlineError::MissedDueTick {
+                job: front.ticket.id,
+                due: front.ticket.due,
+                now,
+            });
+        }
+        self.collected = Some(now);
+        let mut report = DeadlineStats::default();
+        while self.pending.front().is_some_and(|p| p.ticket.due == now) {
+            let Some(Pending { ticket, job }) = self.pending.pop_front() else {
+                break;
+            };
+            let stall = if job.is_done() {
+                Duration::ZERO
+            } else {
+                let counters = pool.current_counters();
+                let tasks_before = counters.tasks_run.load(Ordering::Relaxed);
+                let start = Instant::now();
+                job.wait(pool);
+                let stall = start.elapsed();
+                let helped = counters.tasks_run.load(Ordering::Relaxed) - tasks_before;
+                report.late_jobs += 1;
+                report.stall += stall;
+                report.max_stall = report.max_stall.max(stall);
+                report.helped_tasks += helped;
+                stall
+            };
+            let result = job.take_result().unwrap_or_else(|| {
+                Err(JobPanic::new(
+                    "the job produced no result (it was cancelled)",
+                ))
+            });
+            report.applied += 1;
+            report.panicked += u64::from(result.is_err());
+            apply(Delivered {
+                ticket,
+                result,
+                stall,
+            });
+        }
+        self.stats.add(&report);
+        self.last = report;
+        Ok(report)
+    }
+
+    /// Shutdown: waits (helping the pool) for every job still in flight,
+    /// discards all pending results, and refuses later requests. Returns how
+    /// many were discarded.
+    ///
+    /// # Errors
+    ///
+    /// [`DeadlineError::ForeignPool`] if `pool` is not the scheduler's pool.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(2);
+    /// let mut jobs = DeadlineScheduler::new(4).unwrap();
+    /// jobs.request(&pool, 0, (), |()| 1).unwrap();
+    /// assert_eq!(jobs.settle(&pool), Ok(1));
+    /// assert_eq!(jobs.request(&pool, 1, (), |()| 2).unwrap_err(), DeadlineError::Settled);
+    /// ```
+    pub fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError> {
+        if !self.pending.is_empty() {
+            self.bind(pool)?;
+        }
+        self.settled = true;
+        let discarded = self.pending.len();
+        for pending in self.pending.drain(..) {
+            pending.job.wait(pool);
+        }
+        Ok(discarded)
+    }
+
+    /// Where the job `ticket` stands.
+    ///
+    /// # Errors
+    ///
+    /// [`DeadlineError::ForeignTicket`] if another scheduler issued it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut a = DeadlineScheduler::new(1).unwrap();
+    /// let b = DeadlineScheduler::<()>::new(1).unwrap();
+    /// let ticket = a.request(&pool, 0, (), |()| ()).unwrap();
+    /// assert!(matches!(b.status(&ticket), Err(DeadlineError::ForeignTicket { .. })));
+    /// ```
+    pub fn status(&self, ticket: &JobTicket) -> Result<JobStatus, DeadlineError> {
+        if ticket.scheduler != self.id {
+            return Err(DeadlineError::ForeignTicket {
+                ticket_scheduler: ticket.scheduler,
+                scheduler: self.id,
+            });
+        }
+        Ok(
+            match self.pending.iter().find(|p| p.ticket.id == ticket.id) {
+                None => JobStatus::Applied,
+                Some(p) if p.job.is_done() => JobStatus::Finished,
+                Some(_) => JobStatus::InFlight,
+            },
+        )
+    }
+
+    fn bind(&mut self, pool: &ThreadPool) -> Result<(), DeadlineError> {
+        let id = pool_id(pool);
+        match self.pool {
+            None => {
+                self.pool = Some(id);
+                Ok(())
+            }
+            Some(bound) if bound == id => Ok(()),
+            Some(_) => Err(DeadlineError::ForeignPool),
+        }
+    }
+}
+
+impl<R> DeadlineScheduler<R> {
+    /// K: ticks between a request and its application.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::DeadlineScheduler::<()>::new(5).unwrap().latency(), 5);
+    /// ```
+    #[must_use]
+    pub fn latency(&self) -> u64 {
+        self.latency.get()
+    }
+
+    /// This scheduler's id, carried by its tickets.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::DeadlineScheduler;
+    /// let a = DeadlineScheduler::<()>::new(1).unwrap();
+    /// let b = DeadlineScheduler::<()>::new(1).unwrap();
+    /// assert_ne!(a.id(), b.id());
+    /// ```
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Jobs requested and not yet applied.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(2).unwrap();
+    /// jobs.request(&pool, 0, (), |()| ()).unwrap();
+    /// assert_eq!(jobs.pending(), 1);
+    /// ```
+    #[must_use]
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Whether [`settle`](Self::settle) ran.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut jobs = freyr_sched::DeadlineScheduler::<()>::new(2).unwrap();
+    /// assert!(!jobs.is_settled());
+    /// jobs.settle(&freyr_sched::ThreadPool::new(1)).unwrap();
+    /// assert!(jobs.is_settled());
+    /// ```
+    #[must_use]
+    pub fn is_settled(&self) -> bool {
+        self.settled
+    }
+
+    /// Telemetry summed over the scheduler's life: requests, applications,
+    /// panics, late jobs, stall time, tasks helped. A profiler reads it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(1).unwrap();
+    /// jobs.request(&pool, 0, (), |()| ()).unwrap();
+    /// jobs.collect(&pool, 1, |_| {}).unwrap();
+    /// let stats = jobs.stats();
+    /// assert_eq!((stats.requested, stats.applied, stats.late_jobs), (1, 1, 0));
+    /// ```
+    #[must_use]
+    pub fn stats(&self) -> DeadlineStats {
+        self.stats
+    }
+
+    /// The telemetry of the last [`collect`](Self::collect) (`requested` is
+    /// always 0 there).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let jobs = freyr_sched::DeadlineScheduler::<()>::new(1).unwrap();
+    /// assert_eq!(jobs.last_collect().applied, 0);
+    /// ```
+    #[must_use]
+    pub fn last_collect(&self) -> DeadlineStats {
+        self.last
+    }
+}
+
+impl<R> fmt::Debug for DeadlineScheduler<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeadlineScheduler")
+            .field("id", &self.id)
+            .field("latency", &self.latency)
+            .field("pending", &self.pending.len())
+            .field("collected", &self.collected)
+            .field("settled", &self.settled)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(freyr_loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn due_tick_is_request_plus_latency() {
+        for t in [0, 1, 99, u64::MAX - 5] {
+            for k in 1..=5 {
+                assert_eq!(due_tick(t, k), Some(t + k));
+            }
+        }
+        assert_eq!(due_tick(u64::MAX, 1), None);
+    }
+
+    #[test]
+    fn zero_latency_is_rejected_with_advice() {
+        let err = DeadlineScheduler::<u8>::new(0).unwrap_err();
+        assert_eq!(err, DeadlineError::ZeroLatency);
+        assert!(err.to_string().contains("K = 0"));
+    }
+
+    #[test]
+    fn nothing_is_applied_before_its_due_tick() {
+        let pool = ThreadPool::new(2);
+        let mut jobs = DeadlineScheduler::new(3).unwrap();
+        let ticket = jobs.request(&pool, 10, 5u32, |x| x + 1).unwrap();
+        for tick in 10..13 {
+            jobs.collect(&pool, tick, |_| panic!("applied early at {tick}"))
+                .unwrap();
+        }
+        let mut got = None;
+        jobs.collect(&pool, 13, |d| got = Some((d.ticket, d.result)))
+            .unwrap();
+        assert_eq!(got, Some((ticket, Ok(6))));
+        assert_eq!(jobs.status(&ticket), Ok(JobStatus::Applied));
+    }
+
+    #[test]
+    fn jobs_due_on_one_tick_are_applied_in_request_order() {
+        let pool = ThreadPool::new(4);
+        let mut jobs = DeadlineScheduler::new(1).unwrap();
+        for i in 0..32u64 {
+            // Earlier jobs take longer, so they finish last.
+            jobs.request(&pool, 0, i, move |i| {
+                std::thread::sleep(Duration::from_micros(50 * (32 - i)));
+                i
+            })
+            .unwrap();
+        }
+        let mut order = Vec::new();
+        jobs.collect(&pool, 1, |d| order.push(d.result.unwrap()))
+            .unwrap();
+        assert_eq!(order, (0..32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_skipped_due_tick_is_an_error_and_applies_nothing() {
+        let pool = ThreadPool::new(1);
+        let mut jobs = DeadlineScheduler::new(1).unwrap();
+        jobs.request(&pool, 0, (), |()| ()).unwrap();
+        let err = jobs
+            .collect(&pool, 2, |_| panic!("nothing may be applied"))
+            .unwrap_err();
+        assert_eq!(
+            err,
+            DeadlineError::MissedDueTick {
+                job: 0,
+                due: 1,
+                now: 2
+            }
+        );
+        assert!(err.to_string().contains("once on every tick"));
+        assert_eq!(jobs.pending(), 1);
+    }
+
+    #[test]
+    fn ticks_never_go_back() {
+        let pool = ThreadPool::new(1);
+        let mut jobs = DeadlineScheduler::<()>::new(2).unwrap();
+        jobs.collect(&pool, 5, |_| {}).unwrap();
+        assert_eq!(
+            jobs.request(&pool, 4, (), |()| ()).unwrap_err(),
+            DeadlineError::TickInPast {
+                now: 4,
+                collected: 5
+            }
+        );
+        assert!(jobs.collect(&pool, 4, |_| {}).is_err());
+        assert!(
+            jobs.collect(&pool, 5, |_| {}).is_ok(),
+            "the same tick again is fine"
+        );
+    }
+
+    #[test]
+    fn overflowing_due_ticks_are_refused() {
+        let pool = ThreadPool::new(1);
+        let mut jobs = DeadlineScheduler::<()>::new(2).unwrap();
+        assert_eq!(
+            jobs.request(&pool, u64::MAX - 1, (), |()| ()).unwrap_err(),
+            DeadlineError::TickOverflow
+        );
+    }
+
+    #[test]
+    fn a_second_pool_is_refused_everywhere() {
+        let pool = ThreadPool::new(2);
+        let other = ThreadPool::new(2);
+        let mut jobs = DeadlineScheduler::new(1).unwrap();
+        jobs.request(&pool, 0, (), |()| ()).unwrap();
+        assert_eq!(
+            jobs.collect(&other, 1, |_| {}).unwrap_err(),
+            DeadlineError::ForeignPool
+        );
+        assert_eq!(jobs.settle(&other).unwrap_err(), DeadlineError::ForeignPool);
+        assert!(jobs.collect(&pool, 1, |_| {}).is_ok());
+    }
+
+    #[test]
+    fn settle_discards_waits_and_refuses() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicUsize;
+        let pool = ThreadPool::new(3);
+        let ran = Arc::new(AtomicUsize::new(0));
+        let mut jobs = DeadlineScheduler::new(5).unwrap();
+        for _ in 0..10 {
+            let ran = Arc::clone(&ran);
+            jobs.request(&pool, 0, (), move |()| {
+                std::thread::sleep(Duration::from_millis(1));
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+            .unwrap();
+        }
+        assert_eq!(jobs.settle(&pool), Ok(10));
+        assert_eq!(
+            ran.load(Ordering::Relaxed),
+            10,
+            "settle waited for every job"
+        );
+        assert_eq!(jobs.pending(), 0);
+        let err = jobs.request(&pool, 1, (), |()| ()).unwrap_err();
+        assert_eq!(err, DeadlineError::Settled);
+        assert!(err.to_string().contains("after settle()"));
+    }
+}

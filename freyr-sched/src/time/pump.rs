@@ -1,0 +1,681 @@
+//! The async pump: latency-tolerant work launched from a system, whose
+//! results are *drained* by that system, in launch order, inside its own
+//! update, and never applied from the thread that produced them.
+//!
+//! Work runs on the pool ([`AsyncPump::launch`]) or on any other thread
+//! that completes a [`Completer`] ([`AsyncPump::launch_external`]). Either
+//! way, completion only stores the outcome. The owner's
+//! [`drain`](AsyncPump::drain) delivers settled results in launch order (an
+//! unsettled head holds younger results back), routes failures and stale
+//! results to a discard path with the reason, and frees capacity.
+//!
+//! Staleness has two sources: [`invalidate`](AsyncPump::invalidate) bumps
+//! an epoch, so results of older launches are discarded; and a launch's
+//! context may address a target (an entity + generation handle) that is
+//! checked with a caller-supplied liveness test at drain time, so a result
+//! for a despawned entity is discarded rather than applied to the slot's
+//! new occupant. The pump knows nothing of entities: the test is a closure.
+
+use core::fmt;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use crate::pool::ThreadPool;
+use crate::time::completer::{Completer, Slot, SlotState};
+use crate::time::pool_job::{JobPanic, PoolJob, pool_id};
+
+/// Why a pump call was refused.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{AsyncPump, PumpError};
+/// let err = AsyncPump::<u8>::with_capacity(0).unwrap_err();
+/// assert_eq!(err, PumpError::ZeroCapacity);
+/// assert!(err.to_string().contains("capacity of at least 1"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PumpError {
+    /// Capacity 0: nothing could ever launch.
+    ZeroCapacity,
+    /// [`settle`](AsyncPump::settle) already ran: no more launches.
+    Settled,
+    /// The pool differs from the one the pump's work runs on.
+    ForeignPool,
+}
+
+impl fmt::Display for PumpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PumpError::ZeroCapacity => {
+                "freyr: an async pump needs a capacity of at least 1 (got 0, so nothing could \
+                 ever launch); the default of 1 coalesces extra requests"
+            }
+            PumpError::Settled => {
+                "freyr: the async pump was settled (shut down); no launch is accepted after \
+                 settle()"
+            }
+            PumpError::ForeignPool => {
+                "freyr: this async pump's work runs on another pool; pass the pool (registry) \
+                 its work was launched on"
+            }
+        })
+    }
+}
+
+impl std::error::Error for PumpError {}
+
+/// What a launch did.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{AsyncPump, Launch, ThreadPool};
+/// let pool = ThreadPool::new(1);
+/// let mut pump: AsyncPump<u32> = AsyncPump::new(); // capacity 1
+/// assert!(matches!(pump.launch(&pool, (), 1, |x: u32| Ok(x)), Ok(Launch::Started(_))));
+/// // Full until drained: the extra request is coalesced.
+/// assert!(matches!(pump.launch(&pool, (), 2, |x: u32| Ok(x)), Ok(Launch::Coalesced)));
+/// ```
+#[derive(Debug)]
+pub enum Launch<R, E = String> {
+    /// Queued on the pool, as launch number `.0`.
+    Started(u64),
+    /// Recorded; any thread completes it through the [`Completer`].
+    External(Completer<R, E>),
+    /// The pump was at capacity: the request was dropped and folded into
+    /// one pending request ([`AsyncPump::take_coalesced`]), to be relaunched
+    /// later with fresh inputs.
+    Coalesced,
+}
+
+/// Why a launch's result was not applied; handed to the discard path.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{AsyncPump, Discard, ThreadPool};
+/// let pool = ThreadPool::new(1);
+/// let mut pump: AsyncPump<u8> = AsyncPump::new();
+/// pump.launch(&pool, (), (), |()| -> Result<u8, String> { panic!("decoder crashed") }).unwrap();
+/// pump.drain_all(|(), _| unreachable!(), |(), why| {
+///     assert!(matches!(why, Discard::Panicked(p) if p.message() == "decoder crashed"));
+/// });
+/// ```
+#[derive(Debug, PartialEq, Eq)]
+pub enum Discard<R, E = String> {
+    /// The work returned (or the completer sent) an error.
+    Rejected(E),
+    /// The work panicked.
+    Panicked(JobPanic),
+    /// The completer was dropped without completing.
+    Abandoned,
+    /// The launch predates an [`invalidate`](AsyncPump::invalidate); its
+    /// (successful) result is handed back for reuse.
+    Stale(R),
+    /// The launch's target is no longer alive (e.g. its entity was
+    /// despawned); its result is handed back for reuse.
+    TargetGone(R),
+    /// [`settle`](AsyncPump::settle) gave up on the launch.
+    Cancelled,
+}
+
+/// Counters of a pump's life.
+///
+/// # Examples
+///
+/// ```
+/// let stats = freyr_sched::PumpStats::default();
+/// assert_eq!(stats.launched + stats.coalesced + stats.applied, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PumpStats {
+    /// Launches started (pool or external).
+    pub launched: u64,
+    /// Requests folded because the pump was at capacity.
+    pub coalesced: u64,
+    /// Results applied.
+    pub applied: u64,
+    /// Results discarded, for any reason.
+    pub discarded: u64,
+    /// Of those, rejected or abandoned.
+    pub rejected: u64,
+    /// Of those, panicked.
+    pub panicked: u64,
+    /// Of those, stale (older epoch) or addressed to a dead target.
+    pub stale: u64,
+}
+
+enum Source<R, E> {
+    Pool(PoolJob<Result<R, E>>),
+    External(Arc<Slot<R, E>>),
+}
+
+impl<R, E> Source<R, E> {
+    fn is_settled(&self) -> bool {
+        match self {
+            Source::Pool(job) => job.is_done(),
+            Source::External(slot) => slot.is_settled(),
+        }
+    }
+}
+
+struct Entry<R, C, E> {
+    epoch: u64,
+    context: C,
+    source: Source<R, E>,
+}
+
+/// A capacity-limited pipeline of async launches, drained by its owner.
+///
+/// - Capacity (default 1): at most that many launches are in flight (launched
+///   and not yet drained). A launch beyond it is *coalesced*: dropped and
+///   remembered as one pending request ([`take_coalesced`](Self::take_coalesced)),
+///   so the next launch snapshots fresh state instead of queueing stale work.
+/// - [`drain`](Self::drain) delivers settled results in launch order to
+///   `apply(context, result)`; everything else goes to
+///   `discard(context, reason)`: errors, panics, abandoned completers,
+///   results from before the last [`invalidate`](Self::invalidate), and
+///   results whose context fails the liveness test. Only the owner (whoever
+///   holds `&mut` to the pump) can drain: completion never applies anything.
+/// - [`settle`](Self::settle) on shutdown cancels what has not started,
+///   waits (helping the pool) for what runs, refuses late completions, and
+///   refuses later launches.
+///
+/// `C` is the per-launch context returned with the result (a tick stamp, an
+/// entity handle, …); `E` the error type of rejections.
+///
+/// # Examples
+///
+/// ```
+/// use freyr_sched::{AsyncPump, Launch, ThreadPool};
+///
+/// let pool = ThreadPool::new(2);
+/// let mut pump: AsyncPump<u64, &str> = AsyncPump::with_capacity(2).unwrap();
+/// pump.launch(&pool, "sum", vec![1, 2, 3], |v: Vec<u64>| Ok(v.iter().sum())).unwrap();
+/// pump.launch(&pool, "max", vec![4, 9, 2], |v: Vec<u64>| Ok(*v.iter().max().unwrap())).unwrap();
+/// let mut applied = Vec::new();
+/// while pump.in_flight() > 0 {
+///     pump.drain_all(|ctx, v| applied.push((ctx, v)), |_, why| panic!("{why:?}"));
+/// }
+/// assert_eq!(applied, [("sum", 6), ("max", 9)]); // launch order
+/// ```
+pub struct AsyncPump<R, C = (), E = String> {
+    capacity: usize,
+    epoch: u64,
+    inflight: VecDeque<Entry<R, C, E>>,
+    next_launch: u64,
+    coalesced: bool,
+    settled: bool,
+    pool: Option<usize>,
+    stats: PumpStats,
+}
+
+impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
+    /// A pump of capacity 1 (coalescing).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pump: freyr_sched::AsyncPump<u8> = freyr_sched::AsyncPump::new();
+    /// assert_eq!(pump.capacity(), 1);
+    /// assert!(pump.is_ready());
+    /// ```
+    #[must_use]
+    pub fn new() -> Self {
+        AsyncPump {
+            capacity: 1,
+            epoch: 0,
+            inflight: VecDeque::new(),
+            next_launch: 0,
+            coalesced: false,
+            settled: false,
+            pool: None,
+            stats: PumpStats::default(),
+        }
+    }
+
+    /// A pump that keeps up to `capacity` launches in flight.
+    ///
+    /// # Errors
+    ///
+    /// [`PumpError::ZeroCapacity`] if `capacity` is 0.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pump = freyr_sched::AsyncPump::<u8>::with_capacity(3).unwrap();
+    /// assert_eq!(pump.capacity(), 3);
+    /// ```
+    pub fn with_capacity(capacity: usize) -> Result<Self, PumpError> {
+        if capacity == 0 {
+            return Err(PumpError::ZeroCapacity);
+        }
+        Ok(AsyncPump {
+            capacity,
+            ..AsyncPump::new()
+        })
+    }
+
+    /// Launches `work(inputs)` on `pool` with `context`, or coalesces it if
+    /// the pump is at capacity (then `inputs` and `work` are dropped).
+    /// `inputs` is moved in: the work reads only what it owns. A pool of
+    /// one runs the work before returning; its result still waits for
+    /// [`drain`](Self::drain).
+    ///
+    /// # Errors
+    ///
+    /// [`PumpError::Settled`] after [`settle`](Self::settle);
+    /// [`PumpError::ForeignPool`] if `pool` is not the pool of earlier launches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, Launch, ThreadPool};
+    /// let pool = ThreadPool::new(2);
+    /// let mut pump: AsyncPump<String> = AsyncPump::new();
+    /// let launch = pump.launch(&pool, (), 42, |n: i32| Ok(n.to_string())).unwrap();
+    /// assert!(matches!(launch, Launch::Started(0)));
+    /// ```
+    pub fn launch<I, F>(
+        &mut self,
+        pool: &ThreadPool,
+        context: C,
+        inputs: I,
+        work: F,
+    ) -> Result<Launch<R, E>, PumpError>
+    where
+        I: Send + 'static,
+        F: FnOnce(I) -> Result<R, E> + Send + 'static,
+    {
+        self.check_open()?;
+        let id = pool_id(pool);
+        if self.pool.is_some_and(|bound| bound != id) {
+            return Err(PumpError::ForeignPool);
+        }
+        if !self.is_ready() {
+            return Ok(self.coalesce());
+        }
+        self.pool = Some(id);
+        let job = PoolJob::spawn(pool, move || work(inputs));
+        Ok(Launch::Started(self.record(context, Source::Pool(job))))
+    }
+
+    /// Records a launch whose work happens elsewhere, and returns the
+    /// [`Completer`] any thread uses to finish it, or coalesces it if the
+    /// pump is at capacity.
+    ///
+    /// # Errors
+    ///
+    /// [`PumpError::Settled`] after [`settle`](Self::settle).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, Launch};
+    /// let mut pump: AsyncPump<Vec<u8>, &str> = AsyncPump::new();
+    /// let Launch::External(file) = pump.launch_external("level.bin").unwrap() else {
+    ///     unreachable!()
+    /// };
+    /// std::thread::spawn(move || file.complete(vec![1, 2, 3])).join().unwrap().unwrap();
+    /// let mut loaded = None;
+    /// pump.drain_all(|name, bytes| loaded = Some((name, bytes)), |_, _| unreachable!());
+    /// assert_eq!(loaded, Some(("level.bin", vec![1, 2, 3])));
+    /// ```
+    pub fn launch_external(&mut self, context: C) -> Result<Launch<R, E>, PumpError> {
+        self.check_open()?;
+        if !self.is_ready() {
+            return Ok(self.coalesce());
+        }
+        let slot = Slot::new();
+        self.record(context, Source::External(Arc::clone(&slot)));
+        Ok(Launch::External(Completer::new(slot)))
+    }
+
+    /// Delivers settled results in launch order: `apply(context, value)`
+    /// for a successful, current result whose context passes `is_live`;
+    /// `discard(context, reason)` for every other (see [`Discard`]). Stops
+    /// at the first launch still in flight (younger results wait behind
+    /// it). Never blocks. Returns how many launches it retired.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, Discard, ThreadPool};
+    /// // Targets are (index, generation) handles; slot 1 was reused.
+    /// let generations = [0u32, 1];
+    /// let is_live = |&(index, generation): &(usize, u32)| generations[index] == generation;
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<i32, (usize, u32)> = AsyncPump::with_capacity(2).unwrap();
+    /// pump.launch(&pool, (0, 0), 10, |x: i32| Ok(x)).unwrap();
+    /// pump.launch(&pool, (1, 0), 20, |x: i32| Ok(x)).unwrap(); // generation 0 is gone
+    /// let (mut applied, mut gone) = (Vec::new(), Vec::new());
+    /// pump.drain(is_live, |t, v| applied.push((t, v)), |t, why| gone.push((t, why)));
+    /// assert_eq!(applied, [((0, 0), 10)]);
+    /// assert_eq!(gone, [((1, 0), Discard::TargetGone(20))]);
+    /// ```
+    pub fn drain(
+        &mut self,
+        mut is_live: impl FnMut(&C) -> bool,
+        mut apply: impl FnMut(C, R),
+        mut discard: impl FnMut(C, Discard<R, E>),
+    ) -> usize {
+        let mut retired = 0;
+        while self.inflight.front().is_some_and(|e| e.source.is_settled()) {
+            let Some(entry) = self.inflight.pop_front() else {
+                break;
+            };
+            retired += 1;
+            let outcome = match entry.source {
+                Source::Pool(job) => match job.take_result() {
+                    Some(Ok(outcome)) => Ok(outcome),
+                    Some(Err(panic)) => Err(Discard::Panicked(panic)),
+                    None => Err(Discard::Cancelled),
+                },
+                Source::External(slot) => match slot.take() {
+                    SlotState::Done(outcome) => Ok(outcome),
+                    SlotState::Abandoned => Err(Discard::Abandoned),
+                    SlotState::Waiting | SlotState::Cancelled => Err(Discard::Cancelled),
+                },
+            };
+            let verdict = match outcome {
+                Ok(Ok(value)) if entry.epoch != self.epoch => Err(Discard::Stale(value)),
+                Ok(Ok(value)) if !is_live(&entry.context) => Err(Discard::TargetGone(value)),
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(error)) => Err(Discard::Rejected(error)),
+                Err(why) => Err(why),
+            };
+            match verdict {
+                Ok(value) => {
+                    self.stats.applied += 1;
+                    apply(entry.context, value);
+                }
+                Err(why) => {
+                    self.count_discard(&why);
+                    discard(entry.context, why);
+                }
+            }
+        }
+        retired
+    }
+
+    /// [`drain`](Self::drain) with every context considered alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// pump.launch(&pool, (), 5u8, |x| Ok(x + 1)).unwrap();
+    /// let mut got = 0;
+    /// assert_eq!(pump.drain_all(|(), v| got = v, |_, _| {}), 1);
+    /// assert_eq!(got, 6);
+    /// ```
+    pub fn drain_all(
+        &mut self,
+        apply: impl FnMut(C, R),
+        discard: impl FnMut(C, Discard<R, E>),
+    ) -> usize {
+        self.drain(|_| true, apply, discard)
+    }
+
+    /// Shutdown: cancels every launch that has not started, waits (running
+    /// the pool's queued tasks on this thread) for pool work that has,
+    /// makes late [`Completer`]s fail, hands every launch to `discard` as
+    /// [`Discard::Cancelled`] in launch order, and refuses later launches.
+    /// Returns how many were cancelled. Calling it again does nothing more.
+    ///
+    /// # Errors
+    ///
+    /// [`PumpError::ForeignPool`] if `pool` is not the pool of the pump's launches.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, PumpError, ThreadPool};
+    /// let pool = ThreadPool::new(2);
+    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// pump.launch(&pool, (), (), |()| Ok(1)).unwrap();
+    /// assert_eq!(pump.settle(&pool, |(), _| {}), Ok(1));
+    /// assert_eq!(pump.launch(&pool, (), (), |()| Ok(2)).unwrap_err(), PumpError::Settled);
+    /// ```
+    pub fn settle(
+        &mut self,
+        pool: &ThreadPool,
+        mut discard: impl FnMut(C, Discard<R, E>),
+    ) -> Result<usize, PumpError> {
+        if self.pool.is_some_and(|bound| bound != pool_id(pool)) && !self.inflight.is_empty() {
+            return Err(PumpError::ForeignPool);
+        }
+        self.settled = true;
+        self.coalesced = false;
+        for entry in &self.inflight {
+            match &entry.source {
+                Source::Pool(job) => job.cancel(),
+                Source::External(slot) => {
+                    slot.cancel();
+                }
+            }
+        }
+        let cancelled = self.inflight.len();
+        for entry in self.inflight.drain(..) {
+            if let Source::Pool(job) = &entry.source {
+                job.wait(pool);
+            }
+            self.stats.discarded += 1;
+            discard(entry.context, Discard::Cancelled);
+        }
+        Ok(cancelled)
+    }
+
+    fn check_open(&self) -> Result<(), PumpError> {
+        if self.settled {
+            Err(PumpError::Settled)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn coalesce(&mut self) -> Launch<R, E> {
+        self.coalesced = true;
+        self.stats.coalesced += 1;
+        Launch::Coalesced
+    }
+
+    fn record(&mut self, context: C, source: Source<R, E>) -> u64 {
+        let id = self.next_launch;
+        self.next_launch += 1;
+        self.stats.launched += 1;
+        self.inflight.push_back(Entry {
+            epoch: self.epoch,
+            context,
+            source,
+        });
+        id
+    }
+
+    fn count_discard(&mut self, why: &Discard<R, E>) {
+        self.stats.discarded += 1;
+        match why {
+            Discard::Rejected(_) | Discard::Abandoned => self.stats.rejected += 1,
+            Discard::Panicked(_) => self.stats.panicked += 1,
+            Discard::Stale(_) | Discard::TargetGone(_) => self.stats.stale += 1,
+            Discard::Cancelled => {}
+        }
+    }
+}
+
+impl<R, C, E> AsyncPump<R, C, E> {
+    /// Whether another launch would start (in flight < capacity, not settled).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// pump.launch(&pool, (), (), |()| Ok(0)).unwrap();
+    /// assert!(!pump.is_ready());
+    /// pump.drain_all(|_, _| {}, |_, _| {});
+    /// assert!(pump.is_ready());
+    /// ```
+    #[must_use]
+    pub fn is_ready(&self) -> bool {
+        !self.settled && self.inflight.len() < self.capacity
+    }
+
+    /// Launches in flight: launched and not yet drained (settled or not).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pump: freyr_sched::AsyncPump<u8> = freyr_sched::AsyncPump::new();
+    /// assert_eq!(pump.in_flight(), 0);
+    /// ```
+    #[must_use]
+    pub fn in_flight(&self) -> usize {
+        self.inflight.len()
+    }
+
+    /// How many launches [`drain`](Self::drain) would retire now: the
+    /// settled ones at the head, up to the first still in flight. A
+    /// fixed-step [`Gate`](crate::Gate) can hold the next tick until the
+    /// launch it depends on is drainable (the deterministic mode).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, Launch};
+    /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
+    /// let Ok(Launch::External(a)) = pump.launch_external(()) else { unreachable!() };
+    /// let Ok(Launch::External(b)) = pump.launch_external(()) else { unreachable!() };
+    /// b.complete(2).unwrap();
+    /// assert_eq!(pump.drainable(), 0); // `a` holds `b` back
+    /// a.complete(1).unwrap();
+    /// assert_eq!(pump.drainable(), 2);
+    /// ```
+    #[must_use]
+    pub fn drainable(&self) -> usize {
+        self.inflight
+            .iter()
+            .take_while(|e| e.source.is_settled())
+            .count()
+    }
+
+    /// The most launches in flight at once.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::AsyncPump::<u8>::new().capacity(), 1);
+    /// ```
+    #[must_use]
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Whether a request was coalesced since the last call, clearing the
+    /// flag: the owner then relaunches once, with fresh inputs, when
+    /// [`is_ready`](Self::is_ready).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// pump.launch(&pool, (), (), |()| Ok(0)).unwrap();
+    /// pump.launch(&pool, (), (), |()| Ok(1)).unwrap(); // coalesced
+    /// pump.launch(&pool, (), (), |()| Ok(2)).unwrap(); // coalesced into the same request
+    /// assert!(pump.take_coalesced());
+    /// assert!(!pump.take_coalesced());
+    /// assert_eq!(pump.stats().coalesced, 2);
+    /// ```
+    pub fn take_coalesced(&mut self) -> bool {
+        core::mem::take(&mut self.coalesced)
+    }
+
+    /// Invalidates every launch made so far: their results will be
+    /// discarded as [`Discard::Stale`] (use it when the state they were
+    /// computed from was replaced, e.g. a world reset). They still count
+    /// against the capacity until drained.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, Discard, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// pump.launch(&pool, (), (), |()| Ok(9)).unwrap();
+    /// pump.invalidate();
+    /// let mut why = None;
+    /// pump.drain_all(|_, _| unreachable!(), |_, d| why = Some(d));
+    /// assert_eq!(why, Some(Discard::Stale(9)));
+    /// assert_eq!(pump.epoch(), 1);
+    /// ```
+    pub fn invalidate(&mut self) {
+        self.epoch += 1;
+    }
+
+    /// The current epoch (the number of [`invalidate`](Self::invalidate) calls).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// assert_eq!(freyr_sched::AsyncPump::<u8>::new().epoch(), 0);
+    /// ```
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// Whether [`settle`](Self::settle) ran.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let pump = freyr_sched::AsyncPump::<u8>::new();
+    /// assert!(!pump.is_settled());
+    /// ```
+    #[must_use]
+    pub fn is_settled(&self) -> bool {
+        self.settled
+    }
+
+    /// Counters of the pump's life.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// pump.launch(&pool, (), (), |()| Err(String::from("no"))).unwrap();
+    /// pump.drain_all(|_, _| {}, |_, _| {});
+    /// let stats = pump.stats();
+    /// assert_eq!((stats.launched, stats.discarded, stats.rejected), (1, 1, 1));
+    /// ```
+    #[must_use]
+    pub fn stats(&self) -> PumpStats {
+        self.stats
+    }
+}
+
+impl<R: Send + 'static, C, E: Send + 'static> Default for AsyncPump<R, C, E> {
+    fn default() -> Self {
+        AsyncPump::new()
+    }
+}
+
+impl<R, C, E> fmt::Debug for AsyncPump<R, C, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncPump")
+            .field("capacity", &self.capacity)
+            .field("in_flight", &self.inflight.len())
+            .field("epoch", &self.epoch)
+            .field("settled", &self.settled)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,86 @@
+//! Stall telemetry that is true: a job made deliberately late shows up as a
+//! late job with a stall time, and the collecting thread's help is visible
+//! as pool tasks it ran while it waited.
+
+use std::sync::mpsc;
+use std::time::Duration;
+
+use freyr_sched::{DeadlineScheduler, ThreadPool};
+
+#[test]
+fn a_deliberately_late_job_is_counted_with_its_stall() {
+    let pool = ThreadPool::new(2);
+    let mut jobs = DeadlineScheduler::new(1).unwrap();
+    jobs.request(&pool, 0, (), |()| {
+        std::thread::sleep(Duration::from_millis(40))
+    })
+    .unwrap();
+    // Collected at once (T + 1 is the next tick), the 40 ms job is late.
+    let report = jobs
+        .collect(&pool, 1, |d| assert!(d.stall > Duration::ZERO))
+        .unwrap();
+    assert_eq!(report.late_jobs, 1);
+    assert!(
+        report.stall >= Duration::from_millis(20),
+        "{:?}",
+        report.stall
+    );
+    assert_eq!(report.max_stall, report.stall);
+    let stats = jobs.stats();
+    assert_eq!((stats.late_jobs, stats.applied), (1, 1));
+    assert_eq!(stats.stall, report.stall);
+}
+
+#[test]
+fn a_job_done_in_time_costs_no_stall() {
+    let pool = ThreadPool::new(2);
+    let mut jobs = DeadlineScheduler::new(3).unwrap();
+    let ticket = jobs.request(&pool, 0, 1u8, |x| x + 1).unwrap();
+    while jobs.status(&ticket).unwrap() != freyr_sched::JobStatus::Finished {
+        std::thread::yield_now();
+    }
+    for now in 1..=3 {
+        let report = jobs
+            .collect(&pool, now, |d| assert_eq!(d.stall, Duration::ZERO))
+            .unwrap();
+        assert_eq!(report.late_jobs, 0);
+    }
+    assert_eq!(jobs.stats().applied, 1);
+    assert_eq!(jobs.stats().stall, Duration::ZERO);
+}
+
+#[test]
+fn the_collecting_thread_helps_run_queued_jobs_while_it_waits() {
+    // One background worker, held by a job that waits for a signal; two more
+    // jobs queue behind it. Collecting must run those two on this thread.
+    let pool = ThreadPool::new(2);
+    let mut jobs = DeadlineScheduler::new(1).unwrap();
+    let (release, wait) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel::<()>();
+    jobs.request(&pool, 0, (), move |()| {
+        started_tx.send(()).unwrap();
+        wait.recv().unwrap();
+        0u32
+    })
+    .unwrap();
+    started.recv().unwrap(); // the worker is busy with job 0
+    for i in 1..=2u32 {
+        jobs.request(&pool, 0, i, |i| i).unwrap();
+    }
+    // Let job 0 finish only once this thread is likely waiting on it.
+    let releaser = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(30));
+        release.send(()).unwrap();
+    });
+    let mut order = Vec::new();
+    let report = jobs
+        .collect(&pool, 1, |d| order.push(d.result.unwrap()))
+        .unwrap();
+    releaser.join().unwrap();
+    assert_eq!(order, [0, 1, 2]);
+    assert!(report.late_jobs >= 1);
+    assert_eq!(
+        report.helped_tasks, 2,
+        "jobs 1 and 2 ran on the collecting thread"
+    );
+}
