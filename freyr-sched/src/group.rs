@@ -60,7 +60,13 @@ impl GroupInner {
     }
 
     pub(crate) fn is_done(&self) -> bool {
-        self.state.load(Ordering::Acquire) & COUNT == 0
+        // MUTANT `is_done_relaxed`: a waiter that sees zero does not acquire
+        // the tasks' effects (model 1).
+        #[cfg(not(freyr_mutant = "is_done_relaxed"))]
+        let order = Ordering::Acquire;
+        #[cfg(freyr_mutant = "is_done_relaxed")]
+        let order = Ordering::Relaxed;
+        self.state.load(order) & COUNT == 0
     }
 
     /// Marks `n` indices as finished. Returns whether this made the count
@@ -74,11 +80,17 @@ impl GroupInner {
     /// waiter at any moment, so this function touches nothing after it (the
     /// answer comes from the `fetch_sub`'s own return value).
     pub(crate) unsafe fn complete(this: *const Self, n: usize) -> bool {
-        // SAFETY: the caller owns `n` pending indices, so the group cannot be
-        // freed before this decrement (its waiter and its Drop wait for zero).
         // AcqRel: release publishes the task's effects to the waiter that
         // acquires zero; the chain of decrements forms a release sequence.
-        let prev = unsafe { (*this).state.fetch_sub(n, Ordering::AcqRel) };
+        // MUTANT `decrement_relaxed`: the decrement publishes nothing, so the
+        // waiter that acquires zero may not see the task's effects (model 1).
+        #[cfg(not(freyr_mutant = "decrement_relaxed"))]
+        let order = Ordering::AcqRel;
+        #[cfg(freyr_mutant = "decrement_relaxed")]
+        let order = Ordering::Relaxed;
+        // SAFETY: the caller owns `n` pending indices, so the group cannot be
+        // freed before this decrement (its waiter and its Drop wait for zero).
+        let prev = unsafe { (*this).state.fetch_sub(n, order) };
         debug_assert!(
             prev & COUNT >= n,
             "freyr-sched: task group counter underflow"
@@ -89,7 +101,14 @@ impl GroupInner {
     /// Sets the sleeper bit before a waiter sleeps. Returns `false` (and
     /// sets nothing) if the group is already done.
     pub(crate) fn announce_sleeper(&self) -> bool {
-        let prev = self.state.fetch_or(SLEEPER, Ordering::AcqRel);
+        // Acquire: a waiter that learns here that the count is zero returns
+        // without another load, so this RMW must acquire the tasks' effects.
+        // MUTANT `announce_relaxed` drops that (model 6).
+        #[cfg(not(freyr_mutant = "announce_relaxed"))]
+        let order = Ordering::AcqRel;
+        #[cfg(freyr_mutant = "announce_relaxed")]
+        let order = Ordering::Relaxed;
+        let prev = self.state.fetch_or(SLEEPER, order);
         if prev & COUNT == 0 {
             self.clear_sleeper();
             return false;

@@ -65,8 +65,9 @@
 //! # The loom cfg
 //!
 //! Built with `RUSTFLAGS="--cfg freyr_loom"`, every primitive of the protocol
-//! comes from `loom` (see the `sync` module), the queues become loom
-//! `Mutex<VecDeque>` stand-ins of capacity 2, and spinning is off. Mutants
+//! comes from `loom` (see the `sync` module), the queues become lock-free
+//! stand-ins (a slot array on loom's atomics) of
+//! capacity 2, and spinning is off. Mutants
 //! for the models are planted under `cfg(freyr_mutant = "...")` (set through
 //! `RUSTFLAGS` or, cheaper, the `FREYR_MUTANT` variable read by `build.rs`
 //! under `freyr_loom` only). Neither cfg is meant for users.
@@ -80,6 +81,7 @@ mod pool;
 mod scope;
 mod shared;
 mod sleep;
+mod spin;
 mod sync;
 mod task;
 mod time;
@@ -87,6 +89,14 @@ mod worker_count;
 
 #[doc = include_str!("../PROTOCOL.md")]
 pub mod protocol {}
+
+/// The queue stand-in of the loom build, for the queue models in
+/// `loom-tests/`. Exists only under `--cfg freyr_loom`; not part of the API.
+#[cfg(freyr_loom)]
+#[doc(hidden)]
+pub mod loom_queue {
+    pub use crate::sync::loom_impl::Queue;
+}
 
 pub use group::{GroupPanic, TaskGroup};
 pub use job::IndexedJob;

@@ -10,6 +10,7 @@ use crate::group::GroupInner;
 use crate::lcg::Lcg;
 use crate::metrics::{BusyClock, CachePadded, Counters, PoolMetrics};
 use crate::sleep::{Sleep, Sleeper};
+use crate::spin::Spin;
 use crate::sync::{
     self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, StartLatch,
 };
@@ -115,6 +116,8 @@ pub(crate) struct Shared {
     /// Where a task goes when its queue is full. Nothing is ever dropped.
     overflow: Injector<Task>,
     sleep: Sleep,
+    /// How long idle threads search before they park.
+    spin: Spin,
     shutdown: AtomicBool,
     /// `counters[i]` for worker `i`; the last one for non-worker threads.
     counters: Box<[CachePadded<Counters>]>,
@@ -132,6 +135,7 @@ impl Shared {
                 .collect(),
             overflow: Injector::new(),
             sleep: Sleep::new(),
+            spin: Spin::new(workers, sync::available_parallelism()),
             shutdown: AtomicBool::new(false),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             start_latch: StartLatch::new(),
@@ -390,15 +394,19 @@ impl Shared {
                 continue;
             }
             close_episode(episode.take(), counters);
-            for round in 0..sync::spin_rounds() {
-                sync::spin_hint(round);
+            let spun = self.spin.spin(Sleeper::GroupWaiter, || {
                 if group.is_done() {
-                    break 'help;
+                    return Some(None);
                 }
-                if let Some(task) = self.find_task(me, slot, &mut lcg) {
+                self.find_task(me, slot, &mut lcg).map(Some)
+            });
+            match spun {
+                Some(Some(task)) => {
                     self.run_in_episode(task, slot, &mut lcg, &mut episode);
                     continue 'help;
                 }
+                Some(None) => break 'help,
+                None => {}
             }
             if !group.announce_sleeper() {
                 break;
@@ -443,8 +451,8 @@ impl Shared {
     }
 }
 
-/// The worker loop: find and run; spin; exit on shutdown once nothing is
-/// left; otherwise park.
+/// The worker loop: find and run; spin (bounded, see `spin.rs`); exit on
+/// shutdown once nothing is left; otherwise park.
 pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
     if pin {
         // Core 0 is left to the calling thread.
@@ -462,18 +470,18 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
     shared.start_latch.started();
     let counters = &shared.counters[index].0;
     let mut episode = None;
-    'work: loop {
+    loop {
         if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
             shared.run_in_episode(task, index, &mut lcg, &mut episode);
             continue;
         }
         close_episode(episode.take(), counters);
-        for round in 0..sync::spin_rounds() {
-            sync::spin_hint(round);
-            if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
-                shared.run_in_episode(task, index, &mut lcg, &mut episode);
-                continue 'work;
-            }
+        let spun = shared.spin.spin(Sleeper::Worker, || {
+            shared.find_task(Some(index), index, &mut lcg)
+        });
+        if let Some(task) = spun {
+            shared.run_in_episode(task, index, &mut lcg, &mut episode);
+            continue;
         }
         if shared.is_shut_down() {
             // Shutdown step 2: the flag was set after every submission, so

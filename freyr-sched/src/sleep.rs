@@ -82,6 +82,9 @@ impl Sleep {
     pub(crate) fn new_work(&self, tasks: usize) {
         // Pairs with the fence in `sleep` (park step 2): either this load sees
         // the sleeper's announcement, or the sleeper's re-check sees the push.
+        // MUTANT `no_fence_in_submit` removes it: the load may read a stale
+        // zero while the sleeper's re-check misses the push (model 2).
+        #[cfg(not(freyr_mutant = "no_fence_in_submit"))]
         fence(Ordering::SeqCst);
         if self.sleepers.load(Ordering::Relaxed) != 0 {
             self.wake(tasks);
@@ -136,7 +139,10 @@ impl Sleep {
     ) {
         // 1. Announce: from here on a pusher that misses our re-check sees us.
         self.sleepers.fetch_add(1, Ordering::SeqCst);
-        // 2. Order the announcement before the re-check's loads.
+        // 2. Order the announcement before the re-check's loads. MUTANT
+        //    `no_fence_in_park` removes it: the re-check may miss a push
+        //    whose pusher read a stale zero (model 2).
+        #[cfg(not(freyr_mutant = "no_fence_in_park"))]
         fence(Ordering::SeqCst);
         // 3. Lock: a waker's critical section is entirely before or after.
         let mut state = sync::lock(&self.state);
@@ -157,6 +163,12 @@ impl Sleep {
         }
         drop(state);
         self.sleepers.fetch_sub(1, Ordering::SeqCst);
+        if !idle {
+            // The caller searches again at once: under loom that loop must
+            // yield, or a re-check that keeps reading a stale "not empty"
+            // could spin without end (a no-op in normal builds).
+            sync::retry_hint();
+        }
     }
 
     /// 5. Sleep until granted a token or a broadcast of our kind.

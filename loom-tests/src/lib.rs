@@ -73,8 +73,13 @@ impl Tally {
     }
 
     /// Records one run of task `index` (a `submit_indexed` task function).
+    /// A second run is reported on the spot, as a double run (an RMW reads
+    /// the latest count, so this check cannot miss one).
     pub fn hit(&self, index: usize) {
-        self.runs[index].fetch_add(1, Ordering::Relaxed);
+        let before = self.runs[index].fetch_add(1, Ordering::Relaxed);
+        require(before == 0, || {
+            format!("task {index} ran twice (a task must run exactly once)")
+        });
     }
 
     /// The run counts. Relaxed loads: only the wait's own synchronisation
@@ -87,11 +92,17 @@ impl Tally {
             .collect()
     }
 
-    /// Asserts that every task ran exactly once.
+    /// Asserts that every task ran exactly once, as seen by this thread: a
+    /// count of 0 is a task that did not run *or whose run this thread does
+    /// not happen-after* (loom lets a relaxed load read a stale value
+    /// exactly when no happens-before edge forbids it).
     pub fn assert_each_ran_once(&self) {
         let counts = self.counts();
         require(counts.iter().all(|&c| c == 1), || {
-            format!("every task must run exactly once, got {counts:?}")
+            format!(
+                "every task must run exactly once and be seen to have run, got {counts:?} \
+                 (0: not run, or its effects not ordered before this point)"
+            )
         });
     }
 }

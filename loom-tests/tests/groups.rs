@@ -9,18 +9,29 @@ use freyr_sched::{IndexedJob, TaskGroup, ThreadPool};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, Ordering};
 
-/// Model 1. Mutant `decrement_before_run` makes it fail.
+/// Model 1. Two tasks submitted one by one into one group, so the counter
+/// goes 2, 1, 0 through two separate decrements (on one thread or two): the
+/// wait returns only after both ran, and sees what both did. The decrements
+/// form a release sequence that the waiter's acquire reads from; the tallies
+/// are relaxed counters, so a missing edge shows up as a stale zero. Mutants
+/// `decrement_before_run`, `decrement_relaxed` and `is_done_relaxed` make it
+/// fail.
 #[test]
-fn every_task_runs_exactly_once_and_the_wait_returns_after_all() {
+fn the_wait_returns_after_every_task_and_sees_their_effects() {
     check(|| {
-        let tally = Tally::new(2);
+        let first = Tally::new(1);
+        let second = Tally::new(1);
         let group = TaskGroup::new();
         let pool = ThreadPool::new(2);
-        // SAFETY: `tally` and `group` outlive the wait (and the pool, which
-        // is declared last so it is dropped first).
-        unsafe { pool.submit_indexed(&group, &tally, 2, hit) };
+        // SAFETY: the tallies and `group` outlive the wait (and the pool,
+        // which is declared last so it is dropped first).
+        unsafe {
+            pool.submit_indexed(&group, &first, 1, hit);
+            pool.submit_indexed(&group, &second, 1, hit);
+        }
         group.wait(&pool);
-        tally.assert_each_ran_once();
+        first.assert_each_ran_once();
+        second.assert_each_ran_once();
     });
 }
 

@@ -2,22 +2,43 @@
 //! (PROTOCOL.md "Submit", "Find" and "Run").
 #![cfg(freyr_loom)]
 
-use freyr_loom_tests::{Tally, check, hit};
+use freyr_loom_tests::{Tally, check, hit, require};
+use freyr_sched::loom_queue::Queue;
 use freyr_sched::{TaskGroup, ThreadPool};
+use loom::sync::Arc;
 
-/// Model 3. The single task sits in the worker's own queue: the worker pops
-/// it while the waiting thread steals it. Mutant `pop_not_atomic` makes it
-/// fail.
+/// Model 3. Owner pop and thief steal are the same `pop` on the same queue
+/// (there is no owner-only end). Forced here on the queue itself: one thread
+/// pushes a task while the owner and a thief both pop; afterwards whatever
+/// is left is drained. The task is taken exactly once, and its taker reads
+/// what the pusher wrote (loom's `UnsafeCell` reports a read of the slot not
+/// ordered after its write). Mutants `pop_not_atomic` and
+/// `queue_publish_relaxed` make it fail.
 #[test]
 fn owner_pop_and_thief_steal_of_the_last_task_take_it_exactly_once() {
     check(|| {
-        let tally = Tally::new(1);
-        let group = TaskGroup::new();
-        let pool = ThreadPool::new(2);
-        // SAFETY: `tally` and `group` outlive the wait.
-        unsafe { pool.submit_indexed(&group, &tally, 1, hit) };
-        group.wait(&pool);
-        tally.assert_each_ran_once();
+        let queue = Arc::new(Queue::<usize>::new(2));
+        let pusher = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || {
+                require(queue.push(7).is_ok(), || {
+                    "a push into an empty queue must succeed".into()
+                });
+            })
+        };
+        let thief = {
+            let queue = Arc::clone(&queue);
+            loom::thread::spawn(move || queue.pop())
+        };
+        let owner = queue.pop();
+        let stolen = thief.join().unwrap();
+        pusher.join().unwrap();
+        let drained = queue.pop();
+        let taken: Vec<usize> = [owner, stolen, drained].into_iter().flatten().collect();
+        require(taken == [7], || {
+            format!("the task must be taken exactly once, intact; taken: {taken:?}")
+        });
+        require(queue.is_empty(), || "the queue must end empty".into());
     });
 }
 
@@ -39,11 +60,13 @@ fn a_full_queue_overflows_without_losing_a_task() {
     });
 }
 
-/// Model 8. Three indices queued as one range: whoever runs it while the
-/// other thread sleeps splits off the upper half, which the other steals
-/// (and may split again). Mutant `split_overlap` makes it fail.
+/// Model 8. Three indices queued as one range. Whenever the thread running
+/// it sees the other thread asleep without a wake-up (loom explores those
+/// interleavings), it splits off the upper half, which the other thread
+/// then takes (and may split again). Every index runs exactly once, whoever
+/// splits. Mutant `split_overlap` makes it fail.
 #[test]
-fn a_helping_waiter_and_a_stealing_worker_never_run_a_task_twice() {
+fn a_range_split_while_the_other_thread_sleeps_runs_each_index_once() {
     check(|| {
         let tally = Tally::new(3);
         let group = TaskGroup::new();

@@ -1,9 +1,10 @@
-//! The model-checking half of the sync shim: `loom`, with a loom
-//! `Mutex<VecDeque>` standing in for crossbeam's queues (which have no loom
-//! hooks) and shrunk constants.
+//! The model-checking half of the sync shim: `loom`, with a lock-free slot
+//! array on loom's atomics standing in for the real queues (which have no
+//! loom hooks; see `loom_slots.rs`), and shrunk constants.
 
-use std::collections::VecDeque;
 use std::io;
+
+use super::loom_slots::Slots;
 
 pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -12,74 +13,81 @@ pub(crate) use loom::thread_local;
 
 /// Tiny, so that a model with three submissions reaches the overflow path.
 pub(crate) const QUEUE_CAPACITY: usize = 2;
-/// No spinning under loom: every spin round is just more interleavings.
-pub(crate) const SPIN_ROUNDS: u32 = 0;
+/// Under loom a spin phase is spent before it starts: every spin round
+/// would only multiply the interleavings, and spinning never decides
+/// correctness (a thread that does not spin parks, and parking is checked).
+pub(crate) struct SpinClock;
 
-/// [`SPIN_ROUNDS`] as a call, so a loop over a zero count is not flagged as
-/// an empty range in the loom build.
-#[inline]
-pub(crate) fn spin_rounds() -> u32 {
-    SPIN_ROUNDS
+impl SpinClock {
+    pub(crate) fn start(_oversubscribed: bool) -> Self {
+        SpinClock
+    }
+    pub(crate) fn spent(&self) -> bool {
+        true
+    }
+    pub(crate) fn pause(&mut self) {
+        yield_now();
+    }
 }
+
 /// One piece per background worker: in a pool of two, a batch of two indices is one range task that
 /// has to be split at run time (the path model 8 checks).
 pub(crate) const PIECES_PER_WORKER: usize = 1;
 
-/// Stand-in for `crossbeam_queue::ArrayQueue`: bounded, MPMC, linearizable.
-pub(crate) struct Queue<T> {
-    items: Mutex<VecDeque<T>>,
-    capacity: usize,
-}
+/// Stand-in for `crossbeam_queue::ArrayQueue`: bounded, MPMC, lock-free,
+/// with the real queue's release/acquire hand-off and nothing more
+/// ([`Slots`]). Public (through `freyr_sched::loom_queue`) only so the queue
+/// model can race pops on it directly.
+pub struct Queue<T>(Slots<T>);
 
 impl<T: Copy> Queue<T> {
-    pub(crate) fn new(capacity: usize) -> Self {
-        Queue {
-            items: Mutex::new(VecDeque::with_capacity(capacity)),
-            capacity,
-        }
+    /// An empty queue of `capacity` slots.
+    pub fn new(capacity: usize) -> Self {
+        Queue(Slots::new(capacity))
     }
-    pub(crate) fn push(&self, value: T) -> Result<(), T> {
-        let mut items = super::lock(&self.items);
-        if items.len() == self.capacity {
-            return Err(value);
-        }
-        items.push_back(value);
-        Ok(())
+    /// Pushes `value`, handing it back when the queue is full.
+    ///
+    /// # Errors
+    ///
+    /// `value` itself, when every slot is taken.
+    pub fn push(&self, value: T) -> Result<(), T> {
+        self.0.push(value)
     }
-    #[cfg(not(freyr_mutant = "pop_not_atomic"))]
-    pub(crate) fn pop(&self) -> Option<T> {
-        super::lock(&self.items).pop_front()
+    /// Takes the oldest value, or `None` when the queue is empty.
+    pub fn pop(&self) -> Option<T> {
+        self.0.pop()
     }
-    /// MUTANT: reads the front, releases the lock, then removes it — two
-    /// threads can both read the same last task.
-    #[cfg(freyr_mutant = "pop_not_atomic")]
-    pub(crate) fn pop(&self) -> Option<T> {
-        let front = super::lock(&self.items).front().copied();
-        if front.is_some() {
-            super::lock(&self.items).pop_front();
-        }
-        front
-    }
-    pub(crate) fn is_empty(&self) -> bool {
-        super::lock(&self.items).is_empty()
+    /// Whether the queue looked empty at some moment during the call.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
-/// Stand-in for `crossbeam_queue::SegQueue`: unbounded, MPMC.
-pub(crate) struct Injector<T>(Mutex<VecDeque<T>>);
+/// Slots of the overflow queue's stand-in. The production `SegQueue` is
+/// unbounded; no model overflows more than this many tasks.
+const OVERFLOW_CAPACITY: usize = 4;
 
-impl<T> Injector<T> {
+/// Stand-in for `crossbeam_queue::SegQueue`: the same slots as [`Queue`]
+/// (`SegQueue` hands values off the same way: release on publish, acquire
+/// on take), bounded at a size no model reaches.
+pub(crate) struct Injector<T>(Slots<T>);
+
+impl<T: Copy> Injector<T> {
     pub(crate) fn new() -> Self {
-        Injector(Mutex::new(VecDeque::new()))
+        Injector(Slots::new(OVERFLOW_CAPACITY))
     }
     pub(crate) fn push(&self, value: T) {
-        super::lock(&self.0).push_back(value);
+        assert!(
+            self.0.push(value).is_ok(),
+            "freyr-sched (loom): the overflow stand-in holds {OVERFLOW_CAPACITY} tasks; \
+             shrink the model or raise OVERFLOW_CAPACITY"
+        );
     }
     pub(crate) fn pop(&self) -> Option<T> {
-        super::lock(&self.0).pop_front()
+        self.0.pop()
     }
     pub(crate) fn is_empty(&self) -> bool {
-        super::lock(&self.0).is_empty()
+        self.0.is_empty()
     }
 }
 
@@ -93,8 +101,9 @@ pub(crate) fn available_parallelism() -> usize {
     2
 }
 
-/// A spin round under loom is a yield, so loom can schedule the other threads.
-pub(crate) fn spin_hint(_round: u32) {
+/// A loop that retries because of another thread must yield under loom, so
+/// loom schedules that thread and lets the retry's loads see newer values.
+pub(crate) fn retry_hint() {
     yield_now();
 }
 

@@ -2,8 +2,10 @@
 //!
 //! The protocol code (`sleep.rs`, `group.rs`, `shared.rs`, `pool.rs`) imports
 //! `crate::sync::…` only. Normally that is `std` plus `crossbeam-queue`
-//! (`std_impl.rs`); under `--cfg freyr_loom` it is `loom` plus a loom
-//! `Mutex<VecDeque>` standing in for the queues (`loom_impl.rs`), with the
+//! (`std_impl.rs`); under `--cfg freyr_loom` it is `loom` plus a lock-free
+//! slot array on loom's atomics standing in for the queues (`loom_impl.rs`,
+//! `loom_slots.rs`: no lock, so no ordering the real queues do not have),
+//! with the
 //! queue capacity, spin count and batch split shrunk so the models reach the
 //! full-queue, overflow and park edges in a few steps. Both halves export the
 //! same names with the same signatures.
@@ -18,7 +20,9 @@ mod std_impl;
 pub(crate) use std_impl::*;
 
 #[cfg(freyr_loom)]
-mod loom_impl;
+pub(crate) mod loom_impl;
+#[cfg(freyr_loom)]
+mod loom_slots;
 #[cfg(freyr_loom)]
 pub(crate) use loom_impl::*;
 

@@ -2,7 +2,7 @@
 
 use std::io;
 use std::sync::atomic::AtomicU64 as StdAtomicU64;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
 pub(crate) use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -12,21 +12,6 @@ pub(crate) use std::thread_local;
 /// Slots in each worker's bounded queue. A full queue spills to the overflow
 /// queue, so this bounds memory per worker (~40 KiB), not correctness.
 pub(crate) const QUEUE_CAPACITY: usize = 1024;
-/// Failed search rounds an idle thread spends before it announces itself
-/// sleepy and parks: the first [`SPIN_HINT_ROUNDS`] with a `spin_loop` hint
-/// (~2 µs), the rest yielding the CPU (tens of µs on a busy machine). Long
-/// enough that back-to-back batches find the workers awake (no futex wake
-/// per batch), short enough that an idle pool is parked almost at once.
-pub(crate) const SPIN_ROUNDS: u32 = 96;
-/// The first rounds of [`SPIN_ROUNDS`] busy-wait; later ones yield.
-const SPIN_HINT_ROUNDS: u32 = 64;
-
-/// [`SPIN_ROUNDS`] as a call (the loom half's count is zero, and a loop over
-/// a constant empty range would be flagged there).
-#[inline]
-pub(crate) fn spin_rounds() -> u32 {
-    SPIN_ROUNDS
-}
 /// `submit_indexed` splits a batch into at most `(workers - 1) * PIECES_PER_WORKER`
 /// range tasks up front; idle threads split further on demand.
 pub(crate) const PIECES_PER_WORKER: usize = 4;
@@ -84,14 +69,60 @@ pub(crate) fn available_parallelism() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
-/// Waits out spin round `round` of [`SPIN_ROUNDS`].
-pub(crate) fn spin_hint(round: u32) {
-    if round < SPIN_HINT_ROUNDS {
-        std::hint::spin_loop();
-    } else {
-        yield_now();
+/// The spin phase's budget when every spinning thread has a core: long
+/// enough that back-to-back batches (a submit a few µs after the last wait)
+/// find a worker awake, short enough that a pool idle between ticks costs
+/// a few µs of CPU per tick (`idle_cpu` in the benches measured 5, 10, 20
+/// and 40 µs; past 10 µs the idle cost grows with no gain).
+const SPIN_BUDGET: Duration = Duration::from_micros(10);
+/// The budget when the pool has more threads than cores: a spinning thread
+/// then takes a core from one with work, so it yields each round and gives
+/// up sooner.
+const SPIN_BUDGET_OVERSUBSCRIBED: Duration = Duration::from_micros(5);
+/// `spin_loop` hints per round between two searches (~50 ns).
+const HINTS_PER_ROUND: u32 = 16;
+
+/// Times one spin phase (see `spin.rs`): when it is spent, and how to wait
+/// between two search rounds.
+pub(crate) struct SpinClock {
+    start: Instant,
+    budget: Duration,
+    yielding: bool,
+}
+
+impl SpinClock {
+    /// Starts a phase; `oversubscribed` picks the shorter, yielding budget.
+    pub(crate) fn start(oversubscribed: bool) -> Self {
+        SpinClock {
+            start: Instant::now(),
+            budget: if oversubscribed {
+                SPIN_BUDGET_OVERSUBSCRIBED
+            } else {
+                SPIN_BUDGET
+            },
+            yielding: oversubscribed,
+        }
+    }
+    /// Whether the phase used its budget.
+    pub(crate) fn spent(&self) -> bool {
+        self.start.elapsed() >= self.budget
+    }
+    /// Waits between two search rounds.
+    pub(crate) fn pause(&mut self) {
+        if self.yielding {
+            yield_now();
+        } else {
+            for _ in 0..HINTS_PER_ROUND {
+                std::hint::spin_loop();
+            }
+        }
     }
 }
+
+/// Nothing: the loom half yields here (see its docs); a real retry needs
+/// no pause, it searches again at once.
+#[inline]
+pub(crate) fn retry_hint() {}
 
 /// One step of the blocking backoff used where no pool is at hand
 /// (`TaskGroup`'s `Drop`): yield a few times, then sleep briefly.
