@@ -11,23 +11,36 @@ use freyr_sched::{DeadlineScheduler, ThreadPool};
 fn a_deliberately_late_job_is_counted_with_its_stall() {
     let pool = ThreadPool::new(2);
     let mut jobs = DeadlineScheduler::new(1).unwrap();
-    jobs.request(&pool, 0, (), |()| {
-        std::thread::sleep(Duration::from_millis(40))
+    let (release, wait) = mpsc::channel::<()>();
+    let (started_tx, started) = mpsc::channel::<()>();
+    jobs.request(&pool, 0, (), move |()| {
+        started_tx.send(()).unwrap();
+        wait.recv().unwrap();
     })
     .unwrap();
-    // Collected at once (T + 1 is the next tick), the 40 ms job is late.
-    let report = jobs
-        .collect(&pool, 1, |d| assert!(d.stall > Duration::ZERO))
-        .unwrap();
+    started.recv().unwrap(); // the only background worker is held by job 0
+    // Queued behind it, job 1 can only run on the collecting thread, inside its wait for job 0:
+    // job 0 is late by at least 40 ms however loaded the machine is (a job that merely sleeps
+    // could finish before a descheduled collector gets to it, and not be late at all).
+    jobs.request(&pool, 0, (), move |()| {
+        std::thread::sleep(Duration::from_millis(40));
+        release.send(()).unwrap();
+    })
+    .unwrap();
+    let mut stalls = Vec::new();
+    let report = jobs.collect(&pool, 1, |d| stalls.push(d.stall)).unwrap();
     assert_eq!(report.late_jobs, 1);
-    assert!(
-        report.stall >= Duration::from_millis(20),
-        "{:?}",
-        report.stall
+    assert!(stalls[0] >= Duration::from_millis(40), "{stalls:?}");
+    assert_eq!(
+        stalls[1],
+        Duration::ZERO,
+        "job 1 was done when its turn came"
     );
+    assert_eq!(report.stall, stalls[0]);
     assert_eq!(report.max_stall, report.stall);
+    assert_eq!(report.helped_tasks, 1);
     let stats = jobs.stats();
-    assert_eq!((stats.late_jobs, stats.applied), (1, 1));
+    assert_eq!((stats.late_jobs, stats.applied), (1, 2));
     assert_eq!(stats.stall, report.stall);
 }
 
@@ -64,12 +77,22 @@ fn the_collecting_thread_helps_run_queued_jobs_while_it_waits() {
     })
     .unwrap();
     started.recv().unwrap(); // the worker is busy with job 0
+    // Jobs 1 and 2 can only run on this thread, inside its wait for job 0; job 0 is released
+    // once both ran, never on a timer (a timer can fire before a descheduled collector starts
+    // waiting, and then nothing is late).
+    let (helped_tx, helped) = mpsc::channel::<()>();
     for i in 1..=2u32 {
-        jobs.request(&pool, 0, i, |i| i).unwrap();
+        let helped_tx = helped_tx.clone();
+        jobs.request(&pool, 0, i, move |i| {
+            helped_tx.send(()).unwrap();
+            i
+        })
+        .unwrap();
     }
-    // Let job 0 finish only once this thread is likely waiting on it.
+    drop(helped_tx);
     let releaser = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(30));
+        helped.recv().unwrap();
+        helped.recv().unwrap();
         release.send(()).unwrap();
     });
     let mut order = Vec::new();
@@ -78,7 +101,7 @@ fn the_collecting_thread_helps_run_queued_jobs_while_it_waits() {
         .unwrap();
     releaser.join().unwrap();
     assert_eq!(order, [0, 1, 2]);
-    assert!(report.late_jobs >= 1);
+    assert_eq!(report.late_jobs, 1);
     assert_eq!(
         report.helped_tasks, 2,
         "jobs 1 and 2 ran on the collecting thread"

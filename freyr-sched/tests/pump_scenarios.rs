@@ -234,13 +234,19 @@ fn settle_waits_for_running_work_cancels_the_rest_and_refuses_more() {
     })
     .unwrap();
     let late = external(&mut pump, 2);
+    // Release launch 0 only once `settle` has cancelled everything (the external launch is the
+    // last one it cancels), never on a timer: on a loaded machine a timer can fire before
+    // `settle` runs, and the freed worker would then start launch 1 before it is cancelled.
     let releaser = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(20));
+        while late.is_wanted() {
+            std::thread::yield_now();
+        }
         release.send(()).unwrap();
+        late
     });
     let mut cancelled = Vec::new();
     assert_eq!(pump.settle(&pool, |c, why| cancelled.push((c, why))), Ok(3));
-    releaser.join().unwrap();
+    let late = releaser.join().unwrap();
     assert_eq!(
         cancelled,
         [
