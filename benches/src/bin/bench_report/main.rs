@@ -18,6 +18,7 @@
 //! two builds do not evict each other.
 
 mod collect;
+mod splice;
 mod table;
 
 use std::path::{Path, PathBuf};
@@ -39,6 +40,10 @@ OPTIONS:
   --filter REGEX   only benchmarks whose id matches (passed to criterion)
   --out FILE       where to write the report
                    (default target/bench-report.md, target/bench-report-generic.md)
+  --docs FILE      also write it into FILE's GENERATED sections (repeatable):
+                   `bench-report` (the whole report) and `bench-summary` (the summary
+                   table), `-generic` appended for the generic build; e.g.
+                   --docs README.md --docs docs/src/benchmarks.md
   -h, --help       this text
 
 Parallel rows run at the machine's thread count, or at each of FREYR_BENCH_THREADS=1,2,8.";
@@ -54,6 +59,7 @@ struct Args {
     benches: Vec<String>,
     filter: Option<String>,
     out: Option<PathBuf>,
+    docs: Vec<PathBuf>,
     help: bool,
 }
 
@@ -74,6 +80,7 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
             }
             "--filter" => parsed.filter = Some(value("--filter")?),
             "--out" => parsed.out = Some(value("--out")?.into()),
+            "--docs" => parsed.docs.push(value("--docs")?.into()),
             "-h" | "--help" => parsed.help = true,
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
@@ -237,6 +244,34 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     eprintln!("bench_report: wrote {}", out.display());
+    let sections = splice::sections(&report, generic);
+    for doc in &args.docs {
+        let spliced = fs::read_to_string(doc)
+            .map_err(|e| e.to_string())
+            .and_then(|text| splice::splice(&text, &sections));
+        match spliced {
+            Ok((_, 0)) => {
+                eprintln!(
+                    "bench_report: {} has no GENERATED section for this build ({} or {})",
+                    doc.display(),
+                    sections[0].0,
+                    sections[1].0
+                );
+                return ExitCode::FAILURE;
+            }
+            Ok((text, n)) => {
+                if let Err(e) = fs::write(doc, text) {
+                    eprintln!("bench_report: writing {}: {e}", doc.display());
+                    return ExitCode::FAILURE;
+                }
+                eprintln!("bench_report: replaced {n} section(s) of {}", doc.display());
+            }
+            Err(e) => {
+                eprintln!("bench_report: {}: {e}", doc.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     ExitCode::SUCCESS
 }
 
