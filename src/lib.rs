@@ -22,13 +22,13 @@ pub use freyr_sched;
 // Storage.
 pub use freyr_core::{
     ApplyReport, Archetype, ArchetypeId, Bundle, CHUNK_CAPACITY, ChunkRef, CommandBuffer,
-    Component, ComponentError, ComponentId, ComponentInfo, Entity, NoSuchEntity, World,
+    Component, ComponentError, ComponentId, ComponentInfo, Entity, NoSuchEntity, World, WorldId,
 };
 
 // Scheduling.
 pub use freyr_sched::{
     GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
-    ThreadPoolBuilder, WorkerMetrics, current_worker_index, resolve_worker_count,
+    ThreadPoolBuilder, WorkerMetrics, current_worker_index, drop_payload, resolve_worker_count,
 };
 
 // Time and deferred work.
@@ -43,10 +43,10 @@ pub use freyr_sched::{
 
 // Queries, the registry, systems and profiling.
 pub use freyr_query::{
-    BoxedClock, Commands, ComponentView, Context, HashComponents, LabelStats, Phase, PhaseStats,
-    ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryState, ROW_PATH_ENV, Read,
-    Reduction, Registry, Res, Resources, RowPath, StableHash, StableHasher, System, TimeStats,
-    UnhashedComponents, ViewSet, With, Without,
+    BoxedClock, ColumnPtr, Commands, ComponentView, Context, HashComponents, LabelStats, Phase,
+    PhaseStats, ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryItem, QueryState,
+    ROW_PATH_ENV, Read, Reduction, Registry, Res, Resources, RowPath, SharedPtr, StableHash,
+    StableHasher, System, TimeStats, UnhashedComponents, ViewSet, With, Without,
 };
 
 // The tick profiler.

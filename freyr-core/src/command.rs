@@ -430,9 +430,9 @@ impl CommandBuffer {
     ///         panic!("boom");
     ///     }
     /// }
-    /// let mut world = freyr_core::World::new();
+    /// let mut world = freyr::World::new();
     /// let e = world.spawn((Bomb,));
-    /// let mut commands = freyr_core::CommandBuffer::new();
+    /// let mut commands = freyr::CommandBuffer::new();
     /// commands.despawn(e);
     /// commands.spawn((7u8,));
     /// let (report, panic) = commands.try_apply(&mut world);

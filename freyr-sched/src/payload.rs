@@ -21,7 +21,7 @@ use std::panic::{self, AssertUnwindSafe};
 ///     }
 /// }
 /// let payload = std::panic::catch_unwind(|| std::panic::panic_any(Nasty)).unwrap_err();
-/// freyr_sched::drop_payload(payload); // returns normally
+/// freyr::drop_payload(payload); // returns normally
 /// ```
 pub fn drop_payload(payload: Box<dyn Any + Send + 'static>) {
     let mut payload = payload;

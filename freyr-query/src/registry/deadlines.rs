@@ -109,8 +109,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
-    /// use freyr_sched::Delivered;
+    /// use freyr::Registry;
+    /// use freyr::Delivered;
     ///
     /// struct Score(u64);
     ///
@@ -169,9 +169,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
+    /// use freyr::Registry;
     /// let mut registry = Registry::with_workers(2);
-    /// registry.add_deadline_jobs(3, |_: &mut Registry, _: freyr_sched::Delivered<u8>| {}).unwrap();
+    /// registry.add_deadline_jobs(3, |_: &mut Registry, _: freyr::Delivered<u8>| {}).unwrap();
     /// registry.update(0.1);
     /// let ticket = registry.request_job((), |()| 7u8).unwrap();
     /// assert_eq!((ticket.requested_at(), ticket.due()), (1, 4));
@@ -206,8 +206,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
-    /// use freyr_sched::{DeadlineError, Delivered, JobStatus};
+    /// use freyr::Registry;
+    /// use freyr::{DeadlineError, Delivered, JobStatus};
     /// let mut a = Registry::with_workers(1);
     /// let mut b = Registry::with_workers(1);
     /// for r in [&mut a, &mut b] {
@@ -236,8 +236,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::Registry;
-    /// use freyr_sched::{DeadlineError, Delivered};
+    /// use freyr::Registry;
+    /// use freyr::{DeadlineError, Delivered};
     /// let mut registry = Registry::with_workers(2);
     /// registry.add_deadline_jobs(2, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
     /// registry.request_job((), |()| 1u8).unwrap();

@@ -27,9 +27,9 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_core::Entity;
-    /// use freyr_query::{Phase, Registry, System};
-    /// use freyr_sched::AsyncPump;
+    /// use freyr::Entity;
+    /// use freyr::{Phase, Registry, System};
+    /// use freyr::AsyncPump;
     ///
     /// struct Label(String);
     ///

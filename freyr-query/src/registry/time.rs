@@ -32,7 +32,7 @@ pub(crate) struct TimeState {
 /// # Examples
 ///
 /// ```
-/// let mut registry = freyr_query::Registry::with_workers(1);
+/// let mut registry = freyr::Registry::with_workers(1);
 /// registry.update(0.016);
 /// let time = registry.profile().time;
 /// assert_eq!(time.ticks, 1);
@@ -60,7 +60,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr_query::{Phase, Registry};
+    /// use freyr::{Phase, Registry};
     ///
     /// struct Seen(Vec<u64>);
     ///
@@ -91,8 +91,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_query::Registry;
-    /// use freyr_sched::ManualClock;
+    /// use freyr::Registry;
+    /// use freyr::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(2);
@@ -116,7 +116,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// let registry = freyr_query::Registry::with_workers(1);
+    /// let registry = freyr::Registry::with_workers(1);
     /// assert!(registry.fixed_step().is_none());
     /// ```
     pub fn fixed_step(&self) -> Option<&FixedStep<BoxedClock>> {
@@ -130,8 +130,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut registry = freyr_query::Registry::with_workers(1);
-    /// registry.set_fixed_step(Duration::from_millis(5), freyr_sched::ManualClock::new()).unwrap();
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.set_fixed_step(Duration::from_millis(5), freyr::ManualClock::new()).unwrap();
     /// registry.fixed_step_mut().unwrap().set_max_catchup_ticks(2).unwrap();
     /// assert_eq!(registry.fixed_step().unwrap().max_catchup_ticks(), 2);
     /// ```
@@ -154,8 +154,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_query::Registry;
-    /// use freyr_sched::ManualClock;
+    /// use freyr::Registry;
+    /// use freyr::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(2);
@@ -200,8 +200,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_query::Registry;
-    /// use freyr_sched::ManualClock;
+    /// use freyr::Registry;
+    /// use freyr::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(1);
@@ -222,8 +222,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut registry = freyr_query::Registry::with_workers(1);
-    /// registry.set_fixed_step(Duration::from_millis(1), freyr_sched::ManualClock::new()).unwrap();
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.set_fixed_step(Duration::from_millis(1), freyr::ManualClock::new()).unwrap();
     /// let gate = registry.add_gate(|_: u64| true);
     /// assert!(registry.remove_gate(gate));
     /// ```
@@ -239,7 +239,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_query::Registry::with_workers(1).dropped_ticks(), 0);
+    /// assert_eq!(freyr::Registry::with_workers(1).dropped_ticks(), 0);
     /// ```
     pub fn dropped_ticks(&self) -> u64 {
         self.time.fixed.as_ref().map_or(0, FixedStep::dropped_ticks)
@@ -250,7 +250,7 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_query::Registry::with_workers(1).held_ticks(), 0);
+    /// assert_eq!(freyr::Registry::with_workers(1).held_ticks(), 0);
     /// ```
     pub fn held_ticks(&self) -> u64 {
         self.time.fixed.as_ref().map_or(0, FixedStep::held_ticks)

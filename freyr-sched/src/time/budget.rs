@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 /// # Examples
 ///
 /// ```
-/// let mut budget = freyr_sched::WorkBudget::new(2);
+/// let mut budget = freyr::WorkBudget::new(2);
 /// assert!(budget.try_spend());
 /// assert!(budget.try_spend());
 /// assert!(!budget.try_spend());
@@ -37,7 +37,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::WorkBudget::new(5).remaining(), 5);
+    /// assert_eq!(freyr::WorkBudget::new(5).remaining(), 5);
     /// ```
     #[must_use]
     pub fn new(units: u64) -> Self {
@@ -52,7 +52,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// let mut budget = freyr_sched::WorkBudget::new(1);
+    /// let mut budget = freyr::WorkBudget::new(1);
     /// assert!(budget.try_spend());
     /// assert!(!budget.try_spend());
     /// ```
@@ -69,7 +69,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// let mut budget = freyr_sched::WorkBudget::new(3);
+    /// let mut budget = freyr::WorkBudget::new(3);
     /// budget.try_spend();
     /// assert_eq!(budget.remaining(), 2);
     /// ```
@@ -83,7 +83,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// let mut budget = freyr_sched::WorkBudget::new(3);
+    /// let mut budget = freyr::WorkBudget::new(3);
     /// budget.try_spend();
     /// assert_eq!(budget.spent(), 1);
     /// ```
@@ -97,7 +97,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr_sched::WorkBudget::new(0).is_exhausted());
+    /// assert!(freyr::WorkBudget::new(0).is_exhausted());
     /// ```
     #[must_use]
     pub fn is_exhausted(&self) -> bool {
@@ -110,7 +110,7 @@ impl WorkBudget {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::Progress;
+/// use freyr::Progress;
 /// let p: Progress<u8> = Progress::Done(3);
 /// assert_eq!(p.done(), Some(3));
 /// assert_eq!(Progress::<u8>::Pending.done(), None);
@@ -129,7 +129,7 @@ impl<T> Progress<T> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::Progress::Done("x").done(), Some("x"));
+    /// assert_eq!(freyr::Progress::Done("x").done(), Some("x"));
     /// ```
     pub fn done(self) -> Option<T> {
         match self {
@@ -153,7 +153,7 @@ impl<T> Progress<T> {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{Incremental, Progress, WorkBudget, advance_by};
+/// use freyr::{Incremental, Progress, WorkBudget, advance_by};
 ///
 /// /// Sums 1..=n, one addition per unit.
 /// struct SumTo { next: u64, n: u64, sum: u64 }
@@ -196,7 +196,7 @@ pub trait Incremental {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{Incremental, Progress, WorkBudget, advance_by};
+/// use freyr::{Incremental, Progress, WorkBudget, advance_by};
 /// struct Lazy;
 /// impl Incremental for Lazy {
 ///     type Output = ();
@@ -227,12 +227,12 @@ pub fn advance_by<J: Incremental + ?Sized>(job: &mut J, units: u64) -> (Progress
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{BudgetQueue, ZeroBudget};
+/// use freyr::{BudgetQueue, ZeroBudget};
 /// struct Never;
-/// impl freyr_sched::Incremental for Never {
+/// impl freyr::Incremental for Never {
 ///     type Output = ();
-///     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-///         freyr_sched::Progress::Done(())
+///     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+///         freyr::Progress::Done(())
 ///     }
 /// }
 /// assert_eq!(BudgetQueue::<Never>::new(0).unwrap_err(), ZeroBudget);
@@ -256,7 +256,7 @@ impl std::error::Error for ZeroBudget {}
 /// # Examples
 ///
 /// ```
-/// let work = freyr_sched::TickWork::default();
+/// let work = freyr::TickWork::default();
 /// assert_eq!((work.spent, work.finished), (0, 0));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -275,7 +275,7 @@ pub struct TickWork {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{BudgetQueue, Incremental, Progress, WorkBudget};
+/// use freyr::{BudgetQueue, Incremental, Progress, WorkBudget};
 /// /// Needs `0` units of work.
 /// struct Chores(u64);
 /// impl Incremental for Chores {
@@ -318,10 +318,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr_sched::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-    /// #         freyr_sched::Progress::Done(()) } }
-    /// let queue = freyr_sched::BudgetQueue::<J>::new(500).unwrap();
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         freyr::Progress::Done(()) } }
+    /// let queue = freyr::BudgetQueue::<J>::new(500).unwrap();
     /// assert_eq!(queue.per_tick(), 500);
     /// ```
     pub fn new(per_tick: u64) -> Result<Self, ZeroBudget> {
@@ -339,10 +339,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr_sched::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-    /// #         freyr_sched::Progress::Done(()) } }
-    /// let mut queue = freyr_sched::BudgetQueue::new(1).unwrap();
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         freyr::Progress::Done(()) } }
+    /// let mut queue = freyr::BudgetQueue::new(1).unwrap();
     /// assert_eq!(queue.push(J), 0);
     /// assert_eq!(queue.push(J), 1);
     /// assert_eq!(queue.len(), 2);
@@ -365,11 +365,11 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J(u64);
-    /// # impl freyr_sched::Incremental for J { type Output = u64;
-    /// #     fn advance(&mut self, b: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<u64> {
-    /// #         while self.0 > 0 { if !b.try_spend() { return freyr_sched::Progress::Pending; } self.0 -= 1; }
-    /// #         freyr_sched::Progress::Done(7) } }
-    /// let mut queue = freyr_sched::BudgetQueue::new(3).unwrap();
+    /// # impl freyr::Incremental for J { type Output = u64;
+    /// #     fn advance(&mut self, b: &mut freyr::WorkBudget) -> freyr::Progress<u64> {
+    /// #         while self.0 > 0 { if !b.try_spend() { return freyr::Progress::Pending; } self.0 -= 1; }
+    /// #         freyr::Progress::Done(7) } }
+    /// let mut queue = freyr::BudgetQueue::new(3).unwrap();
     /// queue.push(J(4));
     /// assert_eq!(queue.tick(|_, _| {}).spent, 3);
     /// let work = queue.tick(|_, out| assert_eq!(out, 7));
@@ -405,10 +405,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr_sched::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-    /// #         freyr_sched::Progress::Done(()) } }
-    /// assert_eq!(freyr_sched::BudgetQueue::<J>::new(8).unwrap().per_tick(), 8);
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         freyr::Progress::Done(()) } }
+    /// assert_eq!(freyr::BudgetQueue::<J>::new(8).unwrap().per_tick(), 8);
     /// ```
     #[must_use]
     pub fn per_tick(&self) -> u64 {
@@ -421,10 +421,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr_sched::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-    /// #         freyr_sched::Progress::Done(()) } }
-    /// assert_eq!(freyr_sched::BudgetQueue::<J>::new(8).unwrap().len(), 0);
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         freyr::Progress::Done(()) } }
+    /// assert_eq!(freyr::BudgetQueue::<J>::new(8).unwrap().len(), 0);
     /// ```
     #[must_use]
     pub fn len(&self) -> usize {
@@ -437,10 +437,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr_sched::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-    /// #         freyr_sched::Progress::Done(()) } }
-    /// assert!(freyr_sched::BudgetQueue::<J>::new(8).unwrap().is_empty());
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         freyr::Progress::Done(()) } }
+    /// assert!(freyr::BudgetQueue::<J>::new(8).unwrap().is_empty());
     /// ```
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -453,10 +453,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr_sched::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, b: &mut freyr_sched::WorkBudget) -> freyr_sched::Progress<()> {
-    /// #         b.try_spend(); freyr_sched::Progress::Done(()) } }
-    /// let mut queue = freyr_sched::BudgetQueue::new(8).unwrap();
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, b: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         b.try_spend(); freyr::Progress::Done(()) } }
+    /// let mut queue = freyr::BudgetQueue::new(8).unwrap();
     /// queue.push(J);
     /// queue.tick(|_, _| {});
     /// assert_eq!(queue.total_spent(), 1);

@@ -22,7 +22,7 @@ use crate::time::gate::{Gate, GateId, Gates};
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr_sched::{FixedStep, FixedStepError};
+/// use freyr::{FixedStep, FixedStepError};
 /// assert_eq!(FixedStep::new(Duration::ZERO).unwrap_err(), FixedStepError::ZeroDt);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,7 +55,7 @@ impl std::error::Error for FixedStepError {}
 /// # Examples
 ///
 /// ```
-/// let report = freyr_sched::FrameReport::default();
+/// let report = freyr::FrameReport::default();
 /// assert_eq!((report.ran, report.dropped, report.held), (0, 0, false));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -91,7 +91,7 @@ pub struct FrameReport {
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr_sched::{FixedStep, ManualClock};
+/// use freyr::{FixedStep, ManualClock};
 ///
 /// let clock = ManualClock::new();
 /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
@@ -142,7 +142,7 @@ impl FixedStep<MonotonicClock> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let fixed = freyr_sched::FixedStep::new(Duration::from_secs(1) / 60).unwrap();
+    /// let fixed = freyr::FixedStep::new(Duration::from_secs(1) / 60).unwrap();
     /// assert_eq!(fixed.dt(), Duration::from_nanos(16_666_666));
     /// assert_eq!(fixed.next_tick(), 0);
     /// ```
@@ -163,7 +163,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let fixed = FixedStep::with_clock(Duration::from_millis(20), ManualClock::new()).unwrap();
     /// assert_eq!(fixed.max_catchup_ticks(), 8);
     /// ```
@@ -198,7 +198,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, FixedStepError, ManualClock};
+    /// use freyr::{FixedStep, FixedStepError, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// fixed.set_max_catchup_ticks(2).unwrap();
@@ -223,7 +223,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(30));
@@ -263,7 +263,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
     /// fixed.add_gate(|next: u64| next < 1); // only tick 0 may run
@@ -298,7 +298,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(16), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(33));
@@ -322,7 +322,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// fixed.set_next_tick(100);
@@ -341,7 +341,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// let gate = fixed.add_gate(|_: u64| false);
@@ -360,7 +360,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut fixed = freyr_sched::FixedStep::new(Duration::from_millis(1)).unwrap();
+    /// let mut fixed = freyr::FixedStep::new(Duration::from_millis(1)).unwrap();
     /// let gate = fixed.add_gate(|_: u64| true);
     /// assert!(fixed.remove_gate(gate));
     /// ```
@@ -374,7 +374,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let fixed = freyr_sched::FixedStep::new(Duration::from_millis(5)).unwrap();
+    /// let fixed = freyr::FixedStep::new(Duration::from_millis(5)).unwrap();
     /// assert_eq!(fixed.dt(), Duration::from_millis(5));
     /// ```
     #[must_use]
@@ -389,7 +389,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(4));
@@ -407,8 +407,8 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let fixed = freyr_sched::FixedStep::new(Duration::from_millis(1)).unwrap();
-    /// assert_eq!(fixed.max_catchup_ticks(), freyr_sched::DEFAULT_MAX_CATCHUP_TICKS);
+    /// let fixed = freyr::FixedStep::new(Duration::from_millis(1)).unwrap();
+    /// assert_eq!(fixed.max_catchup_ticks(), freyr::DEFAULT_MAX_CATCHUP_TICKS);
     /// ```
     #[must_use]
     pub fn max_catchup_ticks(&self) -> u64 {
@@ -421,7 +421,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(10));
@@ -439,7 +439,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// fixed.add_gate(|_: u64| false);
@@ -460,7 +460,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(2));
@@ -482,7 +482,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(4), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(5));
@@ -500,7 +500,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{Clock, FixedStep, ManualClock};
+    /// use freyr::{Clock, FixedStep, ManualClock};
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), ManualClock::new()).unwrap();
     /// assert_eq!(fixed.clock_mut().now(), Duration::ZERO);
     /// ```

@@ -28,7 +28,7 @@ const DIAGONAL: u32 = 14;
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::Grid;
+/// use freyr::Grid;
 /// let grid = Grid::from_rows(&["..#", "..."]).unwrap();
 /// assert_eq!((grid.width(), grid.height()), (3, 2));
 /// assert!(grid.is_blocked(2, 0));
@@ -52,7 +52,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// let grid = freyr_sched::Grid::new(4, 3);
+    /// let grid = freyr::Grid::new(4, 3);
     /// assert!(!grid.is_blocked(3, 2));
     /// ```
     #[must_use]
@@ -79,7 +79,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr_sched::Grid::from_rows(&["..", "."]).is_err());
+    /// assert!(freyr::Grid::from_rows(&["..", "."]).is_err());
     /// ```
     pub fn from_rows(rows: &[&str]) -> Result<Self, String> {
         let width = rows.first().map_or(0, |r| r.chars().count());
@@ -111,7 +111,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// let mut grid = freyr_sched::Grid::new(2, 2);
+    /// let mut grid = freyr::Grid::new(2, 2);
     /// grid.set_blocked(1, 1, true);
     /// assert!(grid.is_blocked(1, 1));
     /// ```
@@ -131,7 +131,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr_sched::Grid::new(1, 1).is_blocked(0, 5));
+    /// assert!(freyr::Grid::new(1, 1).is_blocked(0, 5));
     /// ```
     #[must_use]
     pub fn is_blocked(&self, x: u32, y: u32) -> bool {
@@ -143,7 +143,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::Grid::new(7, 2).width(), 7);
+    /// assert_eq!(freyr::Grid::new(7, 2).width(), 7);
     /// ```
     #[must_use]
     pub fn width(&self) -> u32 {
@@ -155,7 +155,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::Grid::new(7, 2).height(), 2);
+    /// assert_eq!(freyr::Grid::new(7, 2).height(), 2);
     /// ```
     #[must_use]
     pub fn height(&self) -> u32 {
@@ -177,7 +177,7 @@ impl Grid {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::octile_distance;
+/// use freyr::octile_distance;
 /// assert_eq!(octile_distance((0, 0), (3, 0)), 30);
 /// assert_eq!(octile_distance((0, 0), (3, 3)), 42);
 /// assert_eq!(octile_distance((5, 1), (1, 3)), 48); // 2 diagonal + 2 straight
@@ -195,7 +195,7 @@ pub fn octile_distance(a: (u32, u32), b: (u32, u32)) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{Grid, GridPathSearch, advance_by};
+/// use freyr::{Grid, GridPathSearch, advance_by};
 /// let mut search = GridPathSearch::new(Grid::new(3, 1).into(), (0, 0), (2, 0));
 /// let path = advance_by(&mut search, 100).0.done().unwrap().unwrap();
 /// assert_eq!(path.cells, [(0, 0), (1, 0), (2, 0)]);
@@ -249,7 +249,7 @@ struct Search {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{Grid, GridPathSearch, Progress, advance_by};
+/// use freyr::{Grid, GridPathSearch, Progress, advance_by};
 ///
 /// let grid = Grid::from_rows(&[
 ///     ".....",
@@ -283,7 +283,7 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// let search = freyr_sched::GridPathSearch::new(freyr_sched::Grid::new(2, 2).into(), (0, 0), (1, 1));
+    /// let search = freyr::GridPathSearch::new(freyr::Grid::new(2, 2).into(), (0, 0), (1, 1));
     /// assert_eq!(search.expanded(), 0);
     /// ```
     #[must_use]
@@ -302,7 +302,7 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{Grid, GridPathSearch, advance_by};
+    /// use freyr::{Grid, GridPathSearch, advance_by};
     /// let mut s = GridPathSearch::new(Grid::new(5, 1).into(), (0, 0), (4, 0));
     /// advance_by(&mut s, 100);
     /// assert_eq!(s.expanded(), 5); // a straight corridor: one expansion per cell
@@ -317,7 +317,7 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// let s = freyr_sched::GridPathSearch::new(freyr_sched::Grid::new(3, 3).into(), (0, 1), (2, 2));
+    /// let s = freyr::GridPathSearch::new(freyr::Grid::new(3, 3).into(), (0, 1), (2, 2));
     /// assert_eq!(s.endpoints(), ((0, 1), (2, 2)));
     /// ```
     #[must_use]

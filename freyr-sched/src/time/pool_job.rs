@@ -25,7 +25,7 @@ use crate::sync;
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+/// use freyr::{DeadlineScheduler, ThreadPool};
 /// let pool = ThreadPool::new(2);
 /// let mut jobs = DeadlineScheduler::new(1).unwrap();
 /// jobs.request(&pool, 0, (), |()| -> u32 { panic!("no path") }).unwrap();
@@ -53,7 +53,7 @@ impl JobPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// jobs.request(&pool, 0, 7, |n: i32| -> i32 { panic!("bad input {n}") }).unwrap();

@@ -1,8 +1,10 @@
 //! `scaling`: how Freyr's tick speeds up with workers. For each workload (see `workloads.rs`) and
 //! each worker count 1, 2, 4, … up to `--max-workers` (default: this machine's threads), it
-//! builds the registry, runs warm-up ticks, then times `--ticks` ticks of `Registry::update`
-//! (in rounds that visit every worker count in turn, a fresh registry each visit) and reports the median tick, the speedup over 1 worker, the parallel efficiency (speedup /
-//! workers) and the tasks stolen per tick (the registry profiler's pool counters).
+//! builds it, runs warm-up ticks, then times `--ticks` ticks (`Registry::update`, or the
+//! `server_tick` example's own tick; in rounds that visit every worker count in turn, a fresh
+//! build each visit) and reports the median tick, the speedup over 1 worker, the parallel
+//! efficiency (speedup / workers) and the tasks stolen per tick (the registry profiler's pool
+//! counters).
 //!
 //! It prints a markdown table and writes `scaling.csv`, `speedup.svg` and `speedup.png` (the
 //! speedup curves against the ideal line) into `--out` (default `target/scaling/`). It is one
@@ -14,6 +16,33 @@
 mod plot;
 mod workloads;
 
+// The `server_tick` workload compiles the example's own modules, so it measures exactly the code
+// the example runs; the parts of them only the example's command line uses are unused here.
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/ai.rs"]
+mod ai;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/grid.rs"]
+mod grid;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/peer.rs"]
+mod peer;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/physics.rs"]
+mod physics;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/server.rs"]
+mod server;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/snapshot.rs"]
+mod snapshot;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/wire.rs"]
+mod wire;
+#[allow(dead_code)]
+#[path = "../../../../examples/server_tick/world.rs"]
+mod world;
+
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write as _};
 use std::path::PathBuf;
@@ -21,7 +50,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use std::{env, fs};
 
-use workloads::{WORKLOADS, Workload};
+use workloads::{Size, WORKLOADS, Workload};
 
 const HELP: &str = "\
 scaling: Freyr's tick time, speedup and steals for 1, 2, 4, ... workers.
@@ -32,12 +61,10 @@ OPTIONS:
   --max-workers N   sweep up to N workers (default: this machine's hardware threads)
   --ticks N         timed ticks per point (default 50)
   --warmup N        untimed ticks before each round's timed ones (default 5)
-  --workload NAME   only this workload; repeatable (heavy_compute, million_iter)
+  --workload NAME   only this workload; repeatable (heavy_compute, million_iter,
+                    server_tick)
   --out DIR         where scaling.csv, speedup.svg and speedup.png go (default target/scaling)
   -h, --help        this text";
-
-/// The step passed to `update`.
-const DT: f32 = 1.0 / 60.0;
 
 /// Parsed command line.
 #[derive(Debug, PartialEq)]
@@ -162,7 +189,7 @@ impl Progress {
 const ROUNDS: usize = 5;
 
 /// Times one workload at every worker count, in [`ROUNDS`] rounds: each round visits every
-/// count in turn, building a fresh registry, running the warm-up ticks and then its share of the
+/// count in turn, building it afresh, running the warm-up ticks and then its share of the
 /// timed ticks, and dropping it (which joins its workers) before the next count, so no idle pool
 /// competes with the one being measured, and a slow spell of a shared machine lands on all counts
 /// alike instead of bending one point of the curve. Speedup and efficiency are filled in later by
@@ -178,18 +205,18 @@ fn measure(w: &Workload, counts: &[usize], args: &Args, progress: &mut Progress)
         let batch = per_round.min(args.ticks - done);
         for (i, &n) in counts.iter().enumerate() {
             progress.show(w.name, n, done, args.ticks);
-            let mut registry = (w.build)(n);
+            let mut run = (w.build)(n, Size::Full);
             for _ in 0..args.warmup {
-                registry.update(DT);
+                run.tick();
             }
-            registry.reset_profile();
+            run.registry().reset_profile();
             for _ in 0..batch {
                 let start = Instant::now();
-                registry.update(DT);
+                run.tick();
                 times[i].push(start.elapsed());
             }
-            let profile = registry.profile();
-            workers[i] = registry.workers();
+            let profile = run.registry().profile();
+            workers[i] = run.registry().workers();
             stolen[i] += profile.tasks_stolen();
             tasks[i] += profile.tasks;
         }

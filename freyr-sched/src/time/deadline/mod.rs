@@ -55,7 +55,7 @@ static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+/// use freyr::{DeadlineScheduler, ThreadPool};
 ///
 /// let pool = ThreadPool::new(4);
 /// let mut jobs = DeadlineScheduler::new(2).unwrap(); // K = 2
@@ -94,7 +94,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// let jobs = freyr_sched::DeadlineScheduler::<u32>::new(3).unwrap();
+    /// let jobs = freyr::DeadlineScheduler::<u32>::new(3).unwrap();
     /// assert_eq!(jobs.latency(), 3);
     /// ```
     pub fn new(latency: u64) -> Result<Self, DeadlineError> {
@@ -125,7 +125,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineError, DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// let ticket = jobs.request(&pool, 0, String::from("abc"), |s: String| s.len()).unwrap();
@@ -192,7 +192,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// jobs.request(&pool, 0, (), |()| std::thread::sleep(Duration::from_millis(20))).unwrap();
@@ -273,7 +273,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineError, DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let mut jobs = DeadlineScheduler::new(4).unwrap();
     /// jobs.request(&pool, 0, (), |()| 1).unwrap();
@@ -301,7 +301,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineError, DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut a = DeadlineScheduler::new(1).unwrap();
     /// let b = DeadlineScheduler::<()>::new(1).unwrap();
@@ -343,7 +343,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::DeadlineScheduler::<()>::new(5).unwrap().latency(), 5);
+    /// assert_eq!(freyr::DeadlineScheduler::<()>::new(5).unwrap().latency(), 5);
     /// ```
     #[must_use]
     pub fn latency(&self) -> u64 {
@@ -355,7 +355,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::DeadlineScheduler;
+    /// use freyr::DeadlineScheduler;
     /// let a = DeadlineScheduler::<()>::new(1).unwrap();
     /// let b = DeadlineScheduler::<()>::new(1).unwrap();
     /// assert_ne!(a.id(), b.id());
@@ -370,7 +370,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// jobs.request(&pool, 0, (), |()| ()).unwrap();
@@ -386,9 +386,9 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// let mut jobs = freyr_sched::DeadlineScheduler::<()>::new(2).unwrap();
+    /// let mut jobs = freyr::DeadlineScheduler::<()>::new(2).unwrap();
     /// assert!(!jobs.is_settled());
-    /// jobs.settle(&freyr_sched::ThreadPool::new(1)).unwrap();
+    /// jobs.settle(&freyr::ThreadPool::new(1)).unwrap();
     /// assert!(jobs.is_settled());
     /// ```
     #[must_use]
@@ -402,7 +402,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// jobs.request(&pool, 0, (), |()| ()).unwrap();
@@ -421,7 +421,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// let jobs = freyr_sched::DeadlineScheduler::<()>::new(1).unwrap();
+    /// let jobs = freyr::DeadlineScheduler::<()>::new(1).unwrap();
     /// assert_eq!(jobs.last_collect().applied, 0);
     /// ```
     #[must_use]

@@ -11,7 +11,7 @@ use crate::time::pool_job::JobPanic;
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::due_tick;
+/// use freyr::due_tick;
 /// assert_eq!(due_tick(10, 3), Some(13));
 /// assert_eq!(due_tick(u64::MAX - 1, 2), None);
 /// ```
@@ -26,7 +26,7 @@ pub const fn due_tick(requested_at: u64, latency: u64) -> Option<u64> {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+/// use freyr::{DeadlineScheduler, ThreadPool};
 /// let pool = ThreadPool::new(1);
 /// let mut jobs = DeadlineScheduler::new(3).unwrap();
 /// let ticket = jobs.request(&pool, 5, (), |()| ()).unwrap();
@@ -46,7 +46,7 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// jobs.request(&pool, 0, (), |()| ()).unwrap();
@@ -62,7 +62,7 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// assert_eq!(jobs.request(&pool, 4, (), |()| ()).unwrap().requested_at(), 4);
@@ -77,7 +77,7 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// assert_eq!(jobs.request(&pool, 4, (), |()| ()).unwrap().due(), 6);
@@ -92,7 +92,7 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{DeadlineScheduler, ThreadPool};
+    /// use freyr::{DeadlineScheduler, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// assert_eq!(jobs.request(&pool, 0, (), |()| ()).unwrap().scheduler(), jobs.id());
@@ -108,7 +108,7 @@ impl JobTicket {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{DeadlineScheduler, JobStatus, ThreadPool};
+/// use freyr::{DeadlineScheduler, JobStatus, ThreadPool};
 /// let pool = ThreadPool::new(1); // inline: the job runs at request time
 /// let mut jobs = DeadlineScheduler::new(1).unwrap();
 /// let ticket = jobs.request(&pool, 0, 2, |x: u32| x * 2).unwrap();
@@ -131,7 +131,7 @@ pub enum JobStatus {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{DeadlineScheduler, ThreadPool};
+/// use freyr::{DeadlineScheduler, ThreadPool};
 /// let pool = ThreadPool::new(2);
 /// let mut jobs = DeadlineScheduler::new(1).unwrap();
 /// jobs.request(&pool, 0, vec![3, 1, 2], |mut v: Vec<i32>| { v.sort(); v }).unwrap();

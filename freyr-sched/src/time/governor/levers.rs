@@ -13,7 +13,7 @@ use super::params::GovernorParams;
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::ai_sample_due;
+/// use freyr::ai_sample_due;
 /// assert!(ai_sample_due(7, 100, 1)); // stride 1: always
 /// let sampled = (0..400).filter(|&e| ai_sample_due(e, 9, 4)).count();
 /// assert_eq!(sampled, 100); // a quarter of the entities each tick
@@ -34,7 +34,7 @@ pub fn ai_sample_due(entity_index: u64, tick: u64, stride: u32) -> bool {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{GovernorParams, Levers};
+/// use freyr::{GovernorParams, Levers};
 /// let params = GovernorParams::default();
 /// let full = Levers::for_load_factor(&params, 1.0);
 /// assert_eq!(full, Levers::unloaded(&params));
@@ -60,7 +60,7 @@ impl Levers {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{GovernorParams, Levers};
+    /// use freyr::{GovernorParams, Levers};
     /// let levers = Levers::unloaded(&GovernorParams::default());
     /// assert_eq!(levers.byte_budget, 1200);
     /// assert_eq!(levers.interest_scale, 1.0);
@@ -83,7 +83,7 @@ impl Levers {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{GovernorParams, Levers};
+    /// use freyr::{GovernorParams, Levers};
     /// let params = GovernorParams::default();
     /// let half = Levers::for_load_factor(&params, 0.5);
     /// assert_eq!(half.snapshot_interval_ticks, 2);

@@ -38,7 +38,7 @@ pub use self::params::{GovernorError, GovernorParams};
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr_sched::{GovernorParams, TickGovernor};
+/// use freyr::{GovernorParams, TickGovernor};
 ///
 /// let params = GovernorParams { budget: Duration::from_millis(10), ..Default::default() };
 /// let mut governor = TickGovernor::new(params).unwrap();
@@ -76,7 +76,7 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
     /// assert_eq!(governor.load_factor(), 1.0);
     /// assert_eq!(governor.ewma_ms(), None);
     /// ```
@@ -108,7 +108,7 @@ impl TickGovernor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr_sched::{GovernorParams, TickGovernor};
+    /// use freyr::{GovernorParams, TickGovernor};
     /// let params = GovernorParams {
     ///     budget: Duration::from_millis(10),
     ///     eval_interval_ticks: 1,
@@ -155,7 +155,7 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::TickGovernor::new(Default::default()).unwrap().load_factor(), 1.0);
+    /// assert_eq!(freyr::TickGovernor::new(Default::default()).unwrap().load_factor(), 1.0);
     /// ```
     #[must_use]
     pub fn load_factor(&self) -> f64 {
@@ -168,7 +168,7 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
     /// assert_eq!(governor.levers().snapshot_interval_ticks, 1);
     /// ```
     #[must_use]
@@ -182,7 +182,7 @@ impl TickGovernor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// let mut governor = freyr::TickGovernor::new(Default::default()).unwrap();
     /// governor.step(Duration::from_millis(4));
     /// assert_eq!(governor.ewma_ms(), Some(4.0));
     /// ```
@@ -196,7 +196,7 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
     /// assert_eq!(governor.decisions(), (0, 0));
     /// ```
     #[must_use]
@@ -243,7 +243,7 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr_sched::TickGovernor::new(Default::default()).unwrap();
+    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
     /// assert_eq!(governor.params().tick_hz, 60);
     /// ```
     #[must_use]

@@ -25,7 +25,7 @@ use std::time::Duration;
 /// # Examples
 ///
 /// ```
-/// let params = freyr_sched::GovernorParams::default();
+/// let params = freyr::GovernorParams::default();
 /// assert_eq!(params.floor(), 0.25); // 15 Hz of 60
 /// assert_eq!(params.max_snapshot_interval(), 4);
 /// assert!(params.validate().is_ok());
@@ -90,7 +90,7 @@ impl GovernorParams {
     /// # Examples
     ///
     /// ```
-    /// let params = freyr_sched::GovernorParams { min_snapshot_hz: 30, ..Default::default() };
+    /// let params = freyr::GovernorParams { min_snapshot_hz: 30, ..Default::default() };
     /// assert_eq!(params.floor(), 0.5);
     /// ```
     #[must_use]
@@ -104,7 +104,7 @@ impl GovernorParams {
     /// # Examples
     ///
     /// ```
-    /// let params = freyr_sched::GovernorParams { min_snapshot_hz: 20, ..Default::default() };
+    /// let params = freyr::GovernorParams { min_snapshot_hz: 20, ..Default::default() };
     /// assert_eq!(params.max_snapshot_interval(), 3);
     /// ```
     #[must_use]
@@ -121,7 +121,7 @@ impl GovernorParams {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::GovernorParams;
+    /// use freyr::GovernorParams;
     /// let bad = GovernorParams { low_watermark: 0.95, ..Default::default() };
     /// let err = bad.validate().unwrap_err();
     /// assert!(err.to_string().contains("low_watermark"));
@@ -178,7 +178,7 @@ impl GovernorParams {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{GovernorParams, TickGovernor};
+/// use freyr::{GovernorParams, TickGovernor};
 /// let err = TickGovernor::new(GovernorParams { eval_interval_ticks: 0, ..Default::default() })
 ///     .unwrap_err();
 /// assert_eq!(err.field(), "eval_interval_ticks");
@@ -195,7 +195,7 @@ impl GovernorError {
     /// # Examples
     ///
     /// ```
-    /// let bad = freyr_sched::GovernorParams { max_ai_stride: 0, ..Default::default() };
+    /// let bad = freyr::GovernorParams { max_ai_stride: 0, ..Default::default() };
     /// assert_eq!(bad.validate().unwrap_err().field(), "max_ai_stride");
     /// ```
     #[must_use]

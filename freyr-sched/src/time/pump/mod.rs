@@ -73,7 +73,7 @@ struct Entry<R, C, E> {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{AsyncPump, Launch, ThreadPool};
+/// use freyr::{AsyncPump, Launch, ThreadPool};
 ///
 /// let pool = ThreadPool::new(2);
 /// let mut pump: AsyncPump<u64, &str> = AsyncPump::with_capacity(2).unwrap();
@@ -102,7 +102,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump: freyr_sched::AsyncPump<u8> = freyr_sched::AsyncPump::new();
+    /// let pump: freyr::AsyncPump<u8> = freyr::AsyncPump::new();
     /// assert_eq!(pump.capacity(), 1);
     /// assert!(pump.is_ready());
     /// ```
@@ -129,7 +129,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump = freyr_sched::AsyncPump::<u8>::with_capacity(3).unwrap();
+    /// let pump = freyr::AsyncPump::<u8>::with_capacity(3).unwrap();
     /// assert_eq!(pump.capacity(), 3);
     /// ```
     pub fn with_capacity(capacity: usize) -> Result<Self, PumpError> {
@@ -156,7 +156,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, Launch, ThreadPool};
+    /// use freyr::{AsyncPump, Launch, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let mut pump: AsyncPump<String> = AsyncPump::new();
     /// let launch = pump.launch(&pool, (), 42, |n: i32| Ok(n.to_string())).unwrap();
@@ -197,7 +197,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, Launch};
+    /// use freyr::{AsyncPump, Launch};
     /// let mut pump: AsyncPump<Vec<u8>, &str> = AsyncPump::new();
     /// let Launch::External(file) = pump.launch_external("level.bin").unwrap() else {
     ///     unreachable!()
@@ -226,7 +226,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, Discard, ThreadPool};
+    /// use freyr::{AsyncPump, Discard, ThreadPool};
     /// // Targets are (index, generation) handles; slot 1 was reused.
     /// let generations = [0u32, 1];
     /// let is_live = |&(index, generation): &(usize, u32)| generations[index] == generation;
@@ -289,7 +289,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// use freyr::{AsyncPump, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), 5u8, |x| Ok(x + 1)).unwrap();
@@ -318,7 +318,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, PumpError, ThreadPool};
+    /// use freyr::{AsyncPump, PumpError, ThreadPool};
     /// let pool = ThreadPool::new(2);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(1)).unwrap();
@@ -397,7 +397,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// use freyr::{AsyncPump, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(0)).unwrap();
@@ -415,7 +415,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump: freyr_sched::AsyncPump<u8> = freyr_sched::AsyncPump::new();
+    /// let pump: freyr::AsyncPump<u8> = freyr::AsyncPump::new();
     /// assert_eq!(pump.in_flight(), 0);
     /// ```
     #[must_use]
@@ -431,7 +431,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, Launch};
+    /// use freyr::{AsyncPump, Launch};
     /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
     /// let Ok(Launch::External(a)) = pump.launch_external(()) else { unreachable!() };
     /// let Ok(Launch::External(b)) = pump.launch_external(()) else { unreachable!() };
@@ -453,7 +453,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::AsyncPump::<u8>::new().capacity(), 1);
+    /// assert_eq!(freyr::AsyncPump::<u8>::new().capacity(), 1);
     /// ```
     #[must_use]
     pub fn capacity(&self) -> usize {
@@ -467,7 +467,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// use freyr::{AsyncPump, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(0)).unwrap();
@@ -489,7 +489,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, Discard, ThreadPool};
+    /// use freyr::{AsyncPump, Discard, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(9)).unwrap();
@@ -508,7 +508,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr_sched::AsyncPump::<u8>::new().epoch(), 0);
+    /// assert_eq!(freyr::AsyncPump::<u8>::new().epoch(), 0);
     /// ```
     #[must_use]
     pub fn epoch(&self) -> u64 {
@@ -520,7 +520,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump = freyr_sched::AsyncPump::<u8>::new();
+    /// let pump = freyr::AsyncPump::<u8>::new();
     /// assert!(!pump.is_settled());
     /// ```
     #[must_use]
@@ -533,7 +533,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr_sched::{AsyncPump, ThreadPool};
+    /// use freyr::{AsyncPump, ThreadPool};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Err(String::from("no"))).unwrap();

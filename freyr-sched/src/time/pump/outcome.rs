@@ -12,7 +12,7 @@ use super::Completer;
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{AsyncPump, PumpError};
+/// use freyr::{AsyncPump, PumpError};
 /// let err = AsyncPump::<u8>::with_capacity(0).unwrap_err();
 /// assert_eq!(err, PumpError::ZeroCapacity);
 /// assert!(err.to_string().contains("capacity of at least 1"));
@@ -53,7 +53,7 @@ impl std::error::Error for PumpError {}
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{AsyncPump, Launch, ThreadPool};
+/// use freyr::{AsyncPump, Launch, ThreadPool};
 /// let pool = ThreadPool::new(1);
 /// let mut pump: AsyncPump<u32> = AsyncPump::new(); // capacity 1
 /// assert!(matches!(pump.launch(&pool, (), 1, |x: u32| Ok(x)), Ok(Launch::Started(_))));
@@ -77,7 +77,7 @@ pub enum Launch<R, E = String> {
 /// # Examples
 ///
 /// ```
-/// use freyr_sched::{AsyncPump, Discard, ThreadPool};
+/// use freyr::{AsyncPump, Discard, ThreadPool};
 /// let pool = ThreadPool::new(1);
 /// let mut pump: AsyncPump<u8> = AsyncPump::new();
 /// pump.launch(&pool, (), (), |()| -> Result<u8, String> { panic!("decoder crashed") }).unwrap();
@@ -108,7 +108,7 @@ pub enum Discard<R, E = String> {
 /// # Examples
 ///
 /// ```
-/// let stats = freyr_sched::PumpStats::default();
+/// let stats = freyr::PumpStats::default();
 /// assert_eq!(stats.launched + stats.coalesced + stats.applied, 0);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
