@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Loom model checking of freyr-sched's protocol, plus the mutants that prove
+# Loom model checking of freyr-sched's protocol and freyr-query's launch
+# hand-off, plus the mutants that prove
 # each model can fail. Called by .ci/run; runnable on its own from any
 # directory. Prints a per-step timing and a mutant table.
 #
@@ -7,16 +8,17 @@
 #     checks on) with RUSTFLAGS="--cfg freyr_loom" in its own target dir and
 #     runs every model, each in its own process
 #     (cargo-nextest; loom aborts the process on a deadlock). All must pass.
-#  2. For each (mutant, model) pair, rebuilds freyr-sched with
+#  2. For each (mutant, model) pair, rebuilds freyr-sched and freyr-query with
 #     --cfg freyr_mutant="<mutant>" and runs that one model, which must FAIL
 #     (an assertion, an abort or a loom-detected deadlock all count). A model
 #     that passes with its mutant planted proves nothing: CI fails.
 #
-# Cost: the mutant cfg is injected by freyr-sched's build.rs from
+# Cost: the mutant cfg is injected by freyr-sched's and freyr-query's build.rs from
 # FREYR_MUTANT (only under --cfg freyr_loom) rather than through RUSTFLAGS.
 # RUSTFLAGS is part of every crate's fingerprint, so changing it per mutant
 # would rebuild loom and its whole dependency tree (~30 s on 2 cores) once per
-# mutant; FREYR_MUTANT rebuilds only freyr-sched and loom-tests (~10 s).
+# mutant; FREYR_MUTANT rebuilds only freyr-sched, freyr-query and loom-tests
+# (~20 s).
 # RUSTFLAGS="--cfg freyr_loom --cfg freyr_mutant=\"name\"" works too (the code
 # is gated on the cfg either way), just slower.
 set -euo pipefail
@@ -56,6 +58,10 @@ PAIRS=(
     "is_done_relaxed|groups|the_wait_returns_after_every_task_and_sees_their_effects"
     "announce_relaxed|groups|two_groups_waited_on_two_threads_each_return_after_their_own_work"
     "queue_publish_relaxed|queues|owner_pop_and_thief_steal_of_the_last_task_take_it_exactly_once"
+    # freyr-query's launch hand-off (planted by freyr-query's build.rs).
+    "handoff_slot_index_shift|query_handoff|every_task_slot_reaches_the_retiring_thread_exactly_once"
+    "handoff_countdown_relaxed|query_handoff|the_last_finisher_is_unique_and_stamps_the_end_after_every_task"
+    "handoff_last_check_off_by_one|query_handoff|the_last_finisher_is_unique_and_stamps_the_end_after_every_task"
 )
 
 if cargo nextest --version >/dev/null 2>&1; then
@@ -153,7 +159,7 @@ for pair in "${PAIRS[@]}"; do
         fi
         verdict="killed: $how"
     fi
-    table+=("$(printf '%-27s %-13s %-6s %-6s %s' "$mutant" "$file" "${tb}s" "${tr}s" "$verdict")" "    model: $test")
+    table+=("$(printf '%-29s %-13s %-6s %-6s %s' "$mutant" "$file" "${tb}s" "${tr}s" "$verdict")" "    model: $test")
     echo "::: loom: mutant $mutant: $verdict"
 done
 
@@ -162,7 +168,7 @@ build
 
 echo
 echo "::: loom: mutant table (every model must be killed by its mutant)"
-printf '%-27s %-13s %-6s %-6s %s\n' mutant "test file" build run verdict
+printf '%-29s %-13s %-6s %-6s %s\n' mutant "test file" build run verdict
 printf '%s\n' "${table[@]}"
 echo "::: loom: total $(($(now) - start)) s"
 if [[ $failures != 0 ]]; then

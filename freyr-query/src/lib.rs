@@ -72,6 +72,14 @@ mod state;
 mod tick;
 mod view;
 
+/// The launch hand-off (task slots and the end-stamp countdown), for the loom models in
+/// `loom-tests/`. Exists only under `--cfg freyr_loom`; not part of the API.
+#[cfg(freyr_loom)]
+#[doc(hidden)]
+pub mod loom_handoff {
+    pub use crate::launch::handoff::{Countdown, TaskSlots};
+}
+
 pub use crate::commands::{Commands, Context};
 pub use crate::error::QueryError;
 pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};

@@ -90,6 +90,23 @@ mod worker_count;
 #[doc = include_str!("../PROTOCOL.md")]
 pub mod protocol {}
 
+/// The sync shim's atomics and `UnsafeCell`, for freyr-query's launch
+/// hand-off (`freyr-query/src/launch/handoff.rs`), so that its loom models in
+/// `loom-tests/` check it with the same cfg as this crate: `std` normally
+/// (the cell a zero-cost wrapper with loom's `with`/`with_mut` API), `loom`
+/// under `--cfg freyr_loom`. Not part of the API.
+#[doc(hidden)]
+pub mod shim {
+    #[cfg(not(freyr_loom))]
+    pub use crate::sync::cell::UnsafeCell;
+    #[cfg(freyr_loom)]
+    pub use loom::cell::UnsafeCell;
+    #[cfg(freyr_loom)]
+    pub use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    #[cfg(not(freyr_loom))]
+    pub use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+}
+
 /// The queue stand-in of the loom build, for the queue models in
 /// `loom-tests/`. Exists only under `--cfg freyr_loom`; not part of the API.
 #[cfg(freyr_loom)]

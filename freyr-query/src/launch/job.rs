@@ -11,7 +11,7 @@
 //!  │ spans: first + [Span]       archetype pointer (into the        │
 //!  │                             registry's boxed world), column    │
 //!  │                             indices, first/last task index     │
-//!  │ slots:  [UnsafeCell<Slot>; n]  () | CommandBuffer | Option<A>   │
+//!  │ slots:  TaskSlots<Slot> (n)  () | CommandBuffer | Option<A>     │
 //!  │ kernel: K                   the user's closure(s)              │
 //!  │ views:  V::Fetch            world / resource pointers          │
 //!  └────────────────────────────────────────────────────────────────┘
@@ -24,8 +24,6 @@
 //! Launching costs O(matched archetypes) on the calling thread; the pointer lookup is done by
 //! the tasks, in parallel, once per batch and slab.
 
-use core::cell::UnsafeCell;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use freyr_core::{CommandBuffer, Entity};
@@ -34,6 +32,7 @@ use freyr_sched::{IndexedJob, TaskGroup};
 use crate::commands::Context;
 use crate::fetch::{ColumnPtr, QueryData};
 use crate::launch::callback::CallbackScope;
+use crate::launch::handoff::{Countdown, TaskSlots};
 use crate::launch::reduce::ReduceSlot;
 use crate::launch::{Spans, TaskRun};
 use crate::row_path::row_loop;
@@ -79,7 +78,7 @@ pub(crate) trait Kernel<Q: QueryData, V: ViewSet>: Send + Sync + 'static {
         &self,
         run: &TaskRun<RunPtrs<Q>>,
         views: V::Fetch,
-        slots: &[UnsafeCell<Self::Slot>],
+        slots: &TaskSlots<Self::Slot>,
         next: &mut usize,
         stop: usize,
     );
@@ -99,7 +98,7 @@ pub(crate) trait Kernel<Q: QueryData, V: ViewSet>: Send + Sync + 'static {
 #[inline(always)]
 unsafe fn for_each_task<P, S: Default>(
     run: &TaskRun<P>,
-    slots: &[UnsafeCell<S>],
+    slots: &TaskSlots<S>,
     next: &mut usize,
     stop: usize,
     mut body: impl FnMut((usize, usize), &mut S),
@@ -108,12 +107,15 @@ unsafe fn for_each_task<P, S: Default>(
         let index = *next;
         *next = index + 1;
         // SAFETY: task `index` runs exactly once, on this thread (caller contract), so this is
-        // the only reference to `slots[index]` until retirement, which happens after the group
+        // the only access to `slots[index]` until retirement, which happens after the group
         // completed.
-        let slot = unsafe { &mut *slots[index].get() };
-        let guard = ResetOnUnwind { slot };
-        body(run.task_rows(index), &mut *guard.slot);
-        core::mem::forget(guard);
+        unsafe {
+            slots.with_mut(index, |slot| {
+                let guard = ResetOnUnwind { slot };
+                body(run.task_rows(index), &mut *guard.slot);
+                core::mem::forget(guard);
+            });
+        }
     }
 }
 
@@ -133,7 +135,7 @@ where
         &self,
         run: &TaskRun<RunPtrs<Q>>,
         _views: V::Fetch,
-        slots: &[UnsafeCell<()>],
+        slots: &TaskSlots<()>,
         next: &mut usize,
         stop: usize,
     ) {
@@ -162,7 +164,7 @@ where
         &self,
         run: &TaskRun<RunPtrs<Q>>,
         views: V::Fetch,
-        slots: &[UnsafeCell<CommandBuffer>],
+        slots: &TaskSlots<CommandBuffer>,
         next: &mut usize,
         stop: usize,
     ) {
@@ -200,7 +202,7 @@ where
         &self,
         run: &TaskRun<RunPtrs<Q>>,
         _views: V::Fetch,
-        slots: &[UnsafeCell<Option<A>>],
+        slots: &TaskSlots<Option<A>>,
         next: &mut usize,
         stop: usize,
     ) {
@@ -250,7 +252,7 @@ row_loop! {
     unsafe fn plain_tasks / plain_tasks_baseline / plain_tasks_avx2 <Q, F>(
         f: &F,
         run: &TaskRun<RunPtrs<Q>>,
-        slots: &[UnsafeCell<()>],
+        slots: &TaskSlots<()>,
         next: &mut usize,
         stop: usize,
     ) where {
@@ -282,7 +284,7 @@ row_loop! {
         f: &F,
         run: &TaskRun<RunPtrs<Q>>,
         views: V::Fetch,
-        slots: &[UnsafeCell<CommandBuffer>],
+        slots: &TaskSlots<CommandBuffer>,
         next: &mut usize,
         stop: usize,
     ) where {
@@ -317,7 +319,7 @@ row_loop! {
         identity: &I,
         fold: &Fo,
         run: &TaskRun<RunPtrs<Q>>,
-        slots: &[UnsafeCell<Option<A>>],
+        slots: &TaskSlots<Option<A>>,
         next: &mut usize,
         stop: usize,
     ) where {
@@ -351,34 +353,31 @@ impl<A> Drop for LostOnUnwind<'_, A> {
     }
 }
 
-/// Wall time of a labelled launch: the last task to finish stamps the end.
+/// Wall time of a labelled launch: the last task to finish stamps the end ([`Countdown`]).
 pub(crate) struct Timing {
     start: Instant,
-    remaining: AtomicUsize,
-    end_nanos: AtomicU64,
+    countdown: Countdown,
 }
 
 impl Timing {
     pub(crate) fn new(tasks: usize) -> Self {
         Timing {
             start: Instant::now(),
-            remaining: AtomicUsize::new(tasks),
-            end_nanos: AtomicU64::new(0),
+            countdown: Countdown::new(tasks),
         }
     }
 
     fn tasks_done(&self, n: usize) {
-        if self.remaining.fetch_sub(n, Ordering::AcqRel) == n {
-            let nanos = u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
-            self.end_nanos.store(nanos.max(1), Ordering::Release);
-        }
+        self.countdown.finish(n, || {
+            u64::try_from(self.start.elapsed().as_nanos()).unwrap_or(u64::MAX)
+        });
     }
 
     /// Launch-to-last-task time, or launch-to-now when a task panicked before stamping.
     pub(crate) fn wall(&self) -> Duration {
-        match self.end_nanos.load(Ordering::Acquire) {
-            0 => self.start.elapsed(),
-            n => Duration::from_nanos(n),
+        match self.countdown.end() {
+            None => self.start.elapsed(),
+            Some(n) => Duration::from_nanos(n),
         }
     }
 }
@@ -388,16 +387,14 @@ impl Timing {
 /// that batch and read only at retirement, after the group completed.
 pub(crate) struct TaskTrace {
     epoch: Instant,
-    spans: Vec<UnsafeCell<TaskSpan>>,
+    spans: TaskSlots<TaskSpan>,
 }
 
 impl TaskTrace {
     fn new(epoch: Instant, tasks: usize) -> Self {
         TaskTrace {
             epoch,
-            spans: (0..tasks)
-                .map(|_| UnsafeCell::new(TaskSpan::default()))
-                .collect(),
+            spans: TaskSlots::new(tasks),
         }
     }
 
@@ -416,7 +413,7 @@ impl TaskTrace {
         };
         // SAFETY: task `first` runs exactly once, on this thread (caller contract), so this is
         // the only access to `spans[first]` until retirement reads it after the group completed.
-        unsafe { *self.spans[first].get() = span };
+        unsafe { self.spans.with_mut(first, |slot| *slot = span) };
     }
 }
 
@@ -429,7 +426,7 @@ pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     spans: Spans<Q::Columns>,
     /// `slots[i]` is written only by task `i` (each index runs exactly once), and read only at
     /// retirement after the group has completed.
-    slots: Vec<UnsafeCell<K::Slot>>,
+    slots: TaskSlots<K::Slot>,
     views: V::Fetch,
     kernel: K,
     timing: Option<Timing>,
@@ -447,8 +444,8 @@ pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
 // - `trace.spans[i]` follows the same rule as `slots[i]`: written only by the thread that ran
 //   task `i` (when a batch starts there), read only after the group completed.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
-// SAFETY: every field is `Send` (`UnsafeCell<T>: Send` for `T: Send`; pointers are wrapped in
-// `Send` types) except the archetype pointers in `spans`, which are shared pointers to `Sync`
+// SAFETY: every field is `Send` (`TaskSlots<T>` holds `T`s, `Send` for `T: Send`; pointers are
+// wrapped in `Send` types) except the archetype pointers in `spans`, which are shared pointers to `Sync`
 // values (`&Archetype: Send`); the job owns no thread-bound state.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Send for Job<Q, V, K> {}
 
@@ -462,14 +459,11 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         trace: Option<Instant>,
     ) -> Self {
         let n = spans.tasks();
-        let slots = (0..n)
-            .map(|_| UnsafeCell::new(K::Slot::default()))
-            .collect();
         Job {
             group: TaskGroup::new(),
             registry_id,
             spans,
-            slots,
+            slots: TaskSlots::new(n),
             views,
             kernel,
             timing: timed.then(|| Timing::new(n)),
@@ -579,14 +573,13 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> ErasedJob for Job<Q, V, K> {
     }
 
     fn take_trace(&mut self) -> Vec<TaskSpan> {
-        self.trace.take().map_or_else(Vec::new, |t| {
-            t.spans.into_iter().map(UnsafeCell::into_inner).collect()
-        })
+        self.trace
+            .take()
+            .map_or_else(Vec::new, |t| t.spans.into_vec())
     }
 
     fn finish(self: Box<Self>) -> Vec<CommandBuffer> {
         let job = *self;
-        let slots = job.slots.into_iter().map(UnsafeCell::into_inner).collect();
-        job.kernel.finish(slots)
+        job.kernel.finish(job.slots.into_vec())
     }
 }

@@ -9,6 +9,7 @@
 //! - [`callback`]: the per-thread "inside a callback of registry N" marker.
 
 pub(crate) mod callback;
+pub(crate) mod handoff;
 pub(crate) mod inflight;
 pub(crate) mod job;
 pub(crate) mod reduce;

@@ -15,6 +15,8 @@
 //! atomics would only multiply the interleavings loom has to explore.
 
 #[cfg(not(freyr_loom))]
+pub(crate) mod cell;
+#[cfg(not(freyr_loom))]
 mod std_impl;
 #[cfg(not(freyr_loom))]
 pub(crate) use std_impl::*;
