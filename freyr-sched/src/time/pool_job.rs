@@ -47,8 +47,8 @@ impl JobPanic {
         }
     }
 
-    /// The panic message (`&str` or `String` payloads), or a placeholder
-    /// for other payload types.
+    /// The panic message: the text of a `&str` or `String` payload, and
+    /// `"(a panic payload that is not a string)"` for any other payload type.
     ///
     /// # Examples
     ///
