@@ -9,12 +9,15 @@
 //!   before the timer starts (`into_soa`), so legion's row is the one to beat;
 //! - `spawn_10k`: 10k `spawn` calls of (Transform, Position, Rotation, Velocity) into an empty world;
 //! - `add_remove_10k`: insert `Extra` into 10k (Position, Velocity) entities, then remove it;
+//! - `add_remove_ab_10k`: ecs_bench_suite's own `add_remove` shape: 10k entities of one `f32`
+//!   component `A`; insert a second `f32` component `B` into all of them, then remove it (rows
+//!   of 4 bytes, so the per-operation cost shows rather than the row copies);
 //! - `despawn_1m`: despawn every entity of a 1M (Position, Velocity) world;
 //! - `commands_10k` / `commands_100k` (Freyr only, `core/commands.rs`): recording deferred
 //!   spawns and inserts in per-task command buffers, and applying them at a sync point.
 //!
 //! Setup (building the world) happens outside the measured part; the measured part is each
-//! scenario's `#[inline(never)]` function. `simple_insert_10k` and `add_remove_10k`, the rows
+//! scenario's `#[inline(never)]` function. `simple_insert_10k` and the two add/remove rows, the rows
 //! quoted against the fastest peer, count each iteration as the fastest of three runs, for every
 //! implementation alike, so that a run another process interrupted does not decide a ratio.
 //!
@@ -27,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use criterion::measurement::WallTime;
 use criterion::{BatchSize, BenchmarkGroup, Criterion, criterion_group, criterion_main};
-use freyr_benches::{Extra, Position, Rotation, Transform, Velocity, pos_vel};
+use freyr_benches::{A, B, Extra, Position, Rotation, Transform, Velocity, pos_vel};
 
 #[path = "core/commands.rs"]
 mod commands;
@@ -84,6 +87,23 @@ mod freyr {
         }
     }
 
+    /// A world of `n` entities of `A` alone (ecs_bench_suite's `add_remove` setup).
+    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let ids = world.spawn_batch((0..n).map(|_| (A(0.0),)));
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.insert(e, (B(0.0),)).unwrap();
+        }
+        for &e in ids {
+            black_box(world.remove::<(B,)>(e).unwrap());
+        }
+    }
+
     #[inline(never)]
     pub fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
@@ -130,6 +150,22 @@ mod hecs_peer {
         }
         for &e in ids {
             black_box(world.remove_one::<Extra>(e).unwrap());
+        }
+    }
+
+    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let ids = world.spawn_batch((0..n).map(|_| (A(0.0),))).collect();
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.insert_one(e, B(0.0)).unwrap();
+        }
+        for &e in ids {
+            black_box(world.remove_one::<B>(e).unwrap());
         }
     }
 
@@ -180,6 +216,22 @@ mod bevy_peer {
         }
         for &e in ids {
             world.entity_mut(e).remove::<Extra>();
+        }
+    }
+
+    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::new();
+        let ids = world.spawn_batch((0..n).map(|_| (A(0.0),))).collect();
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.entity_mut(e).insert(B(0.0));
+        }
+        for &e in ids {
+            world.entity_mut(e).remove::<B>();
         }
     }
 
@@ -242,6 +294,22 @@ mod legion_peer {
         }
     }
 
+    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+        let mut world = World::default();
+        let ids = world.extend((0..n).map(|_| (A(0.0),))).to_vec();
+        (world, ids)
+    }
+
+    #[inline(never)]
+    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+        for &e in ids {
+            world.entry(e).unwrap().add_component(B(0.0));
+        }
+        for &e in ids {
+            world.entry(e).unwrap().remove_component::<B>();
+        }
+    }
+
     #[inline(never)]
     pub fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
@@ -250,8 +318,8 @@ mod legion_peer {
     }
 }
 
-/// Runs of a workload per measured iteration of `simple_insert_10k` and `add_remove_10k`; the
-/// iteration counts the fastest.
+/// Runs of a workload per measured iteration of `simple_insert_10k` and the two add/remove
+/// rows; the iteration counts the fastest.
 const BEST_OF: usize = 3;
 
 /// The summed time of `iters` iterations, each the fastest of [`BEST_OF`] runs of `run` (which
@@ -302,6 +370,17 @@ macro_rules! workloads {
                 best_of(iters, || {
                     let start = Instant::now();
                     $m::add_remove(&mut world, &ids);
+                    start.elapsed()
+                })
+            })
+        });
+        $group.bench_function(concat!("add_remove_ab_10k/", $name), |b| {
+            // As `add_remove_10k`: one world, returned to its starting state by each run.
+            let (mut world, ids) = $m::world_a(SMALL);
+            b.iter_custom(|iters| {
+                best_of(iters, || {
+                    let start = Instant::now();
+                    $m::add_remove_ab(&mut world, &ids);
                     start.elapsed()
                 })
             })

@@ -31,6 +31,16 @@ pub struct Velocity(pub [f32; 3]);
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 pub struct Extra(pub f32);
 
+/// ecs_bench_suite's `add_remove` shape: every entity starts with `A` alone...
+#[derive(Copy, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
+pub struct A(pub f32);
+
+/// ...and `B` is inserted into all of them, then removed again.
+#[derive(Copy, Clone, Debug, PartialEq, Default)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
+pub struct B(pub f32);
+
 impl Transform {
     /// The identity matrix.
     pub const IDENTITY: Transform = Transform([
