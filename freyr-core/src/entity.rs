@@ -120,6 +120,16 @@ impl fmt::Display for Entity {
     }
 }
 
+/// Makes room on the full free stack `free` for every index of a `slots`-long slot table at
+/// once: the stack never holds more, so it grows once to its bound instead of doubling (a world
+/// that despawns a million entities then reallocates and copies it 20 times, and touches twice
+/// the memory). Its capacity stays at most the slot table's length: 4 bytes per index.
+#[cold]
+#[inline(never)]
+fn grow_free_stack(free: &mut Vec<u32>, slots: usize) {
+    free.reserve_exact(slots.saturating_sub(free.len()).max(1));
+}
+
 /// Row bits of a live slot (`CHUNK_CAPACITY == 512 == 1 << ROW_BITS`).
 const ROW_BITS: u32 = 9;
 const ROW_MASK: u32 = (1 << ROW_BITS) - 1;
@@ -240,6 +250,9 @@ impl Entities {
         let slot = &mut self.slots[entity.index as usize];
         if generation < Entity::MAX_GENERATION {
             *slot = FREE | (generation + 1);
+            if self.free.len() == self.free.capacity() {
+                grow_free_stack(&mut self.free, self.slots.len());
+            }
             self.free.push(entity.index);
         } else {
             *slot = FREE;

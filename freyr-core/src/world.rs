@@ -680,6 +680,19 @@ impl World {
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
         let found = self.find(entity).ok_or(NoSuchEntity)?;
         self.entities.free(entity);
+        if !self.archetypes[found.archetype].rows.needs_drop {
+            // No column has drop glue, so no user code runs: the row is removed at once, with
+            // no guard to finish it on unwind.
+            vacate(
+                &mut self.archetypes[found.archetype].rows,
+                &mut self.chunks,
+                &mut self.entities,
+                found.window,
+                found.chunk_id,
+                found.row,
+            );
+            return Ok(());
+        }
         let finish = FinishRemove {
             rows: &mut self.archetypes[found.archetype].rows,
             chunks: &mut self.chunks,
