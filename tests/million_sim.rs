@@ -25,7 +25,7 @@ fn million_sim_world_hash_is_identical_for_1_2_3_and_8_workers() {
     let drift = reference.entities.abs_diff(12_000);
     assert!(drift < 600, "population drifted to {}", reference.entities);
     assert_eq!(reference.ai_entities, 1200);
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         let other = sim::run(&small(workers));
         assert_eq!(other.workers, workers);
         assert_eq!(other.entities, reference.entities, "workers = {workers}");

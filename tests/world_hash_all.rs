@@ -136,7 +136,7 @@ fn identical_for_1_2_3_and_8_workers() {
         registry.world_hash_all().unwrap()
     }
     let one = run(1);
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         assert_eq!(run(workers), one, "{workers} workers");
     }
 }

@@ -45,7 +45,7 @@ fn async_commands_apply_in_launch_chunk_row_order_for_every_worker_count() {
     expected.push(9999);
     assert_eq!(values, expected);
     assert!(one.iter().filter(|s| s.1 != 9999).all(|s| s.2));
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         assert_eq!(run(workers), one, "workers = {workers}");
     }
 }

@@ -174,7 +174,7 @@ fn simulation_hash_is_identical_for_1_2_3_and_8_workers() {
     // The run did structural work: the population changed.
     assert_ne!(len, 2500);
     assert!(len > 100);
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         let (h, s, l) = simulate(workers, ticks);
         assert_eq!(l, len, "workers = {workers}");
         assert_eq!(s, sums, "workers = {workers}");
@@ -223,7 +223,7 @@ fn float_reduction_over_a_million_entities_is_bit_identical() {
         (total, split)
     };
     let (one, one_split) = sum(1);
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         let (total, split) = sum(workers);
         assert_eq!(total.to_bits(), one.to_bits(), "workers = {workers}");
         assert_eq!(

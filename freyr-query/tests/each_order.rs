@@ -75,7 +75,7 @@ fn each_order_is_the_same_for_every_worker_count() {
     };
     let one = order(1);
     assert_eq!(one.len(), 2000 - 182);
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         assert_eq!(order(workers), one, "workers = {workers}");
     }
 }

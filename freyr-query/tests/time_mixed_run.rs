@@ -218,7 +218,7 @@ fn per_tick_hashes_match_for_1_2_3_and_8_workers() {
         "one job per tick, each applied at T + 2"
     );
     assert_eq!(routes, AGENTS as usize, "every agent got a path");
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         let (hashes, time, _) = simulate(workers);
         for (tick, (want, got)) in reference.iter().zip(&hashes).enumerate() {
             assert_eq!(want, got, "tick {tick} differs on {workers} workers");

@@ -105,7 +105,7 @@ fn every_path_lands_on_the_tick_its_work_predicts_on_every_worker_count() {
         reference.last().unwrap().1.found_at > 10,
         "the work spanned many ticks"
     );
-    for workers in [2, 3, 8] {
+    for workers in [2, 3, 8, 16, 64] {
         assert_eq!(run(workers), reference, "{workers} workers");
     }
 }
