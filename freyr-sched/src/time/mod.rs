@@ -42,6 +42,6 @@ pub use deadline::{
 pub use fixed_step::{FixedStep, FixedStepError, FrameReport};
 pub use gate::{Gate, GateId, Gates};
 pub use governor::{GovernorError, GovernorParams, Levers, TickGovernor, ai_sample_due};
-pub use grid_path::{Grid, GridPath, GridPathSearch, octile_distance};
+pub use grid_path::{Grid, GridError, GridPath, GridPathSearch, octile_distance};
 pub use pool_job::JobPanic;
 pub use pump::{AsyncPump, Completer, Discard, Launch, PumpError, PumpStats};
