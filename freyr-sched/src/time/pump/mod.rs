@@ -409,7 +409,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     ///
     /// ```
     /// use freyr::{AsyncPump, Discard, PumpError, ThreadPool};
-    /// let pool = ThreadPool::new(2);
+    /// let pool = ThreadPool::new(1); // runs each launch before `launch` returns
     /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
     /// pump.launch(&pool, (), (), |()| Ok(1)).unwrap();
     /// pump.launch(&pool, (), (), |()| -> Result<u8, String> { panic!("bad frame") }).unwrap();
