@@ -102,3 +102,33 @@ fn a_tick_that_panics_ends_the_frame_but_keeps_its_telemetry() {
     assert_eq!(frame.first_tick, 2);
     assert_eq!(r.tick(), 2 + frame.ran);
 }
+
+#[test]
+fn an_absurd_tick_length_is_refused_by_the_registry() {
+    use freyr_sched::{FixedStepError, MAX_FIXED_DT};
+    let mut r = Registry::with_workers(1);
+    assert_eq!(
+        r.set_fixed_step(Duration::MAX, ManualClock::new()),
+        Err(FixedStepError::DtTooLong { dt: Duration::MAX })
+    );
+    assert!(r.fixed_step().is_none());
+    r.set_fixed_step(MAX_FIXED_DT, ManualClock::new()).unwrap();
+    assert_eq!(r.fixed_step().unwrap().dt(), MAX_FIXED_DT);
+}
+
+#[test]
+fn held_ticks_counts_gate_refusals_one_per_frame() {
+    let clock = ManualClock::new();
+    let mut r = Registry::with_workers(1);
+    r.set_fixed_step(Duration::from_millis(1), clock.clone())
+        .unwrap();
+    r.add_gate(|_: u64| false);
+    // One frame owing 5 ticks, held at the first: one refusal.
+    clock.advance(Duration::from_millis(5));
+    assert!(r.run_frame().held);
+    assert_eq!(r.profile().time.held_ticks, 1);
+    // The same tick held across two more frames: two more refusals.
+    r.run_frame();
+    r.run_frame();
+    assert_eq!((r.held_ticks(), r.profile().time.held_ticks), (3, 3));
+}

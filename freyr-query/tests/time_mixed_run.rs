@@ -128,7 +128,7 @@ fn simulate(workers: usize) -> (Vec<(u64, u64)>, TimeStats, usize) {
                 },
                 |p| Route {
                     cells: p.cells.len() as u32,
-                    cost: p.cost,
+                    cost: u32::try_from(p.cost).expect("a 24 x 24 grid's path cost fits a u32"),
                     found_at: tick,
                 },
             );

@@ -48,7 +48,7 @@ fn run(workers: usize) -> Vec<(u32, Route)> {
             let path = path.expect("every test endpoint is reachable");
             let route = Route {
                 cells: path.cells.len() as u32,
-                cost: path.cost,
+                cost: u32::try_from(path.cost).expect("a 24 x 24 grid's path cost fits a u32"),
                 found_at: tick,
             };
             r.insert(agent, (route,)).unwrap();
@@ -93,7 +93,8 @@ fn every_path_lands_on_the_tick_its_work_predicts_on_every_worker_count() {
     for (&(i, cost, tick), &(j, route)) in predicted.iter().zip(&reference) {
         assert_eq!(i, j);
         assert_eq!(
-            route.cost, cost,
+            u64::from(route.cost),
+            cost,
             "agent {i}: the budgeted search finds the optimal path"
         );
         assert_eq!(

@@ -125,9 +125,9 @@ pub use shared::current_worker_index;
 pub use time::{
     AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
     DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,
-    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridPath, GridPathSearch,
-    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, ManualClock, MonotonicClock,
-    Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget, advance_by,
-    ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
+    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridError, GridPath, GridPathSearch,
+    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, MAX_FIXED_DT, ManualClock,
+    MonotonicClock, Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget,
+    advance_by, ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
 };
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};

@@ -250,7 +250,8 @@ fn settle_waits_for_running_work_cancels_the_rest_and_refuses_more() {
     assert_eq!(
         cancelled,
         [
-            (0, Discard::Cancelled),
+            // Launch 0 was running: settle waited for it, and it finished with its value.
+            (0, Discard::Unapplied(0)),
             (1, Discard::Cancelled),
             (2, Discard::Cancelled)
         ]
@@ -266,5 +267,140 @@ fn settle_waits_for_running_work_cancels_the_rest_and_refuses_more() {
         PumpError::Settled
     );
     assert_eq!(pump.launch_external(4).unwrap_err(), PumpError::Settled);
+    assert_eq!(pump.in_flight(), 0);
+}
+
+#[test]
+fn a_panicking_apply_does_not_stop_the_drain() {
+    let mut pump: AsyncPump<u32, u32> = AsyncPump::with_capacity(3).unwrap();
+    let completers: Vec<_> = (0..3).map(|i| external(&mut pump, i)).collect();
+    for (i, c) in completers.into_iter().enumerate() {
+        c.complete(i as u32 * 10).unwrap();
+    }
+    let mut applied = Vec::new();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pump.drain_all(
+            |ctx, v| {
+                applied.push((ctx, v));
+                if ctx == 0 {
+                    panic!("apply of launch 0");
+                }
+            },
+            |_, why| panic!("{why:?}"),
+        )
+    }))
+    .unwrap_err();
+    assert_eq!(caught.downcast_ref::<&str>(), Some(&"apply of launch 0"));
+    assert_eq!(
+        applied,
+        [(0, 0), (1, 10), (2, 20)],
+        "each result once, in order"
+    );
+    assert_eq!(pump.in_flight(), 0);
+    assert_eq!(pump.stats().applied, 3);
+}
+
+#[test]
+fn panicking_discards_and_liveness_tests_lose_nothing_either() {
+    let mut pump: AsyncPump<u32, u32> = AsyncPump::with_capacity(4).unwrap();
+    let completers: Vec<_> = (0..4).map(|i| external(&mut pump, i)).collect();
+    for (i, c) in completers.into_iter().enumerate() {
+        if i == 1 {
+            c.reject(String::from("no")).unwrap();
+        } else {
+            c.complete(i as u32).unwrap();
+        }
+    }
+    let (mut applied, mut discarded) = (Vec::new(), Vec::new());
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pump.drain(
+            |&ctx| {
+                assert_ne!(ctx, 2, "liveness test of launch 2");
+                true
+            },
+            |ctx, v| applied.push((ctx, v)),
+            |ctx, why| {
+                discarded.push((ctx, why));
+                panic!("discard of launch {ctx}");
+            },
+        )
+    }))
+    .unwrap_err();
+    assert_eq!(
+        caught.downcast_ref::<String>().map(String::as_str),
+        Some("discard of launch 1")
+    );
+    assert_eq!(applied, [(0, 0), (3, 3)]);
+    assert_eq!(discarded, [(1, Discard::Rejected(String::from("no")))]);
+    // Launch 2's result was dropped when its liveness test panicked; it is counted.
+    let stats = pump.stats();
+    assert_eq!(
+        (stats.applied, stats.discarded, stats.rejected, stats.stale),
+        (2, 2, 1, 1)
+    );
+    assert_eq!(pump.in_flight(), 0);
+}
+
+#[test]
+fn settle_reports_what_became_of_each_launch() {
+    let pool = ThreadPool::new(2);
+    let mut pump: AsyncPump<u32, u32> = AsyncPump::with_capacity(6).unwrap();
+    pump.launch(&pool, 0, (), |()| -> Result<u32, String> {
+        panic!("launch 0 crashed")
+    })
+    .unwrap();
+    pump.launch(&pool, 1, (), |()| Ok(11)).unwrap();
+    pump.launch(&pool, 2, (), |()| Err(String::from("launch 2 refused")))
+        .unwrap();
+    let done = external(&mut pump, 3);
+    done.complete(33).unwrap();
+    drop(external(&mut pump, 4)); // abandoned
+    let never = external(&mut pump, 5);
+    // Every pool launch has finished before settle runs.
+    while pump.drainable() < 5 {
+        std::thread::yield_now();
+    }
+    let mut why = Vec::new();
+    assert_eq!(pump.settle(&pool, |c, d| why.push((c, d))), Ok(6));
+    assert!(matches!(&why[0], (0, Discard::Panicked(p)) if p.message() == "launch 0 crashed"));
+    assert_eq!(
+        why[1..],
+        [
+            (1, Discard::Unapplied(11)),
+            (2, Discard::Rejected(String::from("launch 2 refused"))),
+            (3, Discard::Unapplied(33)),
+            (4, Discard::Abandoned),
+            (5, Discard::Cancelled),
+        ]
+    );
+    let stats = pump.stats();
+    assert_eq!((stats.discarded, stats.panicked, stats.rejected), (6, 1, 2));
+    assert_eq!(never.complete(1), Err(1));
+}
+
+#[test]
+fn a_panicking_discard_in_settle_still_hands_every_launch_over() {
+    let mut pump: AsyncPump<u32, u32> = AsyncPump::with_capacity(3).unwrap();
+    let _pending: Vec<_> = (0..3).map(|i| external(&mut pump, i)).collect();
+    let mut seen = Vec::new();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        pump.settle(&ThreadPool::new(1), |c, d| {
+            seen.push((c, d));
+            panic!("discard {c}");
+        })
+    }))
+    .unwrap_err();
+    assert_eq!(
+        caught.downcast_ref::<String>().map(String::as_str),
+        Some("discard 0")
+    );
+    assert_eq!(
+        seen,
+        [
+            (0, Discard::Cancelled),
+            (1, Discard::Cancelled),
+            (2, Discard::Cancelled)
+        ]
+    );
     assert_eq!(pump.in_flight(), 0);
 }

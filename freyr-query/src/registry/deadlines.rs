@@ -22,6 +22,8 @@ pub(crate) struct Deadlines {
     /// `appliers[i]` applies `schedulers[i]`'s deliveries; taken out while they run.
     appliers: Vec<Box<dyn ErasedApply>>,
     index: HashMap<TypeId, usize>,
+    /// Whether [`Registry::settle_jobs`] ran: schedulers registered later are born settled.
+    settled: bool,
 }
 
 /// A scheduler of some result type, and the deliveries of its last collect.
@@ -44,8 +46,24 @@ impl<R: Send + 'static> ErasedScheduler for Typed<R> {
     }
 
     fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError> {
-        self.ready.clear();
-        self.jobs.settle(pool)
+        // Normally empty (collect hands everything to the appliers); dropped one at a time,
+        // like the scheduler's own results, so a panicking `Drop` cannot abort the process.
+        let mut first_panic = None;
+        for done in core::mem::take(&mut self.ready) {
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(done))) {
+                keep_first(&mut first_panic, payload);
+            }
+        }
+        let settled = panic::catch_unwind(AssertUnwindSafe(|| self.jobs.settle(pool)));
+        match (settled, first_panic) {
+            (Ok(settled), None) => settled,
+            (Ok(_), Some(payload)) => panic::resume_unwind(payload),
+            (Err(payload), first) => {
+                let mut first = first;
+                keep_first(&mut first, payload);
+                panic::resume_unwind(first.expect("a payload was just kept"))
+            }
+        }
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -98,6 +116,10 @@ impl Registry {
     /// tick), then the first panic is re-raised from [`update`](Registry::update) before any
     /// system of the tick runs.
     ///
+    /// After [`settle_jobs`](Registry::settle_jobs), registering still succeeds, but the new
+    /// result type is settled from the start: its [`request_job`](Registry::request_job) calls
+    /// are refused like every other type's.
+    ///
     /// # Errors
     ///
     /// [`DeadlineError::ZeroLatency`] if `latency` is 0.
@@ -134,8 +156,13 @@ impl Registry {
         latency: u64,
         apply: impl FnMut(&mut Registry, Delivered<R>) + Send + 'static,
     ) -> Result<(), DeadlineError> {
-        let jobs = DeadlineScheduler::<R>::new(latency)?;
+        let mut jobs = DeadlineScheduler::<R>::new(latency)?;
         let deadlines = &mut self.time.deadlines;
+        if deadlines.settled {
+            // Nothing is pending, so settling cannot fail or panic; it only refuses requests.
+            jobs.settle(self.sync.pool())
+                .expect("an empty scheduler settles on any pool");
+        }
         assert!(
             !deadlines.index.contains_key(&TypeId::of::<R>()),
             "freyr: deadline jobs with result type {} are already registered; one scheduler \
@@ -230,8 +257,18 @@ impl Registry {
     }
 
     /// Shutdown of the deadline jobs: waits (helping the pool) for every job in flight,
-    /// discards their results, and refuses later requests with [`DeadlineError::Settled`].
-    /// Returns how many were discarded.
+    /// discards their results, and refuses later requests with [`DeadlineError::Settled`], for
+    /// every result type: those registered before and those registered after (see
+    /// [`add_deadline_jobs`](Registry::add_deadline_jobs)). Returns how many were discarded.
+    ///
+    /// The results are dropped one at a time, each behind its own panic guard, so a result
+    /// whose `Drop` panics neither stops the others from being dropped nor aborts the process.
+    ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of a result's `Drop` once every result of every type was
+    /// dropped (each exactly once) and every type is settled; the count is then not returned.
+    /// From inside a query callback.
     ///
     /// # Examples
     ///
@@ -243,19 +280,29 @@ impl Registry {
     /// registry.request_job((), |()| 1u8).unwrap();
     /// assert_eq!(registry.settle_jobs(), 1);
     /// assert_eq!(registry.request_job((), |()| 2u8).unwrap_err(), DeadlineError::Settled);
+    /// // A type registered after the shutdown is refused too.
+    /// registry.add_deadline_jobs(1, |_: &mut Registry, _: Delivered<u16>| {}).unwrap();
+    /// assert_eq!(registry.request_job((), |()| 3u16).unwrap_err(), DeadlineError::Settled);
     /// ```
     pub fn settle_jobs(&mut self) -> usize {
         self.guard("Registry::settle_jobs");
         let pool = self.sync.pool();
-        self.time
-            .deadlines
-            .schedulers
-            .iter_mut()
-            .map(|s| {
-                s.settle(pool)
-                    .expect("a registry's schedulers only ever see its own pool")
-            })
-            .sum()
+        self.time.deadlines.settled = true;
+        let mut discarded = 0;
+        let mut first_panic = None;
+        for scheduler in &mut self.time.deadlines.schedulers {
+            match panic::catch_unwind(AssertUnwindSafe(|| scheduler.settle(pool))) {
+                Ok(settled) => {
+                    discarded +=
+                        settled.expect("a registry's schedulers only ever see its own pool");
+                }
+                Err(payload) => keep_first(&mut first_panic, payload),
+            }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+        discarded
     }
 
     /// The tick-start hook: collects every scheduler at the current tick (helping the pool for

@@ -5,10 +5,12 @@
 //! `update`: it checks each result's entity + generation handle against the world, so a result
 //! for a despawned entity is discarded, never applied to the slot's next occupant.
 
-use core::cell::RefCell;
+use std::panic::{self, AssertUnwindSafe};
 
 use freyr_core::Entity;
 use freyr_sched::{AsyncPump, Discard};
+
+use crate::first_panic::keep_first;
 
 use super::Registry;
 
@@ -16,13 +18,22 @@ impl Registry {
     /// Drains `pump` from inside a system's update: every settled result, in launch order, goes
     /// to `apply(registry, entity, value)` if its entity (a generation-checked handle) is still
     /// alive, else to `discard(registry, entity, Discard::TargetGone(value))`; rejected,
-    /// panicked, abandoned and stale results go to `discard` with their reason. Stops at the
-    /// first launch still in flight; never blocks. Returns how many launches it retired.
+    /// panicked, abandoned and stale results go to `discard` with their reason. Each result's
+    /// entity is checked right before it is handled, so an earlier `apply` that despawns it
+    /// sends it to `discard`, and the pump's [`stats`](AsyncPump::stats) count it discarded,
+    /// not applied. Stops at the first launch still in flight; never blocks. Returns how many
+    /// launches it retired.
+    ///
+    /// The registry cannot tell which system owns `pump`: keeping the pump in its owning system
+    /// (a field of that system) is what makes that system the only one that drains it.
     ///
     /// # Panics
     ///
-    /// If called outside a system's update (results are applied in their owner's slot of the
-    /// tick and nowhere else), or from inside a query callback.
+    /// - If called outside any system's update (results are applied inside a system's slot of
+    ///   the tick and nowhere else), or from inside a query callback.
+    /// - Re-raises the first panic of `apply` or `discard`, once every settled result was
+    ///   applied or discarded (each exactly once): a panicking call does not lose the results
+    ///   behind it. A later panic is dropped with [`drop_payload`](freyr_sched::drop_payload).
     ///
     /// # Examples
     ///
@@ -76,19 +87,22 @@ impl Registry {
              applied only in their owning system's update (keep the pump in that system and \
              drain it there)"
         );
-        let outcomes = RefCell::new(Vec::new());
-        let retired = pump.drain(
-            |&entity| self.contains(entity),
-            |entity, value| outcomes.borrow_mut().push((entity, Ok(value))),
-            |entity, why| outcomes.borrow_mut().push((entity, Err(why))),
-        );
-        for (entity, outcome) in outcomes.into_inner() {
-            match outcome {
-                // Checked again: an earlier apply may have despawned it.
-                Ok(value) if self.contains(entity) => apply(self, entity, value),
-                Ok(value) => discard(self, entity, Discard::TargetGone(value)),
+        let mut retired = 0;
+        let mut first_panic = None;
+        // One result at a time: its entity is tested right before it is handled, after every
+        // earlier result was applied (an earlier apply may have despawned it).
+        while let Some((entity, verdict)) = pump.drain_one(|&entity| self.contains(entity)) {
+            retired += 1;
+            let call = panic::catch_unwind(AssertUnwindSafe(|| match verdict {
+                Ok(value) => apply(self, entity, value),
                 Err(why) => discard(self, entity, why),
+            }));
+            if let Err(payload) = call {
+                keep_first(&mut first_panic, payload);
             }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
         }
         retired
     }

@@ -26,7 +26,7 @@ pub(crate) struct TimeState {
 }
 
 /// Time telemetry of a registry, in [`ProfileReport::time`](crate::ProfileReport::time): ticks
-/// and frames run, ticks dropped by the catch-up clamp and held by gates, and the deadline jobs'
+/// and frames run, ticks dropped by the catch-up clamp, gate refusals, and the deadline jobs'
 /// stall telemetry (late jobs, stall time, tasks the collecting thread helped with).
 ///
 /// # Examples
@@ -46,7 +46,9 @@ pub struct TimeStats {
     pub frames: u64,
     /// Ticks the catch-up clamp dropped.
     pub dropped_ticks: u64,
-    /// Ticks a gate held.
+    /// Gate refusals: frames that a gate ended by holding the next tick (at most one per
+    /// frame). Despite the name, not a number of ticks: a frame that owed 5 ticks and was held
+    /// at the first counts 1, and a tick held across 3 frames counts 3.
     pub held_ticks: u64,
     /// Deadline jobs: applied, panicked, late, stall time, tasks helped while late.
     pub deadlines: DeadlineStats,
@@ -85,7 +87,9 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond.
+    /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond;
+    /// [`FixedStepError::DtTooLong`] if it is longer than
+    /// [`MAX_FIXED_DT`](freyr_sched::MAX_FIXED_DT) (one hour).
     ///
     /// # Examples
     ///
@@ -142,8 +146,8 @@ impl Registry {
     /// Runs one frame of the fixed-step loop: reads the clock once, then runs
     /// [`update`](Registry::update) with the fixed `dt` for every whole tick due (at most the
     /// catch-up bound; the rest are dropped and counted), asking the gates before each tick (a
-    /// refusal holds the tick, ends the frame and is counted). Tick numbers continue
-    /// [`tick`](Registry::tick).
+    /// refusal holds the tick, ends the frame and counts one gate refusal in
+    /// [`TimeStats::held_ticks`]). Tick numbers continue [`tick`](Registry::tick).
     ///
     /// # Panics
     ///
@@ -245,7 +249,8 @@ impl Registry {
         self.time.fixed.as_ref().map_or(0, FixedStep::dropped_ticks)
     }
 
-    /// Times a gate held the next tick since the fixed step was installed (0 without one).
+    /// Gate refusals since the fixed step was installed (0 without one): the times a gate held
+    /// the next tick, at most one per frame (see [`FixedStep::held_ticks`]).
     ///
     /// # Examples
     ///

@@ -8,9 +8,14 @@
 //! tick, however long they take. The cost moves to frame time, which the
 //! fixed-step loop absorbs. No threads, no stalls.
 
+use core::any::Any;
 use core::fmt;
 use core::num::NonZeroU64;
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
+
+use crate::payload::keep_first;
+use crate::time::pool_job::{JobPanic, panic_message};
 
 /// The work units a job may still spend this tick. A job calls
 /// [`try_spend`](Self::try_spend) before each unit of work.
@@ -210,16 +215,22 @@ pub trait Incremental {
 pub fn advance_by<J: Incremental + ?Sized>(job: &mut J, units: u64) -> (Progress<J::Output>, u64) {
     let mut budget = WorkBudget::new(units);
     let progress = job.advance(&mut budget);
-    if matches!(progress, Progress::Pending) {
-        assert!(
-            budget.is_exhausted(),
+    if let Some(breach) = contract_breach(&progress, &budget) {
+        panic!("{breach}");
+    }
+    (progress, budget.spent())
+}
+
+/// The message of a `Pending` returned with units left, if that is what `progress` is.
+fn contract_breach<T>(progress: &Progress<T>, budget: &WorkBudget) -> Option<String> {
+    (matches!(progress, Progress::Pending) && !budget.is_exhausted()).then(|| {
+        format!(
             "freyr: Incremental::advance returned Pending with {} of {} units unspent; a job \
              must spend its whole budget (WorkBudget::try_spend before each unit) or finish",
             budget.remaining(),
-            units
-        );
-    }
-    (progress, budget.spent())
+            budget.granted
+        )
+    })
 }
 
 /// A budget of 0 units per tick was asked for.
@@ -257,7 +268,7 @@ impl std::error::Error for ZeroBudget {}
 ///
 /// ```
 /// let work = freyr::TickWork::default();
-/// assert_eq!((work.spent, work.finished), (0, 0));
+/// assert_eq!((work.spent, work.finished, work.panicked), (0, 0, 0));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TickWork {
@@ -265,6 +276,8 @@ pub struct TickWork {
     pub spent: u64,
     /// Jobs finished.
     pub finished: u64,
+    /// Jobs removed because their step panicked (see [`BudgetQueue::tick`]).
+    pub panicked: u64,
 }
 
 /// Incremental jobs sharing a budget of `N` units per tick, in FIFO order:
@@ -305,6 +318,8 @@ pub struct BudgetQueue<J: Incremental> {
     jobs: VecDeque<(u64, J)>,
     next_id: u64,
     spent: u64,
+    /// Jobs removed because their step panicked, until [`take_failed`](Self::take_failed).
+    failed: Vec<(u64, JobPanic)>,
 }
 
 impl<J: Incremental> BudgetQueue<J> {
@@ -330,6 +345,7 @@ impl<J: Incremental> BudgetQueue<J> {
             jobs: VecDeque::new(),
             next_id: 0,
             spent: 0,
+            failed: Vec::new(),
         })
     }
 
@@ -357,9 +373,25 @@ impl<J: Incremental> BudgetQueue<J> {
     /// Spends one tick's budget on the queue, oldest job first, calling
     /// `finished(id, output)` for every job that finishes, in order.
     ///
+    /// A job whose step panics (or breaks [`Incremental`]'s contract, see
+    /// [`advance_by`]) is *removed* from the queue: the units it spent
+    /// before panicking count in [`TickWork::spent`] and
+    /// [`total_spent`](Self::total_spent), it is recorded with its panic
+    /// message for [`take_failed`](Self::take_failed) and counted in
+    /// [`TickWork::panicked`], and the rest of the tick's budget flows to the
+    /// jobs behind it, as if it had finished. So a job that panics on every
+    /// step can never hold the queue up, and which jobs run on which tick
+    /// still depends only on the jobs and the budget.
+    ///
     /// # Panics
     ///
-    /// If a job breaks [`Incremental`]'s contract (see [`advance_by`]).
+    /// Once the tick's budget is spent (or the queue ran dry), re-raises the
+    /// first panic of the tick: of a job's step, of a job's `Drop` when it is
+    /// removed, of `finished`, or the contract breach of a job that returned
+    /// [`Progress::Pending`] with units left. A panicking call never stops
+    /// the tick; the queue's state (jobs removed, units spent) is already
+    /// updated when the panic is re-raised. Later panics of the tick are
+    /// dropped with [`drop_payload`](crate::drop_payload).
     ///
     /// # Examples
     ///
@@ -375,28 +407,112 @@ impl<J: Incremental> BudgetQueue<J> {
     /// let work = queue.tick(|_, out| assert_eq!(out, 7));
     /// assert_eq!((work.spent, work.finished), (1, 1));
     /// ```
+    ///
+    /// A job that panics is removed; the job behind it gets the rest of the budget:
+    ///
+    /// ```
+    /// use freyr::{BudgetQueue, Incremental, Progress, WorkBudget};
+    /// enum Job { Crash, Count(u64) }
+    /// impl Incremental for Job {
+    ///     type Output = ();
+    ///     fn advance(&mut self, budget: &mut WorkBudget) -> Progress<()> {
+    ///         match self {
+    ///             Job::Crash => {
+    ///                 budget.try_spend();
+    ///                 panic!("corrupt plan");
+    ///             }
+    ///             Job::Count(n) => {
+    ///                 while *n > 0 {
+    ///                     if !budget.try_spend() { return Progress::Pending; }
+    ///                     *n -= 1;
+    ///                 }
+    ///                 Progress::Done(())
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// let mut queue = BudgetQueue::new(5).unwrap();
+    /// let crash = queue.push(Job::Crash);
+    /// let count = queue.push(Job::Count(3));
+    /// let mut done = Vec::new();
+    /// let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+    ///     queue.tick(|id, ()| done.push(id))
+    /// }));
+    /// assert!(caught.is_err()); // re-raised once the tick's work is done
+    /// assert_eq!(done, [count]);
+    /// assert_eq!(queue.total_spent(), 4); // 1 by the crash, 3 by the count
+    /// let failed = queue.take_failed();
+    /// assert_eq!(failed[0].0, crash);
+    /// assert_eq!(failed[0].1.message(), "corrupt plan");
+    /// assert!(queue.is_empty());
+    /// ```
     pub fn tick(&mut self, mut finished: impl FnMut(u64, J::Output)) -> TickWork {
         let mut work = TickWork::default();
         let mut left = self.per_tick.get();
+        let mut first_panic: Option<Box<dyn Any + Send>> = None;
         while left > 0 {
             let Some((id, job)) = self.jobs.front_mut() else {
                 break;
             };
             let id = *id;
-            let (progress, spent) = advance_by(job, left);
+            let mut budget = WorkBudget::new(left);
+            let step = panic::catch_unwind(AssertUnwindSafe(|| job.advance(&mut budget)));
+            // Exact even when the step panicked: the budget saw every unit spent.
+            let spent = budget.spent();
             left -= spent;
             work.spent += spent;
-            match progress {
-                Progress::Pending => break,
-                Progress::Done(output) => {
+            let step = match step {
+                Ok(progress) => match contract_breach(&progress, &budget) {
+                    Some(breach) => Err(Box::new(breach) as Box<dyn Any + Send>),
+                    None => Ok(progress),
+                },
+                Err(payload) => Err(payload),
+            };
+            match step {
+                Ok(Progress::Pending) => break,
+                Ok(Progress::Done(output)) => {
                     self.jobs.pop_front();
                     work.finished += 1;
-                    finished(id, output);
+                    let call = panic::catch_unwind(AssertUnwindSafe(|| finished(id, output)));
+                    if let Err(payload) = call {
+                        keep_first(&mut first_panic, payload);
+                    }
+                }
+                Err(payload) => {
+                    let removed = self.jobs.pop_front();
+                    work.panicked += 1;
+                    self.failed
+                        .push((id, JobPanic::new(panic_message(&*payload))));
+                    keep_first(&mut first_panic, payload);
+                    if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| drop(removed))) {
+                        keep_first(&mut first_panic, payload);
+                    }
                 }
             }
         }
         self.spent += work.spent;
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
         work
+    }
+
+    /// Takes the record of the jobs [`tick`](Self::tick) removed because
+    /// their step panicked: `(id, panic)` in the order they failed, since
+    /// the last call.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # struct J;
+    /// # impl freyr::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
+    /// #         freyr::Progress::Done(()) } }
+    /// let mut queue = freyr::BudgetQueue::<J>::new(1).unwrap();
+    /// assert!(queue.take_failed().is_empty());
+    /// ```
+    pub fn take_failed(&mut self) -> Vec<(u64, JobPanic)> {
+        core::mem::take(&mut self.failed)
     }
 
     /// Units per tick.
@@ -447,7 +563,8 @@ impl<J: Incremental> BudgetQueue<J> {
         self.jobs.is_empty()
     }
 
-    /// Units spent over the queue's life.
+    /// Units spent over the queue's life, including those spent by steps
+    /// that panicked.
     ///
     /// # Examples
     ///
@@ -473,6 +590,7 @@ impl<J: Incremental> fmt::Debug for BudgetQueue<J> {
             .field("per_tick", &self.per_tick)
             .field("jobs", &self.jobs.len())
             .field("spent", &self.spent)
+            .field("failed", &self.failed.len())
             .finish()
     }
 }

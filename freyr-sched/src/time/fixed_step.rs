@@ -16,6 +16,24 @@ use crate::time::clamp::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
 use crate::time::clock::{Clock, MonotonicClock, nanos_of};
 use crate::time::gate::{Gate, GateId, Gates};
 
+/// The longest tick a [`FixedStep`] accepts: one hour.
+///
+/// A fixed step is one simulation tick; a longer one is a unit mistake
+/// (seconds for milliseconds, `Duration::MAX` for "never"), and accepting
+/// it would run a 584-year tick. An hour also keeps the loop's nanosecond
+/// arithmetic (accumulator, catch-up) more than five orders of magnitude
+/// below `u64` saturation.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{FixedStep, FixedStepError, MAX_FIXED_DT};
+/// assert!(FixedStep::new(MAX_FIXED_DT).is_ok());
+/// let too_long = MAX_FIXED_DT + std::time::Duration::from_nanos(1);
+/// assert_eq!(FixedStep::new(too_long).unwrap_err(), FixedStepError::DtTooLong { dt: too_long });
+/// ```
+pub const MAX_FIXED_DT: Duration = Duration::from_secs(3600);
+
 /// Why a [`FixedStep`] could not be configured.
 ///
 /// # Examples
@@ -29,6 +47,11 @@ use crate::time::gate::{Gate, GateId, Gates};
 pub enum FixedStepError {
     /// `dt` was zero (or under a nanosecond): the loop could never finish a frame.
     ZeroDt,
+    /// `dt` was longer than [`MAX_FIXED_DT`] (one hour).
+    DtTooLong {
+        /// The tick length asked for.
+        dt: Duration,
+    },
     /// `max_catchup_ticks` was zero: no tick could ever run.
     ZeroMaxCatchup,
 }
@@ -39,6 +62,11 @@ impl fmt::Display for FixedStepError {
             FixedStepError::ZeroDt => f.write_str(
                 "freyr: a fixed step needs dt of at least 1 ns (got 0); pass the tick length, \
                  e.g. Duration::from_secs(1) / 60",
+            ),
+            FixedStepError::DtTooLong { dt } => write!(
+                f,
+                "freyr: a fixed step of {dt:?} is longer than MAX_FIXED_DT ({MAX_FIXED_DT:?}); \
+                 pass the tick length, e.g. Duration::from_secs(1) / 60"
             ),
             FixedStepError::ZeroMaxCatchup => f.write_str(
                 "freyr: max_catchup_ticks must be at least 1 (got 0, which would never run a \
@@ -82,7 +110,8 @@ pub struct FrameReport {
 /// [`clamp_catchup_ticks`]. Dropped ticks' time is discarded and counted in
 /// [`dropped_ticks`](Self::dropped_ticks). Before each tick the [`Gates`] are
 /// asked; a refusal ends the frame, leaves the tick's time in the
-/// accumulator and counts one [`held_ticks`](Self::held_ticks).
+/// accumulator and counts one in [`held_ticks`](Self::held_ticks) (which
+/// counts refusals, at most one per frame, not the ticks left waiting).
 ///
 /// The wall clock decides only *how many* ticks run in a frame, never what a
 /// tick computes: a tick's number and `dt` are the same on every machine.
@@ -136,7 +165,8 @@ impl FixedStep<MonotonicClock> {
     ///
     /// # Errors
     ///
-    /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond.
+    /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond;
+    /// [`FixedStepError::DtTooLong`] if it is longer than [`MAX_FIXED_DT`].
     ///
     /// # Examples
     ///
@@ -157,17 +187,23 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// # Errors
     ///
-    /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond.
+    /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond;
+    /// [`FixedStepError::DtTooLong`] if it is longer than [`MAX_FIXED_DT`].
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::{FixedStep, FixedStepError, ManualClock};
     /// let fixed = FixedStep::with_clock(Duration::from_millis(20), ManualClock::new()).unwrap();
     /// assert_eq!(fixed.max_catchup_ticks(), 8);
+    /// let err = FixedStep::with_clock(Duration::MAX, ManualClock::new()).unwrap_err();
+    /// assert_eq!(err, FixedStepError::DtTooLong { dt: Duration::MAX });
     /// ```
     pub fn with_clock(dt: Duration, mut clock: C) -> Result<Self, FixedStepError> {
+        if dt > MAX_FIXED_DT {
+            return Err(FixedStepError::DtTooLong { dt });
+        }
         let dt = nanos_of(dt);
         if dt == 0 {
             return Err(FixedStepError::ZeroDt);
@@ -433,7 +469,11 @@ impl<C: Clock> FixedStep<C> {
         self.dropped
     }
 
-    /// Times a gate held the next tick since the loop was created.
+    /// Refusals since the loop was created: the number of times a gate held
+    /// the next tick. A refusal ends its frame, so this counts frames that a
+    /// gate cut short (at most one per frame), not ticks: a frame that owed
+    /// 5 ticks and was held at the first counts 1, and a tick held across 3
+    /// frames counts 3.
     ///
     /// # Examples
     ///
@@ -618,6 +658,28 @@ mod tests {
         // 26 ms of wall time: 8 ticks ran, the other 18 were dropped along
         // the way (never more than the bound kept queued).
         assert_eq!(fixed.dropped_ticks() + 8, 26);
+    }
+
+    #[test]
+    fn an_absurd_tick_length_is_rejected_with_a_typed_error() {
+        for dt in [
+            Duration::MAX,
+            MAX_FIXED_DT + Duration::from_nanos(1),
+            Duration::from_secs(86_400),
+        ] {
+            let err = FixedStep::with_clock(dt, ManualClock::new()).unwrap_err();
+            assert_eq!(err, FixedStepError::DtTooLong { dt });
+            assert!(
+                err.to_string().contains("longer than MAX_FIXED_DT (3600s)"),
+                "{err}"
+            );
+        }
+        assert_eq!(
+            FixedStep::with_clock(MAX_FIXED_DT, ManualClock::new())
+                .unwrap()
+                .dt(),
+            MAX_FIXED_DT
+        );
     }
 
     #[test]

@@ -10,18 +10,79 @@
 //! expansions it takes, depend only on the grid and the endpoints. The
 //! search state (heap, costs, parents) persists between calls, so a budget
 //! of `N` expansions per tick resumes exactly where the last tick stopped.
+//! The state is kept per cell *reached* (hash maps keyed by cell index), so
+//! a search costs memory in proportion to what it explores, not to the
+//! grid's size.
 
 use core::cmp::Ordering;
 use core::fmt;
-use std::collections::BinaryHeap;
+use core::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use crate::time::budget::{Incremental, Progress, WorkBudget};
 
 /// Cost of a straight step.
-const STRAIGHT: u32 = 10;
+const STRAIGHT: u64 = 10;
 /// Cost of a diagonal step (10 x sqrt 2, rounded).
-const DIAGONAL: u32 = 14;
+const DIAGONAL: u64 = 14;
+
+/// Why [`Grid::from_rows`] could not build a grid.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Grid, GridError};
+/// let err = Grid::from_rows(&["...", ".."]).unwrap_err();
+/// assert_eq!(err, GridError::RaggedRow { row: 1, cells: 2, expected: 3 });
+/// assert_eq!(
+///     err.to_string(),
+///     "freyr: grid row 1 has 2 cells, row 0 has 3; every row must be as wide as the first"
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GridError {
+    /// Row `row` has `cells` cells where row 0 has `expected`.
+    RaggedRow {
+        /// The offending row (0-based).
+        row: usize,
+        /// Its number of cells (characters).
+        cells: usize,
+        /// The number of cells of row 0.
+        expected: usize,
+    },
+    /// `width x height` cells do not fit in a `u32` cell index.
+    TooLarge {
+        /// Cells per row.
+        width: usize,
+        /// Rows.
+        height: usize,
+    },
+}
+
+impl fmt::Display for GridError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            GridError::RaggedRow {
+                row,
+                cells,
+                expected,
+            } => write!(
+                f,
+                "freyr: grid row {row} has {cells} cells, row 0 has {expected}; every row must \
+                 be as wide as the first"
+            ),
+            GridError::TooLarge { width, height } => write!(
+                f,
+                "freyr: a {width} x {height} grid has more cells than a u32 index holds (at \
+                 most {}); use a coarser grid",
+                u32::MAX
+            ),
+        }
+    }
+}
+
+impl std::error::Error for GridError {}
 
 /// A grid of open and blocked cells, `width x height`, row-major.
 ///
@@ -71,30 +132,43 @@ impl Grid {
     }
 
     /// A grid drawn as text rows: `#` is blocked, any other character open.
+    /// Row 0 is `y = 0`; a cell is one `char`.
     ///
     /// # Errors
     ///
-    /// A message if the rows differ in length.
+    /// - [`GridError::RaggedRow`] if a row's length differs from row 0's.
+    /// - [`GridError::TooLarge`] if the grid has more cells than a `u32`
+    ///   index holds.
     ///
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr::Grid::from_rows(&["..", "."]).is_err());
+    /// use freyr::{Grid, GridError};
+    /// assert!(matches!(Grid::from_rows(&["..", "."]), Err(GridError::RaggedRow { row: 1, .. })));
+    /// assert_eq!(Grid::from_rows(&[]).unwrap().width(), 0);
     /// ```
-    pub fn from_rows(rows: &[&str]) -> Result<Self, String> {
+    pub fn from_rows(rows: &[&str]) -> Result<Self, GridError> {
         let width = rows.first().map_or(0, |r| r.chars().count());
         let height = rows.len();
+        for (row, text) in rows.iter().enumerate() {
+            let cells = text.chars().count();
+            if cells != width {
+                return Err(GridError::RaggedRow {
+                    row,
+                    cells,
+                    expected: width,
+                });
+            }
+        }
+        let too_large = GridError::TooLarge { width, height };
         let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
-            return Err(String::from("grid too large"));
+            return Err(too_large);
         };
+        if u32::try_from(u64::from(w) * u64::from(h)).is_err() {
+            return Err(too_large);
+        }
         let mut grid = Grid::new(w, h);
         for (y, row) in rows.iter().enumerate() {
-            if row.chars().count() != width {
-                return Err(format!(
-                    "row {y} has {} cells, row 0 has {width}; every row must be as wide",
-                    row.chars().count()
-                ));
-            }
             for (x, c) in row.chars().enumerate() {
                 grid.blocked[y * width + x] = c == '#';
             }
@@ -174,6 +248,10 @@ impl Grid {
 /// The octile distance between two cells in step-cost units (10 per
 /// straight step, 14 per diagonal): the exact cost on an open grid.
 ///
+/// Computed in `u64`, which holds it exactly for any two `u32` cells (at
+/// most 14 x `u32::MAX`, about 6.0e10): no range is rejected and nothing
+/// wraps.
+///
 /// # Examples
 ///
 /// ```
@@ -181,11 +259,12 @@ impl Grid {
 /// assert_eq!(octile_distance((0, 0), (3, 0)), 30);
 /// assert_eq!(octile_distance((0, 0), (3, 3)), 42);
 /// assert_eq!(octile_distance((5, 1), (1, 3)), 48); // 2 diagonal + 2 straight
+/// assert_eq!(octile_distance((0, 0), (500_000_000, 0)), 5_000_000_000);
 /// ```
 #[must_use]
-pub fn octile_distance(a: (u32, u32), b: (u32, u32)) -> u32 {
-    let dx = a.0.abs_diff(b.0);
-    let dy = a.1.abs_diff(b.1);
+pub fn octile_distance(a: (u32, u32), b: (u32, u32)) -> u64 {
+    let dx = u64::from(a.0.abs_diff(b.0));
+    let dy = u64::from(a.1.abs_diff(b.1));
     STRAIGHT * dx.max(dy) + (DIAGONAL - STRAIGHT) * dx.min(dy)
 }
 
@@ -205,15 +284,16 @@ pub fn octile_distance(a: (u32, u32), b: (u32, u32)) -> u32 {
 pub struct GridPath {
     /// Start to goal, inclusive.
     pub cells: Vec<(u32, u32)>,
-    /// The path's cost.
-    pub cost: u32,
+    /// The path's cost, in `u64`: a path through a grid of up to `u32::MAX`
+    /// cells can cost more than a `u32` holds.
+    pub cost: u64,
 }
 
 /// An open-list entry; the heap pops the smallest `(f, h, seq)`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 struct Open {
-    f: u32,
-    h: u32,
+    f: u64,
+    h: u64,
     seq: u64,
     cell: u32,
 }
@@ -231,20 +311,61 @@ impl PartialOrd for Open {
     }
 }
 
-/// The per-cell search state, allocated on the first expansion.
+/// What the search knows about one cell it reached.
+#[derive(Clone, Copy)]
+struct Node {
+    /// Best known cost from the start.
+    g: u64,
+    /// The cell it was reached from; `u32::MAX` = none (the start).
+    parent: u32,
+    /// Expanded (its cost is final).
+    closed: bool,
+}
+
+/// A hasher for `u32` cell indices: one multiply (Fibonacci hashing). The
+/// maps are only looked up, never iterated, so their order cannot reach
+/// the results; a fixed hasher keeps them identical across runs anyway.
+#[derive(Default)]
+struct CellHasher(u64);
+
+impl Hasher for CellHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, cell: u32) {
+        self.0 = (u64::from(cell) ^ self.0).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// The search state, created on the first expansion and grown only with
+/// the cells reached: memory in proportion to what the search explores.
 struct Search {
     open: BinaryHeap<Open>,
-    /// Best known cost from the start; `u32::MAX` = not reached.
-    g: Vec<u32>,
-    /// The cell each was reached from; `u32::MAX` = none.
-    parent: Vec<u32>,
-    closed: Vec<bool>,
+    /// Every cell reached so far (pushed on the open list at least once).
+    nodes: HashMap<u32, Node, BuildHasherDefault<CellHasher>>,
     seq: u64,
+}
+
+impl Search {
+    fn is_closed(&self, cell: u32) -> bool {
+        self.nodes.get(&cell).is_some_and(|n| n.closed)
+    }
 }
 
 /// A resumable A* search from `start` to `goal` on a shared [`Grid`]:
 /// one work unit = one node expansion. Its output is `Some(path)`, or `None`
 /// when the goal cannot be reached (or an endpoint is blocked).
+///
+/// Its state is kept only for the cells it reaches (a few dozen bytes
+/// each, hash maps keyed by cell), so a short search on a huge grid stays
+/// small: [`state_bytes`](Self::state_bytes) reports it.
 ///
 /// # Examples
 ///
@@ -325,18 +446,45 @@ impl GridPathSearch {
         (self.start, self.goal)
     }
 
+    /// The bytes the search state holds now (open list and per-cell
+    /// records, by capacity): 0 before the first expansion, then in
+    /// proportion to the cells reached, whatever the grid's size.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Grid, GridPathSearch, advance_by};
+    /// let grid = std::sync::Arc::new(Grid::new(2000, 2000)); // 4 million cells
+    /// let mut search = GridPathSearch::new(grid, (10, 10), (11, 10));
+    /// assert_eq!(search.state_bytes(), 0);
+    /// advance_by(&mut search, 1); // the start expanded: 8 neighbours reached
+    /// assert!(search.state_bytes() < 4096, "{}", search.state_bytes());
+    /// ```
+    #[must_use]
+    pub fn state_bytes(&self) -> usize {
+        self.search.as_ref().map_or(0, |s| {
+            // A hash map entry: the key, the value and one control byte.
+            s.open.capacity() * core::mem::size_of::<Open>()
+                + s.nodes.capacity() * (core::mem::size_of::<(u32, Node)>() + 1)
+        })
+    }
+
     fn begin(&self) -> Search {
-        let cells = self.grid.blocked.len();
         let mut search = Search {
             open: BinaryHeap::new(),
-            g: vec![u32::MAX; cells],
-            parent: vec![u32::MAX; cells],
-            closed: vec![false; cells],
+            nodes: HashMap::default(),
             seq: 0,
         };
         let start = self.grid.index(self.start.0, self.start.1);
         let h = octile_distance(self.start, self.goal);
-        search.g[start as usize] = 0;
+        search.nodes.insert(
+            start,
+            Node {
+                g: 0,
+                parent: u32::MAX,
+                closed: false,
+            },
+        );
         search.open.push(Open {
             f: h,
             h,
@@ -348,16 +496,14 @@ impl GridPathSearch {
 
     fn path_to(&self, search: &Search, goal: u32) -> GridPath {
         let mut cells = vec![self.grid.cell(goal)];
-        let mut at = goal;
-        while search.parent[at as usize] != u32::MAX {
-            at = search.parent[at as usize];
-            cells.push(self.grid.cell(at));
+        let mut at = search.nodes[&goal];
+        let cost = at.g;
+        while at.parent != u32::MAX {
+            cells.push(self.grid.cell(at.parent));
+            at = search.nodes[&at.parent];
         }
         cells.reverse();
-        GridPath {
-            cells,
-            cost: search.g[goal as usize],
-        }
+        GridPath { cells, cost }
     }
 }
 
@@ -380,7 +526,7 @@ impl Incremental for GridPathSearch {
             while search
                 .open
                 .peek()
-                .is_some_and(|top| search.closed[top.cell as usize])
+                .is_some_and(|top| search.is_closed(top.cell))
             {
                 search.open.pop();
             }
@@ -396,9 +542,13 @@ impl Incremental for GridPathSearch {
             if top.cell == goal {
                 return Progress::Done(Some(self.path_to(&search, goal)));
             }
-            search.closed[top.cell as usize] = true;
+            let node = search
+                .nodes
+                .get_mut(&top.cell)
+                .expect("a cell on the open list was reached");
+            node.closed = true;
+            let g = node.g;
             let (x, y) = grid.cell(top.cell);
-            let g = search.g[top.cell as usize];
             for (dx, dy) in [
                 (-1, -1),
                 (0, -1),
@@ -422,13 +572,27 @@ impl Incremental for GridPathSearch {
                     continue;
                 }
                 let next = grid.index(nx, ny);
-                if search.closed[next as usize] {
-                    continue;
-                }
                 let cost = g + if diagonal { DIAGONAL } else { STRAIGHT };
-                if cost < search.g[next as usize] {
-                    search.g[next as usize] = cost;
-                    search.parent[next as usize] = top.cell;
+                let improves = match search.nodes.get_mut(&next) {
+                    Some(node) if node.closed || cost >= node.g => false,
+                    Some(node) => {
+                        node.g = cost;
+                        node.parent = top.cell;
+                        true
+                    }
+                    None => {
+                        search.nodes.insert(
+                            next,
+                            Node {
+                                g: cost,
+                                parent: top.cell,
+                                closed: false,
+                            },
+                        );
+                        true
+                    }
+                };
+                if improves {
                     search.seq += 1;
                     let h = octile_distance((nx, ny), self.goal);
                     search.open.push(Open {
@@ -549,6 +713,35 @@ mod tests {
             assert_eq!(e, expanded);
             assert_eq!(ticks, expanded.div_ceil(per_tick));
         }
+    }
+
+    #[test]
+    fn ragged_rows_are_a_typed_error_that_names_the_row() {
+        let err = Grid::from_rows(&["....", "....", "..."]).unwrap_err();
+        assert_eq!(
+            err,
+            GridError::RaggedRow {
+                row: 2,
+                cells: 3,
+                expected: 4
+            }
+        );
+        let shown = err.to_string();
+        assert!(shown.contains("row 2 has 3 cells, row 0 has 4"), "{shown}");
+        let _: &dyn std::error::Error = &err;
+    }
+
+    #[test]
+    fn octile_distance_is_exact_at_the_ends_of_the_u32_range() {
+        assert_eq!(octile_distance((0, 0), (500_000_000, 0)), 5_000_000_000);
+        let max = u32::MAX;
+        assert_eq!(
+            octile_distance((0, 0), (max, max)),
+            14 * u64::from(max),
+            "all diagonal"
+        );
+        assert_eq!(octile_distance((max, 0), (0, 0)), 10 * u64::from(max));
+        assert_eq!(octile_distance((max, 3), (max, 3)), 0);
     }
 
     #[test]

@@ -39,9 +39,9 @@ pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use deadline::{
     DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, due_tick,
 };
-pub use fixed_step::{FixedStep, FixedStepError, FrameReport};
+pub use fixed_step::{FixedStep, FixedStepError, FrameReport, MAX_FIXED_DT};
 pub use gate::{Gate, GateId, Gates};
 pub use governor::{GovernorError, GovernorParams, Levers, TickGovernor, ai_sample_due};
-pub use grid_path::{Grid, GridPath, GridPathSearch, octile_distance};
+pub use grid_path::{Grid, GridError, GridPath, GridPathSearch, octile_distance};
 pub use pool_job::JobPanic;
 pub use pump::{AsyncPump, Completer, Discard, Launch, PumpError, PumpStats};

@@ -252,7 +252,7 @@ pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
 /// Drops `value` (a cancelled job's closure and its inputs); a panic from
 /// its `Drop` is caught and its payload dropped with [`drop_payload`], so
 /// nothing unwinds into the worker.
-fn drop_quietly<T>(value: T) {
+pub(crate) fn drop_quietly<T>(value: T) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
         drop_payload(payload);
     }

@@ -17,9 +17,11 @@ mod ticket;
 use core::fmt;
 use core::num::NonZeroU64;
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use crate::payload::keep_first;
 use crate::pool::ThreadPool;
 use crate::time::pool_job::{JobPanic, PoolJob, pool_id};
 
@@ -266,9 +268,20 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// discards all pending results, and refuses later requests. Returns how
     /// many were discarded.
     ///
+    /// The results are dropped one at a time, in request order, each behind
+    /// its own panic guard: a result whose `Drop` panics does not stop the
+    /// others from being dropped (nor abort the process with a panic while
+    /// panicking).
+    ///
     /// # Errors
     ///
     /// [`DeadlineError::ForeignPool`] if `pool` is not the scheduler's pool.
+    ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of a result's `Drop`, once every pending
+    /// result was dropped (each exactly once) and the scheduler is settled; a
+    /// later panic is dropped with [`drop_payload`](crate::drop_payload).
     ///
     /// # Examples
     ///
@@ -286,8 +299,20 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
         }
         self.settled = true;
         let discarded = self.pending.len();
-        for pending in self.pending.drain(..) {
+        let mut first_panic = None;
+        while let Some(pending) = self.pending.pop_front() {
             pending.job.wait(pool);
+            let result = pending.job.take_result();
+            let dropped = panic::catch_unwind(AssertUnwindSafe(move || {
+                drop(result);
+                drop(pending);
+            }));
+            if let Err(payload) = dropped {
+                keep_first(&mut first_panic, payload);
+            }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
         }
         Ok(discarded)
     }

@@ -18,13 +18,15 @@
 
 use core::fmt;
 use std::collections::VecDeque;
+use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 mod completer;
 mod outcome;
 
+use crate::payload::keep_first;
 use crate::pool::ThreadPool;
-use crate::time::pool_job::{PoolJob, pool_id};
+use crate::time::pool_job::{PoolJob, drop_quietly, pool_id};
 
 use self::completer::{Slot, SlotState};
 
@@ -63,8 +65,11 @@ struct Entry<R, C, E> {
 ///   results from before the last [`invalidate`](Self::invalidate), and
 ///   results whose context fails the liveness test. Only the owner (whoever
 ///   holds `&mut` to the pump) can drain: completion never applies anything.
+/// - A panic of a callback does not stop a drain: every settled result is
+///   still applied or discarded, then the first panic is re-raised.
 /// - [`settle`](Self::settle) on shutdown cancels what has not started,
-///   waits (helping the pool) for what runs, refuses late completions, and
+///   waits (helping the pool) for what runs, hands every launch to the
+///   discard path with what became of it, refuses late completions, and
 ///   refuses later launches.
 ///
 /// `C` is the per-launch context returned with the result (a tick stamp, an
@@ -223,6 +228,15 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// at the first launch still in flight (younger results wait behind
     /// it). Never blocks. Returns how many launches it retired.
     ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of `is_live`, `apply` or `discard`, once
+    /// every settled launch was retired: a panicking call does not stop the
+    /// drain, so each settled result still reaches `apply` or `discard`
+    /// exactly once (a result whose `is_live` test panicked is dropped and
+    /// counted discarded, as [`drain_one`](Self::drain_one) says). A later
+    /// panic is dropped with [`drop_payload`](crate::drop_payload).
+    ///
     /// # Examples
     ///
     /// ```
@@ -246,42 +260,107 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
         mut discard: impl FnMut(C, Discard<R, E>),
     ) -> usize {
         let mut retired = 0;
-        while self.inflight.front().is_some_and(|e| e.source.is_settled()) {
-            let Some(entry) = self.inflight.pop_front() else {
-                break;
+        let mut first_panic = None;
+        loop {
+            let next = panic::catch_unwind(AssertUnwindSafe(|| self.drain_one(&mut is_live)));
+            let (context, verdict) = match next {
+                Ok(Some(next)) => next,
+                Ok(None) => break,
+                Err(payload) => {
+                    retired += 1;
+                    keep_first(&mut first_panic, payload);
+                    continue;
+                }
             };
             retired += 1;
-            let outcome = match entry.source {
-                Source::Pool(job) => match job.take_result() {
-                    Some(Ok(outcome)) => Ok(outcome),
-                    Some(Err(panic)) => Err(Discard::Panicked(panic)),
-                    None => Err(Discard::Cancelled),
-                },
-                Source::External(slot) => match slot.take() {
-                    SlotState::Done(outcome) => Ok(outcome),
-                    SlotState::Abandoned => Err(Discard::Abandoned),
-                    SlotState::Waiting | SlotState::Cancelled => Err(Discard::Cancelled),
-                },
-            };
-            let verdict = match outcome {
-                Ok(Ok(value)) if entry.epoch != self.epoch => Err(Discard::Stale(value)),
-                Ok(Ok(value)) if !is_live(&entry.context) => Err(Discard::TargetGone(value)),
-                Ok(Ok(value)) => Ok(value),
-                Ok(Err(error)) => Err(Discard::Rejected(error)),
-                Err(why) => Err(why),
-            };
-            match verdict {
-                Ok(value) => {
-                    self.stats.applied += 1;
-                    apply(entry.context, value);
-                }
-                Err(why) => {
-                    self.count_discard(&why);
-                    discard(entry.context, why);
-                }
+            let call = panic::catch_unwind(AssertUnwindSafe(|| match verdict {
+                Ok(value) => apply(context, value),
+                Err(why) => discard(context, why),
+            }));
+            if let Err(payload) = call {
+                keep_first(&mut first_panic, payload);
             }
         }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
         retired
+    }
+
+    /// Retires the oldest launch if it has settled, and returns its context
+    /// with `Ok(value)` (a successful, current result whose context passes
+    /// `is_live`: the caller applies it now) or `Err(reason)` (see
+    /// [`Discard`]); `None` if nothing is in flight or the oldest launch is
+    /// still running. The [`stats`](Self::stats) count an `Ok` as applied
+    /// and an `Err` as discarded, so a caller that checks the target with
+    /// `is_live` right before applying keeps them exact. The building block
+    /// of [`drain`](Self::drain) for a caller that must apply each result
+    /// before testing the next one's target (e.g. a registry whose apply may
+    /// despawn the next target).
+    ///
+    /// # Panics
+    ///
+    /// If `is_live` panics: the launch is retired, its result dropped and
+    /// counted discarded (and stale), and the panic propagates.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{AsyncPump, Discard, ThreadPool};
+    /// let pool = ThreadPool::new(1);
+    /// let mut pump: AsyncPump<u8, u32> = AsyncPump::with_capacity(2).unwrap();
+    /// pump.launch(&pool, 7, (), |()| Ok(1)).unwrap();
+    /// pump.launch(&pool, 8, (), |()| Ok(2)).unwrap();
+    /// assert_eq!(pump.drain_one(|_| true), Some((7, Ok(1))));
+    /// assert_eq!(pump.drain_one(|&target| target != 8), Some((8, Err(Discard::TargetGone(2)))));
+    /// assert_eq!(pump.drain_one(|_| true), None);
+    /// let stats = pump.stats();
+    /// assert_eq!((stats.applied, stats.discarded, stats.stale), (1, 1, 1));
+    /// ```
+    #[allow(clippy::type_complexity)]
+    pub fn drain_one(
+        &mut self,
+        is_live: impl FnOnce(&C) -> bool,
+    ) -> Option<(C, Result<R, Discard<R, E>>)> {
+        if !self.inflight.front()?.source.is_settled() {
+            return None;
+        }
+        let entry = self.inflight.pop_front()?;
+        let outcome = match entry.source {
+            Source::Pool(job) => match job.take_result() {
+                Some(Ok(outcome)) => Ok(outcome),
+                Some(Err(panic)) => Err(Discard::Panicked(panic)),
+                None => Err(Discard::Cancelled),
+            },
+            Source::External(slot) => match slot.take() {
+                SlotState::Done(outcome) => Ok(outcome),
+                SlotState::Abandoned => Err(Discard::Abandoned),
+                SlotState::Waiting | SlotState::Cancelled => Err(Discard::Cancelled),
+            },
+        };
+        let verdict = match outcome {
+            Ok(Ok(value)) if entry.epoch != self.epoch => Err(Discard::Stale(value)),
+            Ok(Ok(value)) => {
+                match panic::catch_unwind(AssertUnwindSafe(|| is_live(&entry.context))) {
+                    Ok(true) => Ok(value),
+                    Ok(false) => Err(Discard::TargetGone(value)),
+                    Err(payload) => {
+                        self.stats.discarded += 1;
+                        self.stats.stale += 1;
+                        drop_quietly(value);
+                        drop_quietly(entry.context);
+                        panic::resume_unwind(payload);
+                    }
+                }
+            }
+            Ok(Err(error)) => Err(Discard::Rejected(error)),
+            Err(why) => Err(why),
+        };
+        match &verdict {
+            Ok(_) => self.stats.applied += 1,
+            Err(why) => self.count_discard(why),
+        }
+        Some((entry.context, verdict))
     }
 
     /// [`drain`](Self::drain) with every context considered alive.
@@ -307,22 +386,37 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
 
     /// Shutdown: cancels every launch that has not started, waits (running
     /// the pool's queued tasks on this thread) for pool work that has,
-    /// makes late [`Completer`]s fail, hands every launch to `discard` as
-    /// [`Discard::Cancelled`] in launch order, and refuses later launches.
-    /// Returns how many were cancelled. Calling it again does nothing more.
+    /// makes late [`Completer`]s fail, and hands every launch still in
+    /// flight to `discard`, in launch order, with what became of it:
+    /// [`Discard::Cancelled`] only for a launch that never ran (or an
+    /// external one never completed); [`Discard::Panicked`] (with the
+    /// message), [`Discard::Rejected`] or [`Discard::Abandoned`] for one that
+    /// failed; [`Discard::Unapplied`] (with the value) for one that finished.
+    /// Refuses later launches. Returns how many launches it handed to
+    /// `discard`. Calling it again does nothing more.
     ///
     /// # Errors
     ///
     /// [`PumpError::ForeignPool`] if `pool` is not the pool of the pump's launches.
     ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of `discard` once every launch was handed
+    /// to it (each exactly once); a later panic is dropped with
+    /// [`drop_payload`](crate::drop_payload).
+    ///
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, PumpError, ThreadPool};
-    /// let pool = ThreadPool::new(2);
-    /// let mut pump: AsyncPump<u8> = AsyncPump::new();
+    /// use freyr::{AsyncPump, Discard, PumpError, ThreadPool};
+    /// let pool = ThreadPool::new(1); // runs each launch before `launch` returns
+    /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
     /// pump.launch(&pool, (), (), |()| Ok(1)).unwrap();
-    /// assert_eq!(pump.settle(&pool, |(), _| {}), Ok(1));
+    /// pump.launch(&pool, (), (), |()| -> Result<u8, String> { panic!("bad frame") }).unwrap();
+    /// let mut why = Vec::new();
+    /// assert_eq!(pump.settle(&pool, |(), d| why.push(d)), Ok(2));
+    /// assert_eq!(why[0], Discard::Unapplied(1));
+    /// assert!(matches!(&why[1], Discard::Panicked(p) if p.message() == "bad frame"));
     /// assert_eq!(pump.launch(&pool, (), (), |()| Ok(2)).unwrap_err(), PumpError::Settled);
     /// ```
     pub fn settle(
@@ -343,15 +437,36 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
                 }
             }
         }
-        let cancelled = self.inflight.len();
-        for entry in self.inflight.drain(..) {
-            if let Source::Pool(job) = &entry.source {
-                job.wait(pool);
+        let handed = self.inflight.len();
+        let mut first_panic = None;
+        while let Some(entry) = self.inflight.pop_front() {
+            let why = match entry.source {
+                Source::Pool(job) => {
+                    job.wait(pool);
+                    match job.take_result() {
+                        Some(Ok(Ok(value))) => Discard::Unapplied(value),
+                        Some(Ok(Err(error))) => Discard::Rejected(error),
+                        Some(Err(panic)) => Discard::Panicked(panic),
+                        None => Discard::Cancelled,
+                    }
+                }
+                Source::External(slot) => match slot.take() {
+                    SlotState::Done(Ok(value)) => Discard::Unapplied(value),
+                    SlotState::Done(Err(error)) => Discard::Rejected(error),
+                    SlotState::Abandoned => Discard::Abandoned,
+                    SlotState::Waiting | SlotState::Cancelled => Discard::Cancelled,
+                },
+            };
+            self.count_discard(&why);
+            let context = entry.context;
+            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| discard(context, why))) {
+                keep_first(&mut first_panic, payload);
             }
-            self.stats.discarded += 1;
-            discard(entry.context, Discard::Cancelled);
         }
-        Ok(cancelled)
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+        Ok(handed)
     }
 
     fn check_open(&self) -> Result<(), PumpError> {
@@ -386,7 +501,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
             Discard::Rejected(_) | Discard::Abandoned => self.stats.rejected += 1,
             Discard::Panicked(_) => self.stats.panicked += 1,
             Discard::Stale(_) | Discard::TargetGone(_) => self.stats.stale += 1,
-            Discard::Cancelled => {}
+            Discard::Unapplied(_) | Discard::Cancelled => {}
         }
     }
 }

@@ -99,7 +99,12 @@ pub enum Discard<R, E = String> {
     /// The launch's target is no longer alive (e.g. its entity was
     /// despawned); its result is handed back for reuse.
     TargetGone(R),
-    /// [`settle`](crate::AsyncPump::settle) gave up on the launch.
+    /// [`settle`](crate::AsyncPump::settle) found the launch finished (or
+    /// waited for it to finish) with this value, never drained; it is handed
+    /// back instead of applied.
+    Unapplied(R),
+    /// [`settle`](crate::AsyncPump::settle) cancelled the launch before it
+    /// ran (or an external launch was never completed).
     Cancelled,
 }
 
@@ -117,9 +122,11 @@ pub struct PumpStats {
     pub launched: u64,
     /// Requests folded because the pump was at capacity.
     pub coalesced: u64,
-    /// Results applied.
+    /// Results handed to the apply path (a result discarded because its
+    /// target was gone counts as discarded and stale, not applied).
     pub applied: u64,
-    /// Results discarded, for any reason.
+    /// Results discarded, for any reason (including those
+    /// [`settle`](crate::AsyncPump::settle) handed back).
     pub discarded: u64,
     /// Of those, rejected or abandoned.
     pub rejected: u64,
