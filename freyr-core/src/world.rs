@@ -678,7 +678,7 @@ impl World {
     /// assert!(world.despawn(e).is_err());
     /// ```
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
-        let found = self.find(entity).ok_or(NoSuchEntity)?;
+        let found = self.find(entity).ok_or(NoSuchEntity(entity))?;
         self.entities.free(entity);
         let finish = FinishRemove {
             rows: &mut self.archetypes[found.archetype].rows,
@@ -716,7 +716,7 @@ impl World {
     // 10k add/remove workload is the call itself); the rare paths stay out of line.
     #[inline(always)]
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
-        let found = self.find(entity).ok_or(NoSuchEntity)?;
+        let found = self.find(entity).ok_or(NoSuchEntity(entity))?;
         let hop = match self.archetypes[found.archetype]
             .insert_edges
             .get(TypeId::of::<B>())
@@ -854,13 +854,18 @@ impl World {
     /// let mut world = World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// assert_eq!(world.remove::<(u16,)>(e), Ok((2,)));
-    /// assert_eq!(world.remove::<(u16,)>(e), Err(ComponentError::MissingComponent("u16")));
+    /// assert_eq!(
+    ///     world.remove::<(u16,)>(e),
+    ///     Err(ComponentError::MissingComponent { entity: e, component: "u16" })
+    /// );
     /// assert!(world.contains(e));
     /// ```
     // Inlined into the caller, as `insert`.
     #[inline(always)]
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
-        let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
+        let found = self
+            .find(entity)
+            .ok_or(ComponentError::NoSuchEntity(entity))?;
         let hop = match self.archetypes[found.archetype]
             .remove_edges
             .get(TypeId::of::<B>())
@@ -875,7 +880,10 @@ impl World {
                     "freyr: a remove hop without a target has an edge naming the missing component"
                 );
             };
-            return Err(ComponentError::MissingComponent(name));
+            return Err(ComponentError::MissingComponent {
+                entity,
+                component: name,
+            });
         }
         let target = hop.target as usize;
         if target == found.archetype {
@@ -922,8 +930,13 @@ impl World {
     /// Pointer to `entity`'s `T`, or the reason there is none.
     #[inline]
     fn component_ptr<T: Component>(&self, entity: Entity) -> Result<*mut T, ComponentError> {
-        let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
-        let missing = ComponentError::MissingComponent(core::any::type_name::<T>());
+        let found = self
+            .find(entity)
+            .ok_or(ComponentError::NoSuchEntity(entity))?;
+        let missing = ComponentError::MissingComponent {
+            entity,
+            component: core::any::type_name::<T>(),
+        };
         let id = self.components.id_of(TypeId::of::<T>()).ok_or(missing)?;
         let archetype = &self.archetypes[found.archetype];
         let column = archetype.column_index(id).ok_or(missing)?;

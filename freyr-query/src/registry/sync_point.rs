@@ -127,7 +127,7 @@ impl Registry {
         for entity in self.destroy_queue.drain(..) {
             match panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity))) {
                 Ok(Ok(())) => destroyed += 1,
-                Ok(Err(NoSuchEntity)) => stale += 1,
+                Ok(Err(NoSuchEntity(_))) => stale += 1,
                 // The entity is gone (a panicking `Drop` does not keep it alive).
                 Err(p) => {
                     destroyed += 1;
