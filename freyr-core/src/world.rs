@@ -420,8 +420,7 @@ impl World {
         if let Some(&id) = self.archetype_index.get(ids) {
             return id;
         }
-        let id =
-            ArchetypeId(u32::try_from(self.archetypes.len()).expect("freyr: too many archetypes"));
+        let id = ArchetypeId::fresh(self.archetypes.len());
         let ids: Box<[ComponentId]> = ids.into();
         self.archetypes
             .push(Archetype::new(id, ids.clone(), &self.components));
@@ -589,10 +588,12 @@ impl World {
         let info = &bundles[&TypeId::of::<B>()];
         let archetype = info.archetype;
         let rows = &mut archetypes[archetype.index()].rows;
-        entities.reserve(lower);
+        // Chunks first: their limit (2^31 rows) is below the index space's, and is checked
+        // before anything is allocated.
         if exact {
             rows.reserve(archetype, chunks, lower);
         }
+        entities.reserve(lower);
         let mut spawned = Vec::with_capacity(lower);
         let mut columns = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         // The next item is fetched before a chunk is made for it, so no empty chunk is left
@@ -656,10 +657,11 @@ impl World {
             self.init_bundle::<B>();
         }
         let archetype = self.bundles[&TypeId::of::<B>()].archetype;
-        self.entities.reserve(additional);
+        // Chunks first, as in `spawn_batch`.
         self.archetypes[archetype.index()]
             .rows
             .reserve(archetype, &mut self.chunks, additional);
+        self.entities.reserve(additional);
     }
 
     /// Despawns `entity`, dropping its components.
@@ -1091,6 +1093,25 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn the_last_archetype_id_stays_below_the_missing_target() {
+        assert_eq!(ArchetypeId::fresh(0), ArchetypeId::EMPTY);
+        let last = ArchetypeId::fresh(ArchetypeId::LIMIT - 1);
+        assert!(last.0 < Hop::MISSING);
+    }
+
+    // 2^32 - 1 archetypes (distinct component sets) are out of reach of a test, so the
+    // archetype count is passed to the check that creating an archetype runs.
+    #[test]
+    #[should_panic(
+        expected = "freyr: archetype limit reached: a world holds at most 4294967295 \
+                               archetypes (distinct component sets) and 4294967295 exist; use \
+                               fewer distinct component combinations"
+    )]
+    fn an_archetype_past_the_limit_panics_with_what_to_do() {
+        ArchetypeId::fresh(ArchetypeId::LIMIT);
+    }
 
     #[test]
     fn storage_types_are_send_and_sync() {
