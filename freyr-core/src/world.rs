@@ -48,6 +48,27 @@ struct Found {
 /// Entity ids are a pure function of the sequence of operations (freed indices are reused in
 /// LIFO order), so replaying the same operations gives the same ids.
 ///
+/// # Capacity limits
+///
+/// A world's ids have fixed widths. An operation that would pass a limit panics before it
+/// changes any entity, with a message that names the limit, the count and what to do (e.g.
+/// `freyr: chunk limit reached: a world holds at most 4194304 chunks of 512 rows ...; despawn
+/// entities, reserve less, or split the entities across several worlds`); the world stays
+/// valid.
+///
+/// | Limit | At most, per world | Reached by |
+/// |---|---|---|
+/// | chunks | 2^22 chunks of [`CHUNK_CAPACITY`] rows at once: 2^31 rows over all archetypes, fewer as each archetype keeps its partly filled and reserved chunks | [`spawn`](World::spawn), [`spawn_batch`](World::spawn_batch), [`reserve`](World::reserve), [`insert`](World::insert), [`remove`](World::remove) |
+/// | entity indices | 2^32 (every `u32`), live or retired (an index whose generation is exhausted is never reused) | [`spawn`](World::spawn), [`spawn_batch`](World::spawn_batch), [`reserve`](World::reserve) |
+/// | archetypes | 2^32 − 1 distinct component sets | the first `spawn`, `spawn_batch`, `reserve`, `insert` or `remove` that makes a new set |
+/// | archetype edges | 2^32 insert edges and 2^32 remove edges (one per archetype and bundle type inserted into or removed from it) | [`insert`](World::insert), [`remove`](World::remove) |
+/// | component types | 2^32 | [`register`](World::register) and the first use of a type |
+///
+/// [`CommandBuffer::apply`](crate::CommandBuffer::apply) reaches them as the operations it
+/// applies do. In practice the chunk limit is the only one a program reaches: 2^31 rows take
+/// 16 GiB for the entity handles alone, and the others need billions of distinct types,
+/// component sets or bundle types.
+///
 /// # Examples
 /// ```
 /// use freyr::World;
@@ -226,6 +247,10 @@ fn complete_move(
 impl World {
     /// An empty world.
     ///
+    /// # Panics
+    /// If 2^64 − 1 worlds were already created in this process (the [`WorldId`] counter is
+    /// exhausted; never in practice).
+    ///
     /// # Examples
     /// ```
     /// let world = freyr::World::new();
@@ -265,6 +290,9 @@ impl World {
 
     /// Registers `T` (if new) and returns its id. Components are also registered on first use;
     /// calling this first fixes the id order.
+    ///
+    /// # Panics
+    /// If the world already has 2^32 component types (a [capacity limit](World#capacity-limits)).
     ///
     /// # Examples
     /// ```
@@ -516,7 +544,10 @@ impl World {
     /// Spawns an entity with the components of `bundle` and returns its handle.
     ///
     /// # Panics
-    /// If `bundle` names a component type twice (before anything changes).
+    /// If `bundle` names a component type twice (before anything changes). If the world would
+    /// pass a [capacity limit](World#capacity-limits): 2^22 chunks, 2^32 entity indices, and,
+    /// for the first spawn of a new component set, 2^32 − 1 archetypes or 2^32 component types
+    /// (the entity is not spawned and the bundle is dropped).
     ///
     /// # Examples
     /// ```
@@ -562,7 +593,10 @@ impl World {
     ///
     /// # Panics
     /// If the bundle type names a component type twice (before anything changes), or if the
-    /// iterator panics.
+    /// iterator panics. If the world would pass a [capacity limit](World#capacity-limits), as
+    /// [`spawn`](World::spawn): when the size is known, a batch that cannot fit in 2^22 chunks
+    /// (2^31 rows) panics before anything is spawned, and a lower size bound beyond 2^32 entity
+    /// indices does too; otherwise the items spawned so far stay spawned.
     ///
     /// # Examples
     /// ```
@@ -643,7 +677,10 @@ impl World {
     /// that spawning them does not allocate.
     ///
     /// # Panics
-    /// If `B` names a component type twice.
+    /// If `B` names a component type twice. If the rows would need more than 2^22 chunks, or
+    /// the entities more than 2^32 indices, counting those in use, or a new component set
+    /// passes the archetype or component-type limit (see [capacity
+    /// limits](World#capacity-limits)); the limits are checked before anything is allocated.
     ///
     /// # Examples
     /// ```
@@ -705,6 +742,9 @@ impl World {
     /// # Panics
     /// If `bundle` names a component type twice (before anything changes). If an overwritten
     /// value's `Drop` panics, the insert is complete and the other old values are dropped first.
+    /// If the move would pass a [capacity limit](World#capacity-limits) (2^22 chunks, 2^32 − 1
+    /// archetypes, 2^32 insert edges, 2^32 component types), before the entity changes (the
+    /// bundle is dropped).
     ///
     /// # Examples
     /// ```
@@ -848,7 +888,9 @@ impl World {
     /// naming the first component of `B` the entity lacks (nothing is removed then).
     ///
     /// # Panics
-    /// If `B` names a component type twice (before anything changes).
+    /// If `B` names a component type twice (before anything changes). If the move would pass a
+    /// [capacity limit](World#capacity-limits) (2^22 chunks, 2^32 − 1 archetypes, 2^32 remove
+    /// edges, 2^32 component types), before the entity changes.
     ///
     /// # Examples
     /// ```
