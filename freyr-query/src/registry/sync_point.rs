@@ -20,7 +20,9 @@ impl Registry {
     ///
     /// Re-raises the first panic of user code — a callback or a reduction's `combine` of the
     /// retired launches (launch order), then a component's `Drop` while commands apply or
-    /// entities are destroyed — after applying the commands of every task that did not panic and
+    /// entities are destroyed, or a command that would pass one of the world's [capacity
+    /// limits](freyr_core::World#capacity-limits) — after applying the commands of every task
+    /// that did not panic and
     /// running every queued destruction. The registry stays usable. See
     /// [the panic contract](Registry#panics-in-user-code).
     ///
