@@ -680,7 +680,8 @@ impl World {
     /// If `B` names a component type twice. If the rows would need more than 2^22 chunks, or
     /// the entities more than 2^32 indices, counting those in use, or a new component set
     /// passes the archetype or component-type limit (see [capacity
-    /// limits](World#capacity-limits)); the limits are checked before anything is allocated.
+    /// limits](World#capacity-limits)). The chunk limit is checked before any chunk is
+    /// allocated, the index limit before any entity slot is.
     ///
     /// # Examples
     /// ```
