@@ -27,6 +27,27 @@ impl ArchetypeId {
     /// The empty archetype (no components), which every world has as archetype 0.
     pub(crate) const EMPTY: ArchetypeId = ArchetypeId(0);
 
+    /// How many archetypes a world holds at most: `2^32 - 1`, the ids `0..u32::MAX` (`u32::MAX`
+    /// marks a remove edge without a target).
+    pub(crate) const LIMIT: usize = u32::MAX as usize;
+
+    /// The id of a new archetype when `count` exist.
+    ///
+    /// # Panics
+    /// When `count` is [`ArchetypeId::LIMIT`].
+    pub(crate) fn fresh(count: usize) -> ArchetypeId {
+        match u32::try_from(count) {
+            Ok(id) if count < ArchetypeId::LIMIT => ArchetypeId(id),
+            _ => panic!(
+                "freyr: archetype limit reached: a world holds at most {} archetypes (distinct \
+                 component sets) and {count} exist; use fewer distinct component combinations \
+                 (e.g. one component holding an enum rather than one marker type per variant), or \
+                 split the entities across several worlds",
+                ArchetypeId::LIMIT
+            ),
+        }
+    }
+
     /// The id as an index into [`World::archetypes`](crate::World::archetypes).
     ///
     /// # Examples
@@ -129,7 +150,7 @@ impl Rows {
         table: &mut ChunkTable,
         additional: usize,
     ) {
-        let needed = (self.len + additional).div_ceil(CHUNK_CAPACITY);
+        let needed = self.len.saturating_add(additional).div_ceil(CHUNK_CAPACITY);
         let more = needed.saturating_sub(self.chunks.list.len());
         table.reserve(more);
         while self.chunks.list.len() < needed {

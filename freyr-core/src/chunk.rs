@@ -303,13 +303,13 @@ impl ChunkTable {
     /// Makes room for `additional` more ids.
     ///
     /// # Panics
-    /// When more than 2^22 chunks (2^31 rows) would exist at once.
+    /// When more than [`MAX_CHUNKS`] chunks (2^31 rows) would exist at once, before anything is
+    /// allocated.
     pub(crate) fn reserve(&mut self, additional: usize) {
         let fresh = additional.saturating_sub(self.free.len());
-        assert!(
-            self.entries.len() + fresh <= MAX_CHUNKS,
-            "freyr: more than {MAX_CHUNKS} chunks"
-        );
+        if self.entries.len().saturating_add(fresh) > MAX_CHUNKS {
+            chunk_table_full(self.entries.len() - self.free.len(), additional);
+        }
         self.entries.reserve(fresh);
     }
 
@@ -322,6 +322,18 @@ impl ChunkTable {
     pub(crate) fn get(&self, id: u32) -> ChunkEntry {
         self.entries[id as usize]
     }
+}
+
+#[cold]
+#[inline(never)]
+fn chunk_table_full(exist: usize, more: usize) -> ! {
+    panic!(
+        "freyr: chunk limit reached: a world holds at most {MAX_CHUNKS} chunks of \
+         {CHUNK_CAPACITY} rows ({} rows over all archetypes), {exist} exist and {more} more \
+         were asked for; despawn entities, reserve less, or split the entities across several \
+         worlds",
+        MAX_CHUNKS * CHUNK_CAPACITY
+    )
 }
 
 /// A read-only view of rows of an archetype that are contiguous in every column: one non-empty
@@ -511,6 +523,24 @@ impl core::fmt::Debug for ChunkRef<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(
+        expected = "freyr: chunk limit reached: a world holds at most 4194304 chunks \
+                               of 512 rows (2147483648 rows over all archetypes), 1 exist and \
+                               4194304 more were asked for; despawn entities"
+    )]
+    fn reserving_past_the_chunk_limit_panics_with_what_to_do() {
+        let mut table = ChunkTable::default();
+        let window = Window {
+            slab: NonNull::dangling(),
+            chunks: 1,
+            first: 0,
+        };
+        table.reserve(1);
+        table.alloc(0, 0, window);
+        table.reserve(MAX_CHUNKS);
+    }
 
     #[test]
     fn chunk_ids_are_reused_lifo() {

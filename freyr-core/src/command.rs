@@ -45,7 +45,24 @@ fn fresh_block() -> u64 {
         .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
             n.checked_add(BLOCK).filter(|&end| end <= PENDING_SPACE)
         })
-        .expect("freyr: the pending-handle space (2^63 command-buffer spawns) is exhausted")
+        .unwrap_or_else(|_| {
+            panic!(
+                "freyr: pending-handle space exhausted: the process numbered {PENDING_SPACE} \
+                 command-buffer spawns (2^63), and the numbers are never reused; restart the \
+                 process"
+            )
+        })
+}
+
+/// The panic of a buffer whose spawn count would pass `u32::MAX`.
+#[cold]
+#[inline(never)]
+fn too_many_spawns(held: u32, more: u32) -> ! {
+    panic!(
+        "freyr: command buffer spawn limit reached: a buffer records at most {} spawns between \
+         applies, it holds {held} and {more} more were asked for; apply the buffer more often",
+        u32::MAX
+    )
 }
 
 /// The handle for pending number `n`.
@@ -177,7 +194,9 @@ impl CommandBuffer {
     /// Records spawning `bundle`; returns a pending handle for later commands of this buffer.
     ///
     /// # Panics
-    /// If `bundle` names a component type twice (nothing is recorded).
+    /// If `bundle` names a component type twice (nothing is recorded). If the buffer already
+    /// holds `u32::MAX` spawns since it was last applied or cleared, or the process has numbered
+    /// 2^63 pending handles (never in practice); nothing is recorded then either.
     ///
     /// # Examples
     /// ```
@@ -190,11 +209,11 @@ impl CommandBuffer {
     /// ```
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         check_distinct::<B>();
-        let pending = self.handle_of(self.spawns);
         let spawns = self
             .spawns
             .checked_add(1)
-            .expect("freyr: too many spawns in one buffer");
+            .unwrap_or_else(|| too_many_spawns(self.spawns, 1));
+        let pending = self.handle_of(self.spawns);
         // Everything that can fail comes first: once the bundle is in the arena, the command
         // that owns it is recorded and counted.
         self.commands.reserve(1);
@@ -340,6 +359,10 @@ impl CommandBuffer {
     /// pending handles (its spawns are appended after this buffer's). Handles that `other` returned
     /// keep working only through this buffer. `other` is left empty.
     ///
+    /// # Panics
+    /// If the two buffers together would hold more than `u32::MAX` spawns, before anything
+    /// moves.
+    ///
     /// # Examples
     /// ```
     /// let mut world = freyr::World::new();
@@ -355,7 +378,7 @@ impl CommandBuffer {
         let offset = self.spawns;
         let total = offset
             .checked_add(other.spawns)
-            .expect("freyr: too many spawns in one buffer");
+            .unwrap_or_else(|| too_many_spawns(offset, other.spawns));
         // Whatever can fail happens before a bundle moves: the handle blocks for every spawn
         // of `other` (so `handle_of` below only reads them) and room for the commands.
         if let Some(last) = total.checked_sub(1).filter(|_| other.spawns > 0) {
@@ -398,6 +421,10 @@ impl CommandBuffer {
     /// replaces a value), the world stays valid and every *remaining* command is still applied;
     /// then the first such panic is re-raised (later ones are dropped). The buffer is left empty
     /// either way, and every recorded value is dropped exactly once (or moved into the world).
+    ///
+    /// A spawn, insert or remove that would pass one of the world's [capacity
+    /// limits](crate::World#capacity-limits) panics the same way: that command is not applied
+    /// (its bundle is dropped), the others are, and the limit's panic is re-raised.
     ///
     /// # Examples
     /// ```
@@ -570,6 +597,34 @@ impl Drop for Unapplied<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[should_panic(
+        expected = "freyr: command buffer spawn limit reached: a buffer records at \
+                               most 4294967295 spawns between applies, it holds 4294967295 and \
+                               1 more were asked for; apply the buffer more often"
+    )]
+    fn spawning_past_the_buffer_limit_panics_with_what_to_do() {
+        let mut commands = CommandBuffer::new();
+        // 2^32 - 1 recorded spawns are out of reach of a test; the count is what is checked.
+        commands.spawns = u32::MAX;
+        commands.spawn(());
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "freyr: command buffer spawn limit reached: a buffer records at \
+                               most 4294967295 spawns between applies, it holds 4294967295 and \
+                               2 more were asked for"
+    )]
+    fn appending_past_the_buffer_limit_panics_with_what_to_do() {
+        let mut commands = CommandBuffer::new();
+        commands.spawns = u32::MAX;
+        let mut other = CommandBuffer::new();
+        other.spawn(());
+        other.spawn(());
+        commands.append(&mut other);
+    }
 
     #[test]
     fn pending_handles_never_collide_with_world_generations() {

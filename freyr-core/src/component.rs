@@ -178,6 +178,23 @@ impl Hasher for TypeIdHasher {
 /// A `HashMap` keyed by `TypeId`.
 pub(crate) type TypeIdMap<V> = HashMap<TypeId, V, BuildHasherDefault<TypeIdHasher>>;
 
+/// How many component types a world registers at most: 2^32, the `u32` ids.
+pub(crate) const COMPONENT_LIMIT: u64 = 1 << 32;
+
+/// The id of a new component type when `count` are registered.
+///
+/// # Panics
+/// When `count` is [`COMPONENT_LIMIT`].
+fn fresh_component_id(count: usize) -> ComponentId {
+    match u32::try_from(count) {
+        Ok(id) => ComponentId(id),
+        Err(_) => panic!(
+            "freyr: component type limit reached: a world registers at most {COMPONENT_LIMIT} \
+             component types and {count} are registered; use fewer distinct component types"
+        ),
+    }
+}
+
 /// The per-world component registry: ids are dense and assigned in first-use order.
 #[derive(Default)]
 pub struct Components {
@@ -191,7 +208,7 @@ impl Components {
         let next = self.infos.len();
         let infos = &mut self.infos;
         *self.by_type.entry(TypeId::of::<T>()).or_insert_with(|| {
-            let id = ComponentId(u32::try_from(next).expect("freyr: too many component types"));
+            let id = fresh_component_id(next);
             infos.push(ComponentInfo::of::<T>(id));
             id
         })
@@ -229,6 +246,29 @@ pub(crate) mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_last_component_id_is_handed_out() {
+        assert_eq!(fresh_component_id(0).index(), 0);
+        assert_eq!(
+            fresh_component_id(COMPONENT_LIMIT as usize - 1).index(),
+            u32::MAX as usize
+        );
+    }
+
+    // 2^32 distinct Rust types cannot be made, so the registry's count is passed to the check
+    // that `register` runs.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    #[should_panic(
+        expected = "freyr: component type limit reached: a world registers at most \
+                               4294967296 component types and 4294967296 are registered; use \
+                               fewer distinct component types"
+    )]
+    fn registering_past_the_limit_panics_with_what_to_do() {
+        fresh_component_id(COMPONENT_LIMIT as usize);
+    }
 
     #[test]
     fn ids_are_dense_in_first_use_order() {

@@ -33,10 +33,24 @@ impl Hop {
     /// The `target` of a remove edge that has none (the source lacks a bundle component).
     pub(crate) const MISSING: u32 = u32::MAX;
 
+    /// How many insert edges (and, apart, remove edges) a world caches at most: 2^32.
+    pub(crate) const LIMIT: u64 = 1 << 32;
+
     /// A hop to edge `edge`, leading to archetype `target` (or [`Hop::MISSING`]).
+    ///
+    /// # Panics
+    /// When `edge` is [`Hop::LIMIT`].
     pub(crate) fn new(edge: usize, target: u32) -> Hop {
-        let edge = u32::try_from(edge).expect("freyr: too many archetype edges");
-        Hop { edge, target }
+        match u32::try_from(edge) {
+            Ok(edge) => Hop { edge, target },
+            Err(_) => panic!(
+                "freyr: archetype edge limit reached: a world caches at most {} insert edges and \
+                 as many remove edges (one per archetype and bundle type inserted into or \
+                 removed from it), and {edge} exist; insert and remove fewer distinct bundle \
+                 types",
+                Hop::LIMIT
+            ),
+        }
     }
 }
 
@@ -224,6 +238,24 @@ mod tests {
         v.iter()
             .map(|&i| crate::component::tests_support::id(i))
             .collect()
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_last_edge_index_is_handed_out() {
+        assert_eq!(Hop::new(Hop::LIMIT as usize - 1, 0).edge, u32::MAX);
+    }
+
+    // 2^32 edges (one per archetype and bundle type) are out of reach of a test, so the edge
+    // count is passed to the check that building an edge runs.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    #[should_panic(
+        expected = "freyr: archetype edge limit reached: a world caches at most \
+                               4294967296 insert edges"
+    )]
+    fn an_edge_past_the_limit_panics_with_what_to_do() {
+        Hop::new(Hop::LIMIT as usize, 0);
     }
 
     #[test]

@@ -130,6 +130,32 @@ fn grow_free_stack(free: &mut Vec<u32>, slots: usize) {
     free.reserve_exact(slots.saturating_sub(free.len()).max(1));
 }
 
+/// How many entity indices a world has: every `u32`, so at most 2^32 entities are live (or
+/// retired: a slot whose generation is exhausted keeps its index forever) at once.
+pub(crate) const INDEX_SPACE: u64 = 1 << 32;
+
+/// The index of a fresh slot when `allocated` slots exist (none of them free).
+///
+/// # Panics
+/// When `allocated` is [`INDEX_SPACE`]: every index is live or retired.
+#[inline]
+fn fresh_index(allocated: usize) -> u32 {
+    match u32::try_from(allocated) {
+        Ok(index) => index,
+        Err(_) => index_space_exhausted(allocated, 1),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn index_space_exhausted(in_use: usize, more: usize) -> ! {
+    panic!(
+        "freyr: entity index space exhausted: {in_use} of the {INDEX_SPACE} entity indices are \
+         in use (live or retired) and {more} more were asked for; despawn entities (their \
+         indices are reused) or split the entities across several worlds"
+    )
+}
+
 /// Row bits of a live slot (`CHUNK_CAPACITY == 512 == 1 << ROW_BITS`).
 const ROW_BITS: u32 = 9;
 const ROW_MASK: u32 = (1 << ROW_BITS) - 1;
@@ -193,8 +219,16 @@ impl Entities {
 
     /// Reserves room for `additional` more allocations without reallocating (exactly, no
     /// doubling overshoot).
+    ///
+    /// # Panics
+    /// If the indices in use plus those `additional` allocations would need more than
+    /// [`INDEX_SPACE`] indices (before anything is allocated).
     pub(crate) fn reserve(&mut self, additional: usize) {
         let fresh = additional.saturating_sub(self.free.len());
+        let in_use = self.slots.len() - self.free.len();
+        if (in_use as u64).saturating_add(additional as u64) > INDEX_SPACE {
+            index_space_exhausted(in_use, additional);
+        }
         self.slots.reserve_exact(fresh);
     }
 
@@ -216,7 +250,8 @@ impl Entities {
     /// Allocates a handle whose row is at `location`.
     ///
     /// # Panics
-    /// If all 2^32 indices are in use.
+    /// If all [`INDEX_SPACE`] indices are in use (live or retired), with the message of
+    /// [`fresh_index`].
     #[inline]
     pub(crate) fn alloc(&mut self, location: Location) -> Entity {
         let packed = location.pack();
@@ -228,7 +263,7 @@ impl Entities {
             let generation = NonZeroU32::new(generation).expect("free slot with generation 0");
             Entity::from_parts(index, generation)
         } else {
-            let index = u32::try_from(self.slots.len()).expect("freyr: entity indices exhausted");
+            let index = fresh_index(self.slots.len());
             self.slots.push(packed);
             Entity::from_parts(index, NonZeroU32::MIN)
         };
@@ -326,6 +361,38 @@ mod tests {
         let c = entities.alloc(loc(0));
         assert_ne!(c.index(), a.index(), "retired slot must not be reused");
         assert_eq!(entities.location(b), None);
+    }
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn the_last_index_is_handed_out() {
+        assert_eq!(fresh_index(0), 0);
+        assert_eq!(fresh_index(INDEX_SPACE as usize - 1), u32::MAX);
+    }
+
+    // The allocator's counter is the slot table's length; a table of 2^32 slots (16 GiB) is
+    // out of reach of a test, so the counter is passed to the check that `alloc` runs.
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    #[should_panic(expected = "freyr: entity index space exhausted: 4294967296 of the \
+                               4294967296 entity indices are in use (live or retired) and 1 \
+                               more were asked for; despawn entities")]
+    fn allocating_past_the_index_space_panics_with_what_to_do() {
+        fresh_index(INDEX_SPACE as usize);
+    }
+
+    #[test]
+    #[should_panic(
+        expected = "freyr: entity index space exhausted: 1 of the 4294967296 entity \
+                               indices are in use"
+    )]
+    fn reserving_past_the_index_space_panics_before_allocating() {
+        let mut entities = Entities::default();
+        entities.alloc(loc(0));
+        let b = entities.alloc(loc(1));
+        entities.free(b);
+        // The free index does not count as in use.
+        entities.reserve(usize::MAX);
     }
 
     #[test]

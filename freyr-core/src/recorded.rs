@@ -92,8 +92,8 @@ pub(crate) enum Removed {
 pub(crate) fn remove_erased<B: Bundle>(world: &mut World, entity: Entity) -> Removed {
     match world.remove::<B>(entity) {
         Ok(_) => Removed::Done,
-        Err(ComponentError::NoSuchEntity) => Removed::Stale,
-        Err(ComponentError::MissingComponent(_)) => Removed::Missing,
+        Err(ComponentError::NoSuchEntity(_)) => Removed::Stale,
+        Err(ComponentError::MissingComponent { .. }) => Removed::Missing,
     }
 }
 

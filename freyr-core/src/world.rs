@@ -48,6 +48,27 @@ struct Found {
 /// Entity ids are a pure function of the sequence of operations (freed indices are reused in
 /// LIFO order), so replaying the same operations gives the same ids.
 ///
+/// # Capacity limits
+///
+/// A world's ids have fixed widths. An operation that would pass a limit panics before it
+/// changes any entity, with a message that names the limit, the count and what to do (e.g.
+/// `freyr: chunk limit reached: a world holds at most 4194304 chunks of 512 rows ...; despawn
+/// entities, reserve less, or split the entities across several worlds`); the world stays
+/// valid.
+///
+/// | Limit | At most, per world | Reached by |
+/// |---|---|---|
+/// | chunks | 2^22 chunks of [`CHUNK_CAPACITY`] rows at once: 2^31 rows over all archetypes, fewer as each archetype keeps its partly filled and reserved chunks | [`spawn`](World::spawn), [`spawn_batch`](World::spawn_batch), [`reserve`](World::reserve), [`insert`](World::insert), [`remove`](World::remove) |
+/// | entity indices | 2^32 (every `u32`), live or retired (an index whose generation is exhausted is never reused) | [`spawn`](World::spawn), [`spawn_batch`](World::spawn_batch), [`reserve`](World::reserve) |
+/// | archetypes | 2^32 − 1 distinct component sets | the first `spawn`, `spawn_batch`, `reserve`, `insert` or `remove` that makes a new set |
+/// | archetype edges | 2^32 insert edges and 2^32 remove edges (one per archetype and bundle type inserted into or removed from it) | [`insert`](World::insert), [`remove`](World::remove) |
+/// | component types | 2^32 | [`register`](World::register) and the first use of a type |
+///
+/// [`CommandBuffer::apply`](crate::CommandBuffer::apply) reaches them as the operations it
+/// applies do. In practice the chunk limit is the only one a program reaches: 2^31 rows take
+/// 16 GiB for the entity handles alone, and the others need billions of distinct types,
+/// component sets or bundle types.
+///
 /// # Examples
 /// ```
 /// use freyr::World;
@@ -226,6 +247,10 @@ fn complete_move(
 impl World {
     /// An empty world.
     ///
+    /// # Panics
+    /// If 2^64 − 1 worlds were already created in this process (the [`WorldId`] counter is
+    /// exhausted; never in practice).
+    ///
     /// # Examples
     /// ```
     /// let world = freyr::World::new();
@@ -265,6 +290,9 @@ impl World {
 
     /// Registers `T` (if new) and returns its id. Components are also registered on first use;
     /// calling this first fixes the id order.
+    ///
+    /// # Panics
+    /// If the world already has 2^32 component types (a [capacity limit](World#capacity-limits)).
     ///
     /// # Examples
     /// ```
@@ -420,8 +448,7 @@ impl World {
         if let Some(&id) = self.archetype_index.get(ids) {
             return id;
         }
-        let id =
-            ArchetypeId(u32::try_from(self.archetypes.len()).expect("freyr: too many archetypes"));
+        let id = ArchetypeId::fresh(self.archetypes.len());
         let ids: Box<[ComponentId]> = ids.into();
         self.archetypes
             .push(Archetype::new(id, ids.clone(), &self.components));
@@ -517,7 +544,10 @@ impl World {
     /// Spawns an entity with the components of `bundle` and returns its handle.
     ///
     /// # Panics
-    /// If `bundle` names a component type twice (before anything changes).
+    /// If `bundle` names a component type twice (before anything changes). If the world would
+    /// pass a [capacity limit](World#capacity-limits): 2^22 chunks, 2^32 entity indices, and,
+    /// for the first spawn of a new component set, 2^32 − 1 archetypes or 2^32 component types
+    /// (the entity is not spawned and the bundle is dropped).
     ///
     /// # Examples
     /// ```
@@ -563,7 +593,10 @@ impl World {
     ///
     /// # Panics
     /// If the bundle type names a component type twice (before anything changes), or if the
-    /// iterator panics.
+    /// iterator panics. If the world would pass a [capacity limit](World#capacity-limits), as
+    /// [`spawn`](World::spawn): when the size is known, a batch that cannot fit in 2^22 chunks
+    /// (2^31 rows) panics before anything is spawned, and a lower size bound beyond 2^32 entity
+    /// indices does too; otherwise the items spawned so far stay spawned.
     ///
     /// # Examples
     /// ```
@@ -589,10 +622,12 @@ impl World {
         let info = &bundles[&TypeId::of::<B>()];
         let archetype = info.archetype;
         let rows = &mut archetypes[archetype.index()].rows;
-        entities.reserve(lower);
+        // Chunks first: their limit (2^31 rows) is below the index space's, and is checked
+        // before anything is allocated.
         if exact {
             rows.reserve(archetype, chunks, lower);
         }
+        entities.reserve(lower);
         let mut spawned = Vec::with_capacity(lower);
         let mut columns = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];
         // The next item is fetched before a chunk is made for it, so no empty chunk is left
@@ -642,7 +677,11 @@ impl World {
     /// that spawning them does not allocate.
     ///
     /// # Panics
-    /// If `B` names a component type twice.
+    /// If `B` names a component type twice. If the rows would need more than 2^22 chunks, or
+    /// the entities more than 2^32 indices, counting those in use, or a new component set
+    /// passes the archetype or component-type limit (see [capacity
+    /// limits](World#capacity-limits)). The chunk limit is checked before any chunk is
+    /// allocated, the index limit before any entity slot is.
     ///
     /// # Examples
     /// ```
@@ -656,10 +695,11 @@ impl World {
             self.init_bundle::<B>();
         }
         let archetype = self.bundles[&TypeId::of::<B>()].archetype;
-        self.entities.reserve(additional);
+        // Chunks first, as in `spawn_batch`.
         self.archetypes[archetype.index()]
             .rows
             .reserve(archetype, &mut self.chunks, additional);
+        self.entities.reserve(additional);
     }
 
     /// Despawns `entity`, dropping its components.
@@ -678,7 +718,7 @@ impl World {
     /// assert!(world.despawn(e).is_err());
     /// ```
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
-        let found = self.find(entity).ok_or(NoSuchEntity)?;
+        let found = self.find(entity).ok_or(NoSuchEntity(entity))?;
         self.entities.free(entity);
         if !self.archetypes[found.archetype].rows.needs_drop {
             // No column has drop glue, so no user code runs: the row is removed at once, with
@@ -716,6 +756,9 @@ impl World {
     /// # Panics
     /// If `bundle` names a component type twice (before anything changes). If an overwritten
     /// value's `Drop` panics, the insert is complete and the other old values are dropped first.
+    /// If the move would pass a [capacity limit](World#capacity-limits) (2^22 chunks, 2^32 − 1
+    /// archetypes, 2^32 insert edges, 2^32 component types), before the entity changes (the
+    /// bundle is dropped).
     ///
     /// # Examples
     /// ```
@@ -729,7 +772,7 @@ impl World {
     // 10k add/remove workload is the call itself); the rare paths stay out of line.
     #[inline(always)]
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
-        let found = self.find(entity).ok_or(NoSuchEntity)?;
+        let found = self.find(entity).ok_or(NoSuchEntity(entity))?;
         let hop = match self.archetypes[found.archetype]
             .insert_edges
             .get(TypeId::of::<B>())
@@ -859,7 +902,9 @@ impl World {
     /// naming the first component of `B` the entity lacks (nothing is removed then).
     ///
     /// # Panics
-    /// If `B` names a component type twice (before anything changes).
+    /// If `B` names a component type twice (before anything changes). If the move would pass a
+    /// [capacity limit](World#capacity-limits) (2^22 chunks, 2^32 − 1 archetypes, 2^32 remove
+    /// edges, 2^32 component types), before the entity changes.
     ///
     /// # Examples
     /// ```
@@ -867,13 +912,18 @@ impl World {
     /// let mut world = World::new();
     /// let e = world.spawn((1u8, 2u16));
     /// assert_eq!(world.remove::<(u16,)>(e), Ok((2,)));
-    /// assert_eq!(world.remove::<(u16,)>(e), Err(ComponentError::MissingComponent("u16")));
+    /// assert_eq!(
+    ///     world.remove::<(u16,)>(e),
+    ///     Err(ComponentError::MissingComponent { entity: e, component: "u16" })
+    /// );
     /// assert!(world.contains(e));
     /// ```
     // Inlined into the caller, as `insert`.
     #[inline(always)]
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
-        let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
+        let found = self
+            .find(entity)
+            .ok_or(ComponentError::NoSuchEntity(entity))?;
         let hop = match self.archetypes[found.archetype]
             .remove_edges
             .get(TypeId::of::<B>())
@@ -888,7 +938,10 @@ impl World {
                     "freyr: a remove hop without a target has an edge naming the missing component"
                 );
             };
-            return Err(ComponentError::MissingComponent(name));
+            return Err(ComponentError::MissingComponent {
+                entity,
+                component: name,
+            });
         }
         let target = hop.target as usize;
         if target == found.archetype {
@@ -935,8 +988,13 @@ impl World {
     /// Pointer to `entity`'s `T`, or the reason there is none.
     #[inline]
     fn component_ptr<T: Component>(&self, entity: Entity) -> Result<*mut T, ComponentError> {
-        let found = self.find(entity).ok_or(ComponentError::NoSuchEntity)?;
-        let missing = ComponentError::MissingComponent(core::any::type_name::<T>());
+        let found = self
+            .find(entity)
+            .ok_or(ComponentError::NoSuchEntity(entity))?;
+        let missing = ComponentError::MissingComponent {
+            entity,
+            component: core::any::type_name::<T>(),
+        };
         let id = self.components.id_of(TypeId::of::<T>()).ok_or(missing)?;
         let archetype = &self.archetypes[found.archetype];
         let column = archetype.column_index(id).ok_or(missing)?;
@@ -1091,6 +1149,25 @@ mod tests {
     use super::*;
 
     fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn the_last_archetype_id_stays_below_the_missing_target() {
+        assert_eq!(ArchetypeId::fresh(0), ArchetypeId::EMPTY);
+        let last = ArchetypeId::fresh(ArchetypeId::LIMIT - 1);
+        assert!(last.0 < Hop::MISSING);
+    }
+
+    // 2^32 - 1 archetypes (distinct component sets) are out of reach of a test, so the
+    // archetype count is passed to the check that creating an archetype runs.
+    #[test]
+    #[should_panic(
+        expected = "freyr: archetype limit reached: a world holds at most 4294967295 \
+                               archetypes (distinct component sets) and 4294967295 exist; use \
+                               fewer distinct component combinations"
+    )]
+    fn an_archetype_past_the_limit_panics_with_what_to_do() {
+        ArchetypeId::fresh(ArchetypeId::LIMIT);
+    }
 
     #[test]
     fn storage_types_are_send_and_sync() {

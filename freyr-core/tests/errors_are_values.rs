@@ -19,18 +19,24 @@ fn stale_handle_is_no_such_entity_for_every_operation() {
     let reused = world.spawn((2u8,));
     assert_eq!(reused.index(), e.index());
 
-    assert_eq!(world.despawn(e), Err(NoSuchEntity));
-    assert_eq!(world.insert(e, (3u16,)), Err(NoSuchEntity));
-    assert_eq!(world.remove::<(u8,)>(e), Err(ComponentError::NoSuchEntity));
-    assert_eq!(world.get::<u8>(e), Err(ComponentError::NoSuchEntity));
-    assert_eq!(world.get_mut::<u8>(e), Err(ComponentError::NoSuchEntity));
+    assert_eq!(world.despawn(e), Err(NoSuchEntity(e)));
+    assert_eq!(world.insert(e, (3u16,)), Err(NoSuchEntity(e)));
+    assert_eq!(
+        world.remove::<(u8,)>(e),
+        Err(ComponentError::NoSuchEntity(e))
+    );
+    assert_eq!(world.get::<u8>(e), Err(ComponentError::NoSuchEntity(e)));
+    assert_eq!(world.get_mut::<u8>(e), Err(ComponentError::NoSuchEntity(e)));
     assert!(!world.contains(e));
     assert_eq!(world.entity_location(e), None);
     // The new occupant was never touched.
     assert_eq!(world.get::<u8>(reused), Ok(&2));
     assert_eq!(
         world.get::<u16>(reused),
-        Err(ComponentError::MissingComponent("u16"))
+        Err(ComponentError::MissingComponent {
+            entity: reused,
+            component: "u16"
+        })
     );
     assert_eq!(world.len(), 1);
 }
@@ -39,11 +45,17 @@ fn stale_handle_is_no_such_entity_for_every_operation() {
 fn never_spawned_handle_is_no_such_entity() {
     let mut world = World::new();
     let ghost = Entity::from_bits((1u64 << 32) | 1000).unwrap();
-    assert_eq!(world.despawn(ghost), Err(NoSuchEntity));
-    assert_eq!(world.get::<u8>(ghost), Err(ComponentError::NoSuchEntity));
+    assert_eq!(world.despawn(ghost), Err(NoSuchEntity(ghost)));
+    assert_eq!(
+        world.get::<u8>(ghost),
+        Err(ComponentError::NoSuchEntity(ghost))
+    );
     world.spawn(());
     let wrong_generation = Entity::from_bits(9u64 << 32).unwrap();
-    assert_eq!(world.despawn(wrong_generation), Err(NoSuchEntity));
+    assert_eq!(
+        world.despawn(wrong_generation),
+        Err(NoSuchEntity(wrong_generation))
+    );
     assert_eq!(world.len(), 1);
 }
 
@@ -55,7 +67,7 @@ fn insert_into_stale_entity_drops_the_bundle() {
     world.despawn(e).unwrap();
     assert_eq!(
         world.insert(e, (Counted(drops.clone()),)),
-        Err(NoSuchEntity)
+        Err(NoSuchEntity(e))
     );
     assert_eq!(drops.load(Ordering::SeqCst), 1);
 }
@@ -66,23 +78,35 @@ fn missing_component_names_the_type_and_changes_nothing() {
     let e = world.spawn((1u8, 2u32));
     assert_eq!(
         world.get::<String>(e),
-        Err(ComponentError::MissingComponent("alloc::string::String"))
+        Err(ComponentError::MissingComponent {
+            entity: e,
+            component: "alloc::string::String"
+        })
     );
     assert_eq!(
         world.get_mut::<u16>(e),
-        Err(ComponentError::MissingComponent("u16"))
+        Err(ComponentError::MissingComponent {
+            entity: e,
+            component: "u16"
+        })
     );
     let before = world.entity_location(e);
     assert_eq!(
         world.remove::<(u8, u16)>(e),
-        Err(ComponentError::MissingComponent("u16")),
+        Err(ComponentError::MissingComponent {
+            entity: e,
+            component: "u16"
+        }),
         "the first missing component of the bundle is named"
     );
     assert_eq!(world.entity_location(e), before);
     assert_eq!(world.get::<u8>(e), Ok(&1));
     assert_eq!(world.get::<u32>(e), Ok(&2));
-    let message = ComponentError::MissingComponent("u16").to_string();
-    assert!(message.contains("u16"));
+    let message = world.get::<u16>(e).unwrap_err().to_string();
+    assert_eq!(
+        message,
+        format!("entity {e} has no component of type `u16`")
+    );
 }
 
 #[test]
@@ -90,7 +114,7 @@ fn pending_handles_are_stale_outside_their_buffer() {
     let mut world = World::new();
     let mut first = CommandBuffer::new();
     let pending = first.spawn((1u8,));
-    assert_eq!(world.despawn(pending), Err(NoSuchEntity));
+    assert_eq!(world.despawn(pending), Err(NoSuchEntity(pending)));
     let mut second = CommandBuffer::new();
     second.insert(pending, (2u16,));
     let report = second.apply(&mut world);
@@ -123,4 +147,40 @@ fn command_buffer_skips_and_counts_stale_targets() {
     commands.despawn(dead);
     assert_eq!(commands.apply(&mut world).skipped_stale, 1);
     assert!(world.contains(occupant));
+}
+
+#[test]
+fn errors_name_the_entity_they_were_given() {
+    let mut world = World::new();
+    let kept = world.spawn((1u8,));
+    let gone = world.spawn((2u8,));
+    world.despawn(gone).unwrap();
+    let gone_text = format!("entity {gone} does not exist");
+    assert_eq!(gone.to_string(), "1v1");
+
+    let despawned = world.despawn(gone).unwrap_err();
+    assert_eq!(despawned.entity(), gone);
+    assert!(despawned.to_string().starts_with(&gone_text), "{despawned}");
+    let inserted = world.insert(gone, (3u16,)).unwrap_err();
+    assert!(inserted.to_string().starts_with(&gone_text), "{inserted}");
+    for err in [
+        world.get::<u8>(gone).unwrap_err(),
+        world.get_mut::<u8>(gone).unwrap_err(),
+        world.remove::<(u8,)>(gone).map(|_| ()).unwrap_err(),
+    ] {
+        assert_eq!(err.entity(), gone);
+        assert!(err.to_string().starts_with(&gone_text), "{err}");
+    }
+    for err in [
+        world.get::<u16>(kept).unwrap_err(),
+        world.get_mut::<u16>(kept).unwrap_err(),
+        world.remove::<(u16,)>(kept).map(|_| ()).unwrap_err(),
+    ] {
+        assert_eq!(err.entity(), kept);
+        assert_eq!(err.to_string(), "entity 0v1 has no component of type `u16`");
+    }
+    assert_eq!(
+        ComponentError::from(despawned),
+        ComponentError::NoSuchEntity(gone)
+    );
 }

@@ -246,7 +246,7 @@ impl Harness {
             );
             if !row.contains_key(&Kind::A) {
                 assert!(
-                    matches!(self.world.get::<A>(e), Err(ComponentError::MissingComponent(n)) if n.ends_with("::A"))
+                    matches!(self.world.get::<A>(e), Err(ComponentError::MissingComponent { entity, component: n }) if entity == e && n.ends_with("::A"))
                 );
             }
         }
@@ -255,7 +255,7 @@ impl Harness {
                 assert!(!self.world.contains(e));
                 assert_eq!(
                     self.world.get::<C>(e).err(),
-                    Some(ComponentError::NoSuchEntity)
+                    Some(ComponentError::NoSuchEntity(e))
                 );
                 assert_eq!(self.world.entity_location(e), None);
             }
@@ -322,7 +322,7 @@ fn insert<S: Shape>(h: &mut Harness, e: Entity) {
     let (bundle, row) = S::make(&mut h.counter);
     let result = h.world.insert(e, bundle);
     let live = insert_model::<S>(&mut h.model, e, row);
-    assert_eq!(result, if live { Ok(()) } else { Err(NoSuchEntity) });
+    assert_eq!(result, if live { Ok(()) } else { Err(NoSuchEntity(e)) });
 }
 
 /// What removing `S` from `e` does in the model.
@@ -330,9 +330,12 @@ fn remove_model<S: Shape>(
     model: &mut HashMap<Entity, Row>,
     e: Entity,
 ) -> Result<Row, ComponentError> {
-    let row = model.get_mut(&e).ok_or(ComponentError::NoSuchEntity)?;
+    let row = model.get_mut(&e).ok_or(ComponentError::NoSuchEntity(e))?;
     if S::KINDS.iter().any(|k| !row.contains_key(k)) {
-        return Err(ComponentError::MissingComponent("?"));
+        return Err(ComponentError::MissingComponent {
+            entity: e,
+            component: "?",
+        });
     }
     Ok(S::KINDS
         .iter()
@@ -345,8 +348,13 @@ fn remove<S: Shape>(h: &mut Harness, e: Entity) {
     let expected = remove_model::<S>(&mut h.model, e);
     match (got, expected) {
         (Ok(bundle), Ok(_)) => drop(bundle),
-        (Err(ComponentError::NoSuchEntity), Err(ComponentError::NoSuchEntity)) => {}
-        (Err(ComponentError::MissingComponent(_)), Err(ComponentError::MissingComponent(_))) => {}
+        (Err(ComponentError::NoSuchEntity(a)), Err(ComponentError::NoSuchEntity(b))) => {
+            assert_eq!((a, b), (e, e));
+        }
+        (
+            Err(ComponentError::MissingComponent { entity: a, .. }),
+            Err(ComponentError::MissingComponent { entity: b, .. }),
+        ) => assert_eq!((a, b), (e, e)),
         (got, expected) => panic!("remove: got {:?}, model {expected:?}", got.map(|_| ())),
     }
 }
@@ -466,8 +474,8 @@ fn commands(h: &mut Harness, cmds: &[Cmd]) {
             }
             Cmd::Remove(_, s) => match dispatch!(s, model_remove(&mut h.model, e.unwrap())) {
                 Ok(_) => applied += 1,
-                Err(ComponentError::NoSuchEntity) => stale += 1,
-                Err(ComponentError::MissingComponent(_)) => missing += 1,
+                Err(ComponentError::NoSuchEntity(_)) => stale += 1,
+                Err(ComponentError::MissingComponent { .. }) => missing += 1,
             },
         }
     }
@@ -498,7 +506,7 @@ fn run(ops: Vec<Op>) {
                     let expected = if h.model.remove(&e).is_some() {
                         Ok(())
                     } else {
-                        Err(NoSuchEntity)
+                        Err(NoSuchEntity(e))
                     };
                     assert_eq!(h.world.despawn(e), expected);
                 }

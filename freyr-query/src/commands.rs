@@ -64,6 +64,13 @@ impl<'a> Commands<'a> {
     /// Records a spawn. The returned handle is a pending handle: later commands recorded through
     /// this same `Commands` (the same chunk of the same launch) may use it; the real entity id is
     /// assigned when the buffer is applied.
+    ///
+    /// # Panics
+    ///
+    /// As [`CommandBuffer::spawn`]: if the bundle names a component type twice, or this
+    /// chunk's buffer already holds `u32::MAX` spawns. When the commands are applied, a spawn
+    /// that would pass one of the world's [capacity limits](freyr_core::World#capacity-limits)
+    /// panics at the sync point instead.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         self.buffer.spawn(bundle)
     }

@@ -46,13 +46,17 @@ impl fmt::Display for QueryError {
                 second,
             } => write!(
                 f,
-                "conflicting access to `{type_name}` in one query: {} and {} \
-                 (a query may read a type many times but write it only once, and not read it too)",
+                "conflicting access to `{type_name}` in one query: {} and {}; a query may \
+                 read a type many times, but a type it writes it must not name again",
                 kind_name(*first),
                 kind_name(*second)
             ),
             QueryError::MissingResource { type_name } => {
-                write!(f, "resource `{type_name}` is not in the registry")
+                write!(
+                    f,
+                    "resource `{type_name}` is not in the registry; add it with \
+                     `Registry::insert_resource` before running the query"
+                )
             }
         }
     }

@@ -157,7 +157,7 @@ impl fmt::Display for UnhashedComponents {
         }
         write!(
             f,
-            ": register each with `registry.register_hashable::<T>()` (it needs `StableHash`: \
+            "; register each with `registry.register_hashable::<T>()` (it needs `StableHash`: \
              `#[derive(StableHash)]`), or leave it out on purpose with \
              `registry.exclude_from_hash::<T>()`"
         )

@@ -4,7 +4,7 @@ use core::any::Any;
 use core::fmt;
 use std::panic;
 
-use crate::payload::drop_payload;
+use crate::payload::{drop_payload, panic_message};
 use crate::pool::ThreadPool;
 use crate::sync::{self, AtomicUsize, Mutex, Ordering};
 
@@ -371,6 +371,12 @@ impl Drop for TaskGroup {
 /// The panics of a group, as returned by [`TaskGroup::try_wait`]: the
 /// first payload, and how many other tasks panicked.
 ///
+/// It is a [`std::error::Error`]: `Display` prints the first panic's message
+/// (the text of a `&str` or `String` payload, `(a panic payload that is not a
+/// string)` for any other payload) and how many other tasks panicked. It is
+/// `Send` but not `Sync` (the payload is `dyn Any + Send`), so `?` converts it
+/// into a `Box<dyn Error>`, not a `Box<dyn Error + Send + Sync>`.
+///
 /// # Examples
 ///
 /// ```
@@ -384,7 +390,26 @@ impl Drop for TaskGroup {
 /// unsafe { pool.submit_indexed(&group, &(), 2, fail) };
 /// let panic = group.try_wait(&pool).unwrap_err();
 /// assert_eq!(panic.others(), 1);
+/// assert_eq!(
+///     panic.to_string(),
+///     "a task of the group panicked: (a panic payload that is not a string) \
+///      (and 1 other task panicked)"
+/// );
 /// assert_eq!(panic.into_payload().downcast::<u32>().ok().map(|b| *b), Some(7));
+///
+/// // As an error value:
+/// fn no_route(_: &(), _: usize) {
+///     panic!("no route");
+/// }
+/// fn run(pool: &ThreadPool) -> Result<(), Box<dyn std::error::Error>> {
+///     let group = TaskGroup::new();
+///     // SAFETY: static job; `group` outlives the wait.
+///     unsafe { pool.submit_indexed(&group, &(), 1, no_route) };
+///     group.try_wait(pool)?;
+///     Ok(())
+/// }
+/// let error = run(&pool).unwrap_err();
+/// assert_eq!(error.to_string(), "a task of the group panicked: no route");
 /// ```
 pub struct GroupPanic {
     payload: Box<dyn Any + Send + 'static>,
@@ -455,6 +480,23 @@ impl GroupPanic {
     }
 }
 
+impl fmt::Display for GroupPanic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "a task of the group panicked: {}",
+            panic_message(&*self.payload)
+        )?;
+        match self.others {
+            0 => Ok(()),
+            1 => f.write_str(" (and 1 other task panicked)"),
+            n => write!(f, " (and {n} other tasks panicked)"),
+        }
+    }
+}
+
+impl std::error::Error for GroupPanic {}
+
 impl fmt::Debug for GroupPanic {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GroupPanic")
@@ -518,6 +560,35 @@ mod tests {
         assert_eq!(panic.payload().downcast_ref::<&str>(), Some(&"first"));
         assert_eq!(group.panicked(), 0);
         assert!(group.take_panic().is_none());
+    }
+
+    #[test]
+    fn group_panic_is_an_error_that_prints_the_first_message() {
+        fn as_error(panic: GroupPanic) -> Box<dyn std::error::Error + Send> {
+            Box::new(panic)
+        }
+        let group = GroupInner::new();
+        group.record_panic(Box::new("first"));
+        let one = as_error(group.take_panic().expect("a panic was recorded"));
+        assert_eq!(one.to_string(), "a task of the group panicked: first");
+        group.record_panic(Box::new(String::from("owned 7")));
+        group.record_panic(Box::new(3_u8));
+        group.record_panic(Box::new("third"));
+        let three = as_error(group.take_panic().expect("a panic was recorded"));
+        assert_eq!(
+            three.to_string(),
+            "a task of the group panicked: owned 7 (and 2 other tasks panicked)"
+        );
+        group.record_panic(Box::new(3_u8));
+        group.record_panic(Box::new("second"));
+        assert_eq!(
+            group
+                .take_panic()
+                .expect("a panic was recorded")
+                .to_string(),
+            "a task of the group panicked: (a panic payload that is not a string) \
+             (and 1 other task panicked)"
+        );
     }
 
     #[test]

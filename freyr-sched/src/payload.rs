@@ -34,6 +34,18 @@ pub fn drop_payload(payload: Box<dyn Any + Send + 'static>) {
     core::mem::forget(payload);
 }
 
+/// The text of a panic payload: the message of a `&str` or `String` payload (what `panic!`
+/// makes), and `"(a panic payload that is not a string)"` for any other payload type.
+pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s
+    } else {
+        "(a panic payload that is not a string)"
+    }
+}
+
 /// Keeps the first of several caught panics in `first`, dropping later ones with
 /// [`drop_payload`].
 pub(crate) fn keep_first(

@@ -39,6 +39,12 @@ impl Registry {
 
     /// Spawns an entity now (waiting for all in-flight work first).
     ///
+    /// # Panics
+    ///
+    /// As [`World::spawn`]: if the bundle names a component type twice, or the world would
+    /// pass one of its [capacity limits](World#capacity-limits) (2^22 chunks of rows, 2^32
+    /// entity indices, 2^32 − 1 archetypes, 2^32 component types).
+    ///
     /// # Examples
     ///
     /// ```
@@ -51,6 +57,12 @@ impl Registry {
     }
 
     /// Spawns one entity per bundle now, filling chunks directly; returns them in order.
+    ///
+    /// # Panics
+    ///
+    /// As [`World::spawn_batch`]: if the bundle names a component type twice, the iterator
+    /// panics, or the batch would pass one of the world's [capacity
+    /// limits](World#capacity-limits).
     ///
     /// # Examples
     ///
@@ -69,7 +81,7 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`NoSuchEntity`] if the handle is stale.
+    /// [`NoSuchEntity`] (naming `entity`) if the handle is stale.
     ///
     /// # Examples
     ///
@@ -87,7 +99,13 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`NoSuchEntity`] if the handle is stale.
+    /// [`NoSuchEntity`] (naming `entity`) if the handle is stale.
+    ///
+    /// # Panics
+    ///
+    /// As [`World::insert`]: if the bundle names a component type twice, an overwritten value's
+    /// `Drop` panics, or the move would pass one of the world's [capacity
+    /// limits](World#capacity-limits).
     ///
     /// # Examples
     ///
@@ -105,7 +123,13 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`ComponentError`] if the handle is stale or the entity lacks a component of `B`.
+    /// [`ComponentError`] (naming `entity`) if the handle is stale or the entity lacks a
+    /// component of `B`.
+    ///
+    /// # Panics
+    ///
+    /// As [`World::remove`]: if `B` names a component type twice, or the move would pass one of
+    /// the world's [capacity limits](World#capacity-limits).
     ///
     /// # Examples
     ///

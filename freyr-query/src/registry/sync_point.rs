@@ -20,7 +20,9 @@ impl Registry {
     ///
     /// Re-raises the first panic of user code — a callback or a reduction's `combine` of the
     /// retired launches (launch order), then a component's `Drop` while commands apply or
-    /// entities are destroyed — after applying the commands of every task that did not panic and
+    /// entities are destroyed, or a command that would pass one of the world's [capacity
+    /// limits](freyr_core::World#capacity-limits) — after applying the commands of every task
+    /// that did not panic and
     /// running every queued destruction. The registry stays usable. See
     /// [the panic contract](Registry#panics-in-user-code).
     ///
@@ -127,7 +129,7 @@ impl Registry {
         for entity in self.destroy_queue.drain(..) {
             match panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity))) {
                 Ok(Ok(())) => destroyed += 1,
-                Ok(Err(NoSuchEntity)) => stale += 1,
+                Ok(Err(NoSuchEntity(_))) => stale += 1,
                 // The entity is gone (a panicking `Drop` does not keep it alive).
                 Err(p) => {
                     destroyed += 1;

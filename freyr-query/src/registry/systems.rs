@@ -119,6 +119,9 @@ impl Registry {
     /// - If called from a system during an update (updates do not nest), or from a callback.
     /// - Re-raises a system's panic, or the first callback panic of a phase, after that phase's
     ///   sync point ran; later phases of the tick do not run. The registry stays usable.
+    /// - Re-raises, the same way, a panic of the phase's sync point (see
+    ///   [`execute_tasks`](Registry::execute_tasks)): a component's `Drop`, or a command that
+    ///   would pass one of the world's [capacity limits](freyr_core::World#capacity-limits).
     ///
     /// # Examples
     ///

@@ -218,8 +218,11 @@ impl SyncedWorld {
         let world = self.world.get();
         let (archetype, chunk, row) = world
             .entity_location(entity)
-            .ok_or(ComponentError::NoSuchEntity)?;
-        let missing = ComponentError::MissingComponent(core::any::type_name::<T>());
+            .ok_or(ComponentError::NoSuchEntity(entity))?;
+        let missing = ComponentError::MissingComponent {
+            entity,
+            component: core::any::type_name::<T>(),
+        };
         let id = world.component_id::<T>().ok_or(missing)?;
         self.wait(&OpAccess::WriteOne(id, archetype), profiler);
         let archetype = world.archetype(archetype);

@@ -254,7 +254,7 @@ pub struct ZeroBudget;
 impl fmt::Display for ZeroBudget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
-            "freyr: a work budget needs at least 1 unit per tick (got 0, so no job would ever \
+            "a work budget needs at least 1 unit per tick (got 0, so no job would ever \
              finish)",
         )
     }

@@ -60,7 +60,7 @@ impl fmt::Display for FixedStepError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             FixedStepError::ZeroDt => f.write_str(
-                "freyr: a fixed step needs dt of at least 1 ns (got 0); pass the tick length, \
+                "a fixed step needs dt of at least 1 ns (got 0); pass the tick length, \
                  e.g. Duration::from_secs(1) / 60",
             ),
             FixedStepError::DtTooLong { dt } => write!(
@@ -69,7 +69,7 @@ impl fmt::Display for FixedStepError {
                  pass the tick length, e.g. Duration::from_secs(1) / 60"
             ),
             FixedStepError::ZeroMaxCatchup => f.write_str(
-                "freyr: max_catchup_ticks must be at least 1 (got 0, which would never run a \
+                "max_catchup_ticks must be at least 1 (got 0, which would never run a \
                  tick); the usual value is DEFAULT_MAX_CATCHUP_TICKS (8)",
             ),
         }

@@ -53,11 +53,11 @@ impl fmt::Display for DeadlineError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
             DeadlineError::ZeroLatency => f.write_str(
-                "freyr: a deadline scheduler needs a latency of at least 1 tick (got K = 0); \
+                "a deadline scheduler needs a latency of at least 1 tick (got K = 0); \
                  choose K so that jobs are rarely late on the slowest supported machine",
             ),
             DeadlineError::ForeignPool => f.write_str(
-                "freyr: this deadline scheduler's jobs run on another pool; pass the pool \
+                "this deadline scheduler's jobs run on another pool; pass the pool \
                  (registry) the jobs were requested on",
             ),
             DeadlineError::ForeignTicket {
@@ -65,24 +65,25 @@ impl fmt::Display for DeadlineError {
                 scheduler,
             } => write!(
                 f,
-                "freyr: the job ticket belongs to deadline scheduler {ticket_scheduler}, not to \
+                "the job ticket belongs to deadline scheduler {ticket_scheduler}, not to \
                  this one ({scheduler}); ask the scheduler (registry) that issued it"
             ),
             DeadlineError::Settled => f.write_str(
-                "freyr: the deadline scheduler was settled (shut down); no request is accepted \
+                "the deadline scheduler was settled (shut down); no request is accepted \
                  after settle()",
             ),
             DeadlineError::TickInPast { now, collected } => write!(
                 f,
-                "freyr: tick {now} is before tick {collected}, which was already collected; pass \
+                "tick {now} is before tick {collected}, which was already collected; pass \
                  the current tick number, which never decreases"
             ),
-            DeadlineError::TickOverflow => {
-                f.write_str("freyr: the due tick (now + K) overflows u64")
-            }
+            DeadlineError::TickOverflow => f.write_str(
+                "the due tick (now + K) overflows u64; tick numbers must stay at least K \
+                     below u64::MAX",
+            ),
             DeadlineError::MissedDueTick { job, due, now } => write!(
                 f,
-                "freyr: job {job} was due at tick {due} but collect was first called at tick \
+                "job {job} was due at tick {due} but collect was first called at tick \
                  {now}; call collect once on every tick, at the same point of the tick"
             ),
         }

@@ -206,11 +206,7 @@ impl GovernorError {
 
 impl fmt::Display for GovernorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "freyr: governor parameter `{}` {}",
-            self.field, self.rule
-        )
+        write!(f, "governor parameter `{}` {}", self.field, self.rule)
     }
 }
 

@@ -31,15 +31,15 @@ impl fmt::Display for PumpError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             PumpError::ZeroCapacity => {
-                "freyr: an async pump needs a capacity of at least 1 (got 0, so nothing could \
+                "an async pump needs a capacity of at least 1 (got 0, so nothing could \
                  ever launch); the default of 1 coalesces extra requests"
             }
             PumpError::Settled => {
-                "freyr: the async pump was settled (shut down); no launch is accepted after \
+                "the async pump was settled (shut down); no launch is accepted after \
                  settle()"
             }
             PumpError::ForeignPool => {
-                "freyr: this async pump's work runs on another pool; pass the pool (registry) \
+                "this async pump's work runs on another pool; pass the pool (registry) \
                  its work was launched on"
             }
         })

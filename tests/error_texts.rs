@@ -1,0 +1,173 @@
+//! Every public error type of the facade implements `std::error::Error`, and its `Display`
+//! texts follow the project's convention (see the guide's Golden rules, "Errors"): one line,
+//! a lowercase first word (or a code identifier spelled as in the code), no trailing period,
+//! no `freyr:` prefix (panics raised by Freyr add it).
+
+use std::error::Error;
+
+use freyr::{
+    ComponentError, DeadlineError, DeadlineScheduler, Entity, FixedStepError, GovernorParams,
+    GroupPanic, JobPanic, NoSuchEntity, PumpError, QueryError, Registry, TaskGroup, ThreadPool,
+    UnhashedComponents, ZeroBudget,
+};
+
+/// Compiles only for error types.
+fn is_error<E: Error + 'static>() {}
+
+/// Whether `word` is a code identifier (a field, path or method name) rather than prose.
+fn is_code(word: &str) -> bool {
+    word.contains('_') || word.contains("::") || word.starts_with('`')
+}
+
+fn check(what: &str, error: &dyn Error) {
+    let text = error.to_string();
+    assert!(!text.is_empty(), "{what}: empty text");
+    assert!(!text.contains('\n'), "{what}: more than one line: {text:?}");
+    assert_eq!(
+        text.trim(),
+        text,
+        "{what}: surrounding whitespace: {text:?}"
+    );
+    assert!(!text.ends_with('.'), "{what}: trailing period: {text:?}");
+    assert!(!text.starts_with("freyr"), "{what}: crate prefix: {text:?}");
+    let first_word = text.split(' ').next().unwrap_or_default();
+    let first = text.chars().next().unwrap_or_default();
+    assert!(
+        first.is_lowercase() || first.is_ascii_digit() || is_code(first_word),
+        "{what}: starts with {first:?}: {text:?}"
+    );
+}
+
+#[test]
+fn every_public_error_type_is_an_error() {
+    is_error::<NoSuchEntity>();
+    is_error::<ComponentError>();
+    is_error::<QueryError>();
+    is_error::<UnhashedComponents>();
+    is_error::<GroupPanic>();
+    is_error::<JobPanic>();
+    is_error::<PumpError>();
+    is_error::<freyr::GovernorError>();
+    is_error::<ZeroBudget>();
+    is_error::<DeadlineError>();
+    is_error::<FixedStepError>();
+}
+
+fn group_panic(pool: &ThreadPool) -> GroupPanic {
+    fn fail(_: &(), _: usize) {
+        panic!("no route");
+    }
+    let group = TaskGroup::new();
+    // SAFETY: `fail` is a plain function of a `'static` job value; `group` outlives the wait.
+    unsafe { pool.submit_indexed(&group, &(), 2, fail) };
+    group.try_wait(pool).unwrap_err()
+}
+
+fn job_panic(pool: &ThreadPool) -> JobPanic {
+    let mut jobs = DeadlineScheduler::new(1).unwrap();
+    jobs.request(pool, 0, (), |()| -> u32 { panic!("no path") })
+        .unwrap();
+    let mut panic = None;
+    jobs.collect(pool, 1, |done| panic = done.result.err())
+        .unwrap();
+    panic.expect("the job panicked")
+}
+
+#[test]
+fn every_error_text_follows_the_convention() {
+    let pool = ThreadPool::new(2);
+    let mut registry = Registry::with_workers(1);
+    let kept = registry.spawn((1u8,));
+    let gone = registry.spawn((2u8,));
+    registry.despawn(gone).unwrap();
+    let ghost = Entity::from_bits((3u64 << 32) | 9).unwrap();
+
+    let mut errors: Vec<(&str, Box<dyn Error>)> = vec![
+        (
+            "NoSuchEntity",
+            Box::new(registry.despawn(gone).unwrap_err()),
+        ),
+        (
+            "NoSuchEntity (never spawned)",
+            Box::new(NoSuchEntity(ghost)),
+        ),
+        (
+            "ComponentError::NoSuchEntity",
+            Box::new(registry.get::<u8>(gone).unwrap_err()),
+        ),
+        (
+            "ComponentError::MissingComponent",
+            Box::new(registry.get::<u16>(kept).unwrap_err()),
+        ),
+        (
+            "QueryError::ConflictingAccess",
+            Box::new(registry.try_query::<(&mut u8, &u8)>().err().unwrap()),
+        ),
+        (
+            "QueryError::MissingResource",
+            Box::new(QueryError::MissingResource { type_name: "u32" }),
+        ),
+        (
+            "UnhashedComponents",
+            Box::new(registry.world_hash_all().unwrap_err()),
+        ),
+        ("GroupPanic", Box::new(group_panic(&pool))),
+        ("JobPanic", Box::new(job_panic(&pool))),
+        ("PumpError::ZeroCapacity", Box::new(PumpError::ZeroCapacity)),
+        ("PumpError::Settled", Box::new(PumpError::Settled)),
+        ("PumpError::ForeignPool", Box::new(PumpError::ForeignPool)),
+        ("ZeroBudget", Box::new(ZeroBudget)),
+        ("FixedStepError::ZeroDt", Box::new(FixedStepError::ZeroDt)),
+        (
+            "FixedStepError::ZeroMaxCatchup",
+            Box::new(FixedStepError::ZeroMaxCatchup),
+        ),
+        (
+            "DeadlineError::ZeroLatency",
+            Box::new(DeadlineError::ZeroLatency),
+        ),
+        (
+            "DeadlineError::ForeignPool",
+            Box::new(DeadlineError::ForeignPool),
+        ),
+        (
+            "DeadlineError::ForeignTicket",
+            Box::new(DeadlineError::ForeignTicket {
+                ticket_scheduler: 1,
+                scheduler: 2,
+            }),
+        ),
+        ("DeadlineError::Settled", Box::new(DeadlineError::Settled)),
+        (
+            "DeadlineError::TickInPast",
+            Box::new(DeadlineError::TickInPast {
+                now: 3,
+                collected: 4,
+            }),
+        ),
+        (
+            "DeadlineError::TickOverflow",
+            Box::new(DeadlineError::TickOverflow),
+        ),
+        (
+            "DeadlineError::MissedDueTick",
+            Box::new(DeadlineError::MissedDueTick {
+                job: 1,
+                due: 2,
+                now: 3,
+            }),
+        ),
+    ];
+    let bad = GovernorParams {
+        max_ai_stride: 0,
+        ..Default::default()
+    };
+    errors.push(("GovernorError", Box::new(bad.validate().unwrap_err())));
+    for (what, error) in &errors {
+        check(what, error.as_ref());
+    }
+    // The entity errors name the entity.
+    assert!(errors[0].1.to_string().contains(&gone.to_string()));
+    assert!(errors[1].1.to_string().contains("9v3"));
+    assert!(errors[3].1.to_string().contains(&kept.to_string()));
+}
