@@ -97,7 +97,12 @@ impl Outputs {
 /// Opens `path` for writing without truncating it; whether it was created.
 fn open_one(path: &Path) -> std::io::Result<(File, bool)> {
     let existed = path.exists();
-    let file = OpenOptions::new().write(true).create(true).open(path)?;
+    // Not truncated here: the contents go when the run is over and the file is written.
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
     Ok((file, !existed))
 }
 

@@ -198,9 +198,9 @@ impl TickGovernor {
     }
 
     /// How many decisions decreased, and how many increased, the load factor. A decision
-    /// that the `[floor, 1]` clamp turned into no change (shedding at the floor, restoring at
-    /// 1) is not counted: each count is the number of times the load factor actually moved
-    /// that way.
+    /// that the `[floor, 1]` clamp turned into no change (shedding at the floor, restoring
+    /// at full load) is not counted: each count is the number of times the load factor
+    /// actually moved that way.
     ///
     /// # Examples
     ///
