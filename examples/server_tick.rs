@@ -4,8 +4,12 @@
 //! ```text
 //! cargo run --release --example server_tick -- [--ticks N] [--workers N] [--entities N]
 //!     [--peers N] [--budget-ms MS] [--governor on|off] [--force-load-factor X]
-//!     [--pace realtime|free] [--json FILE] [--trace FILE] [--timeline-svg FILE]
+//!     [--pace realtime|free] [--kill-every N] [--churn-every N] [--profile-window N]
+//!     [--json FILE] [--trace FILE] [--trace-ticks A..B] [--timeline-svg FILE]
 //! ```
+//!
+//! Every flag is checked against its range (`--help` lists them) and every output file is
+//! opened before the first tick; a command line that is not accepted exits with status 2.
 //!
 //! Each tick (see `server_tick/server.rs`): rebuild the spatial grid; the AI pass
 //! (`each_async`, reading every aircraft's pre-step state through the grid and a read-only
@@ -14,8 +18,8 @@
 //! peers, each into its own buffer); a serial flush. The loop is `FixedStep` at 60 Hz with the
 //! catch-up clamp; the governor steps once per tick from the previous tick's wall time.
 //!
-//! It prints ticks per second, p50/p99 tick time, per-phase wall times, the governor's state,
-//! dropped ticks, the digest over every peer's byte stream and the digest of the lever
+//! It prints ticks per second, p50/p99 tick time, per-phase wall times, the governor's state
+//! (or the forced levers), dropped ticks, bytes per peer per second, the digest over every peer's byte stream and the digest of the lever
 //! sequence. The stream digest is the same for every `--workers` whenever the lever sequence
 //! is (`--governor off`, or `--force-load-factor`).
 
@@ -25,6 +29,8 @@ mod ai;
 mod args;
 #[path = "server_tick/grid.rs"]
 mod grid;
+#[path = "server_tick/outputs.rs"]
+mod outputs;
 #[path = "server_tick/peer.rs"]
 mod peer;
 #[path = "server_tick/physics.rs"]
@@ -46,36 +52,49 @@ mod world;
 #[path = "server_tick/equivalence.rs"]
 mod equivalence;
 
-use std::fs::File;
-use std::io::BufWriter;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use freyr::{GovernorParams, TickProfile, TickProfileConfig};
+use freyr::TickProfile;
 
+use crate::args::{Args, ArgsError};
+use crate::outputs::Outputs;
 use crate::run::{LeverSource, RunConfig, RunReport};
 use crate::server::Server;
+
+/// The exit status of a command line that was not accepted (nothing ran).
+const USAGE_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
     let args = match args::parse(std::env::args().skip(1)) {
         Ok(args) => args,
-        Err(msg) if msg.is_empty() => {
+        Err(ArgsError::Help) => {
             println!("{}", args::USAGE);
             return ExitCode::SUCCESS;
         }
-        Err(msg) => {
+        Err(ArgsError::Invalid(msg)) => {
             eprintln!("server_tick: {msg}\n{}", args::USAGE);
-            return ExitCode::FAILURE;
+            return ExitCode::from(USAGE_ERROR);
+        }
+    };
+    // Every output file is opened before the first tick: an unwritable path fails now.
+    let outputs = match Outputs::open(&args) {
+        Ok(outputs) => outputs,
+        Err(msg) => {
+            eprintln!("server_tick: {msg}");
+            return ExitCode::from(USAGE_ERROR);
         }
     };
     let mut server = Server::new(args.settings.clone(), args.workers);
     println!(
-        "server_tick: {} aircraft, {} peers, {} workers, {} ticks at 60 Hz ({:?} pace), budget {:.3} ms, levers {}",
+        "server_tick: {} aircraft on a {:.1} km map, {} peers, {} workers, {} ticks at 60 Hz \
+         (--pace {}), budget {:.3} ms, levers {}",
         args.settings.entities,
+        f64::from(args.settings.map_side()) / 1e3,
         args.settings.peers,
         server.registry.workers(),
         args.ticks,
-        args.pace,
+        args.pace_name(),
         args.budget.as_secs_f64() * 1e3,
         match &args.levers {
             LeverSource::Governor { enabled: true } => "governed".to_owned(),
@@ -86,34 +105,36 @@ fn main() -> ExitCode {
     let config = RunConfig {
         ticks: args.ticks,
         pace: args.pace,
-        governor: GovernorParams {
-            budget: args.budget,
-            ..GovernorParams::default()
-        },
+        governor: args.governor_params(),
         levers: args.levers.clone(),
         raise_budget: args
             .raise_budget_at
             .map(|tick| (tick, Duration::from_secs(1) / 60)),
-        profile: Some(TickProfileConfig {
-            window: args.ticks as usize,
-            trace_ticks: args.traced_ticks(),
-            ..TickProfileConfig::default()
-        }),
+        profile: Some(args.profile_config()),
     };
     let report = run::run(&mut server, &config);
     let profile = server
         .registry
         .tick_profile()
         .expect("the run enables the tick profiler");
-    print_report(&server, &report, profile);
-    if let Err(msg) = write_outputs(&args, profile) {
-        eprintln!("server_tick: {msg}");
+    print_report(&args, &server, &report, profile);
+    let mut failed = false;
+    for written in outputs.write(profile) {
+        match written {
+            Ok(line) => println!("{line}"),
+            Err(msg) => {
+                eprintln!("server_tick: {msg}");
+                failed = true;
+            }
+        }
+    }
+    if failed {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
 }
 
-fn print_report(server: &Server, report: &RunReport, profile: &TickProfile) {
+fn print_report(args: &Args, server: &Server, report: &RunReport, profile: &TickProfile) {
     let wall = profile.wall_stats();
     let secs = report.busy.as_secs_f64().max(1e-9);
     println!(
@@ -124,8 +145,12 @@ fn print_report(server: &Server, report: &RunReport, profile: &TickProfile) {
         report.ticks as f64 / secs
     );
     println!(
-        "tick time: p50 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ewma {:.3} ms",
-        wall.p50_ms, wall.p99_ms, wall.max_ms, wall.ewma_ms
+        "tick time over the last {} ticks: p50 {:.3} ms  p99 {:.3} ms  max {:.3} ms  ewma {:.3} ms",
+        profile.records().len(),
+        wall.p50_ms,
+        wall.p99_ms,
+        wall.max_ms,
+        wall.ewma_ms
     );
     println!(
         "{:<12} {:>10} {:>10} {:>10}",
@@ -148,13 +173,33 @@ fn print_report(server: &Server, report: &RunReport, profile: &TickProfile) {
         json.summary.sync_points
     );
     let (lf, (down, up), ewma) = report.governor;
-    let min_lf = report.load_factors.iter().copied().fold(1.0, f64::min);
+    match &args.levers {
+        LeverSource::Forced(schedule) => println!(
+            "levers: forced at load factor {} for the whole run (the governor was not consulted)",
+            schedule[0].1
+        ),
+        LeverSource::Governor { enabled: false } => println!(
+            "governor: off, levers held at load factor 1, ewma {:.3} ms",
+            ewma.unwrap_or(0.0)
+        ),
+        LeverSource::Governor { enabled: true } => println!(
+            "governor: load factor {lf:.3} (lowest {:.3}), {down} decreases, {up} increases \
+             (decisions that moved it), ewma {:.3} ms",
+            report.lowest_load_factor,
+            ewma.unwrap_or(0.0)
+        ),
+    }
+    // Bytes per peer per second of game time (60 ticks a second); peers churn one for one, so
+    // the count of peer-ticks is peers x ticks.
+    let peer_seconds = server.settings().peers as f64 * report.ticks as f64 / 60.0;
+    let per_peer = if peer_seconds > 0.0 {
+        format!("{:.0}", server.bytes_sent() as f64 / peer_seconds)
+    } else {
+        "n/a (no peers)".to_owned()
+    };
     println!(
-        "governor: load factor {lf:.3} (lowest {min_lf:.3}), {down} decreases, {up} increases, ewma {:.3} ms",
-        ewma.unwrap_or(0.0)
-    );
-    println!(
-        "dropped ticks {}  aircraft shot down {}  peers now {}  bytes sent {}",
+        "dropped ticks {}  aircraft shot down {}  peers now {}  bytes sent {}  bytes per peer per \
+         second {per_peer}",
         report.dropped,
         server.killed,
         server.peer_count(),
@@ -163,33 +208,4 @@ fn print_report(server: &Server, report: &RunReport, profile: &TickProfile) {
     println!("world hash     {:016x}", report.world_hash);
     println!("stream digest  {:016x}", report.stream_digest);
     println!("lever digest   {:016x}", report.lever_digest);
-}
-
-fn write_outputs(args: &args::Args, profile: &TickProfile) -> Result<(), String> {
-    let create = |path: &std::path::Path| {
-        File::create(path)
-            .map(BufWriter::new)
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))
-    };
-    if let Some(path) = &args.json {
-        profile
-            .write_json(create(path)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!("wrote {}", path.display());
-    }
-    if let Some(path) = &args.trace {
-        profile
-            .write_chrome_trace(create(path)?)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        println!(
-            "wrote {} (open it in https://ui.perfetto.dev)",
-            path.display()
-        );
-    }
-    if let Some(path) = &args.timeline_svg {
-        let tick = args.traced_ticks().start;
-        let bars = timeline::draw(profile.trace_events(), tick, path)?;
-        println!("wrote {} (tick {tick}, {bars} spans)", path.display());
-    }
-    Ok(())
 }

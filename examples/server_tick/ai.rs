@@ -186,13 +186,13 @@ mod tests {
 
     use super::*;
     use crate::grid::GridEntry;
-    use crate::world::new_aircraft;
+    use crate::world::{REFERENCE_SIDE as WORLD_SIZE, new_aircraft};
 
     /// A world of `n` aircraft of one kind.
     fn world_of(kind: AiKind, n: u64) -> (Registry, Vec<Entity>) {
         let mut registry = Registry::with_workers(1);
         let entities = registry.spawn_batch((0..n).map(|i| {
-            let (f, input, mut ai) = new_aircraft(i, 0);
+            let (f, input, mut ai) = new_aircraft(i, 0, WORLD_SIZE);
             ai.kind = kind;
             (f, input, ai)
         }));
@@ -201,7 +201,7 @@ mod tests {
 
     /// The tick-start grid, then the AI pass.
     fn run_ai(registry: &mut Registry, tick: u64) {
-        let mut grid = SpatialGrid::new(2000.0);
+        let mut grid = SpatialGrid::new(2000.0, WORLD_SIZE);
         grid.clear();
         registry.query::<&Flight>().each(|e, f| {
             grid.push(GridEntry {
@@ -252,7 +252,8 @@ mod tests {
                 );
                 let input = one.get::<Input>(e).unwrap();
                 assert_eq!(input, two.get::<Input>(e).unwrap(), "{kind:?}");
-                changed += usize::from(*input != new_aircraft(u64::from(e.index()), 0).1);
+                changed +=
+                    usize::from(*input != new_aircraft(u64::from(e.index()), 0, WORLD_SIZE).1);
             }
             assert!(changed > 2000, "{kind:?}: only {changed} inputs changed");
         }

@@ -1,30 +1,64 @@
-//! Command-line flags of `server_tick`.
+//! Command-line flags of `server_tick`: every flag is checked against its documented range
+//! before anything runs (the ranges are in [`USAGE`] and in the chapter's flag table).
 
+use core::fmt;
+use core::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use freyr::{GovernorParams, MAX_WORKERS, TickProfileConfig};
+
+use crate::grid::{cells_per_side, min_cell_size};
 use crate::run::{LeverSource, Pace};
 use crate::server::Settings;
 
+/// The most ticks a run may ask for: about 2.1 years at 60 Hz (peer ids, one per join, stay
+/// within `u32` even with a peer leaving and joining every tick).
+pub const MAX_TICKS: u64 = 4_000_000_000;
+/// The most aircraft.
+pub const MAX_ENTITIES: usize = 10_000_000;
+/// The most peers.
+pub const MAX_PEERS: usize = 65_536;
+/// The shortest and the longest tick budget, in milliseconds.
+pub const BUDGET_MS: (f64, f64) = (0.001, 60_000.0);
+/// The largest cell size and interest radius, in metres.
+pub const MAX_METRES: f32 = 1_000_000.0;
+/// The most ticks one `--trace-ticks` range may hold (a trace is kept in memory until written).
+pub const MAX_TRACE_TICKS: u64 = 600;
+/// The largest tick profiler window, in ticks: one hour at 60 Hz.
+pub const MAX_PROFILE_WINDOW: usize = 216_000;
+
 /// The usage text.
 pub const USAGE: &str = "usage: server_tick [flags]
-  --ticks N                 ticks to run (default 600)
-  --workers N               total parallelism incl. the calling thread (default 0 = one per CPU)
-  --entities N              aircraft (default 20000)
-  --peers N                 peers (default 256)
-  --cell-size M             spatial grid cell size in metres (default 2000)
-  --interest-radius M       a peer's base interest radius in metres (default 4000)
-  --budget-ms MS            the tick budget the governor holds to (default 16.667)
-  --raise-budget-at TICK    raise the budget to 16.667 ms at this tick (watch the governor recover)
+  --ticks N                 ticks to run, 1..=4000000000 (default 600)
+  --workers N               total parallelism incl. the calling thread, 0..=256
+                            (default 0 = one per CPU)
+  --entities N              aircraft, 1..=10000000 (default 20000); the map grows with them at
+                            12.5 aircraft per km^2 (40 km a side at 20000)
+  --peers N                 peers, 0..=65536 (default 256)
+  --cell-size M             spatial grid cell size in metres, at most 1000000 and at least the
+                            map side / 4096 (default 2000)
+  --interest-radius M       a peer's base interest radius in metres, (0, 1000000] (default 4000)
+  --budget-ms MS            the tick budget the governor holds to, 0.001..=60000 (default 16.667)
+  --raise-budget-at TICK    raise the budget to 16.667 ms at this tick, 0..ticks (watch the
+                            governor recover; needs the governor on)
   --governor on|off         let the overrun governor shed work (default on)
-  --force-load-factor X     freeze the levers at load factor X in (0, 1] for the whole run
+  --force-load-factor X     freeze the levers at load factor X in [0.25, 1] for the whole run
+                            (0.25 is the governor's floor; not with --governor off)
   --pace realtime|free      60 Hz wall clock with catch-up clamp, or back to back (default realtime)
-  --kill-every N            shoot down and replace some aircraft every N ticks (default 60, 0 = never)
-  --churn-every N           one peer leaves and one joins every N ticks (default 90, 0 = never)
+  --kill-every N            shoot down and replace some aircraft every N ticks, any N
+                            (default 60, 0 = never)
+  --churn-every N           one peer leaves and one joins every N ticks, any N
+                            (default 90, 0 = never)
+  --profile-window N        ticks the tick profiler keeps for its statistics and --json,
+                            1..=216000 (default 3600 = one minute at 60 Hz)
   --json FILE               write the tick profiler's JSON report
   --trace FILE              write a Chrome trace (Perfetto, chrome://tracing) of --trace-ticks
-  --trace-ticks A..B        ticks to trace (default: the two in the middle of the run)
-  --timeline-svg FILE       draw the first traced tick as a per-thread timeline";
+  --trace-ticks A..B        ticks to trace, A < B <= ticks, at most 600 of them
+                            (default: the two in the middle of the run)
+  --timeline-svg FILE       draw the first traced tick as a per-thread timeline
+Output files are created before the first tick; each must name a different file.
+Bad input exits with status 2 before anything runs.";
 
 /// Everything the flags set.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,12 +77,14 @@ pub struct Args {
     pub levers: LeverSource,
     /// How the loop keeps time.
     pub pace: Pace,
+    /// `--profile-window`.
+    pub profile_window: usize,
     /// `--json`.
     pub json: Option<PathBuf>,
     /// `--trace`.
     pub trace: Option<PathBuf>,
     /// `--trace-ticks`.
-    pub trace_ticks: Option<core::ops::Range<u64>>,
+    pub trace_ticks: Option<Range<u64>>,
     /// `--timeline-svg`.
     pub timeline_svg: Option<PathBuf>,
 }
@@ -63,6 +99,7 @@ impl Default for Args {
             raise_budget_at: None,
             levers: LeverSource::Governor { enabled: true },
             pace: Pace::RealTime,
+            profile_window: TickProfileConfig::DEFAULT_WINDOW,
             json: None,
             trace: None,
             trace_ticks: None,
@@ -71,69 +108,133 @@ impl Default for Args {
     }
 }
 
-fn number<T: core::str::FromStr>(name: &str, value: &str) -> Result<T, String>
-where
-    T::Err: core::fmt::Display,
-{
-    value
-        .replace('_', "")
-        .parse::<T>()
-        .map_err(|e| format!("{name} {value}: {e}"))
+/// Why the flags were not taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ArgsError {
+    /// `-h` or `--help`: print [`USAGE`] and exit 0.
+    Help,
+    /// A flag or value that is not accepted; the message names it and its range.
+    Invalid(String),
 }
 
-/// Parses `--name value` / `--name=value` pairs. `Err("")` asks for the usage text.
+impl fmt::Display for ArgsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ArgsError::Help => f.write_str("help requested"),
+            ArgsError::Invalid(msg) => f.write_str(msg),
+        }
+    }
+}
+
+impl std::error::Error for ArgsError {}
+
+fn invalid<T>(msg: String) -> Result<T, ArgsError> {
+    Err(ArgsError::Invalid(msg))
+}
+
+/// A whole number in `lo..=hi` (`_` separators allowed).
+fn whole(name: &str, value: &str, lo: u64, hi: u64) -> Result<u64, ArgsError> {
+    match value.replace('_', "").parse::<u64>() {
+        Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+        _ => invalid(format!(
+            "{name} takes a whole number in {lo}..={hi} (got {value})"
+        )),
+    }
+}
+
+/// A finite number in `[lo, hi]` (`lo` excluded when `open_lo`).
+fn real(name: &str, value: &str, lo: f64, hi: f64, open_lo: bool) -> Result<f64, ArgsError> {
+    let x: f64 = value.replace('_', "").parse().unwrap_or(f64::NAN);
+    let above = if open_lo { x > lo } else { x >= lo };
+    if above && x <= hi {
+        Ok(x)
+    } else {
+        let left = if open_lo { '(' } else { '[' };
+        invalid(format!(
+            "{name} takes a number in {left}{lo}, {hi}] (got {value})"
+        ))
+    }
+}
+
+fn usize_of(n: u64) -> usize {
+    usize::try_from(n).expect("every range checked here fits usize")
+}
+
+/// Parses `--name value` / `--name=value` pairs and checks every value against its range and
+/// the others (see [`USAGE`]).
 ///
 /// # Errors
 ///
-/// A message naming the flag that was wrong.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
+/// [`ArgsError::Help`] for `-h` / `--help`; otherwise [`ArgsError::Invalid`] naming the flag,
+/// the value and what it takes.
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, ArgsError> {
     let mut out = Args::default();
     let mut force: Option<f64> = None;
     let mut governor_on = true;
+    let mut cell_size: Option<(f64, String)> = None;
+    let floor = GovernorParams::default().floor();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         if arg == "-h" || arg == "--help" {
-            return Err(String::new());
+            return Err(ArgsError::Help);
+        }
+        if !arg.starts_with("--") || arg == "--" {
+            return invalid(format!(
+                "unexpected argument '{arg}'; every setting is a --flag, see --help"
+            ));
         }
         let (name, inline) = match arg.split_once('=') {
             Some((n, v)) => (n.to_owned(), Some(v.to_owned())),
             None => (arg.clone(), None),
         };
+        if !KNOWN.contains(&name.as_str()) {
+            return invalid(format!("unknown flag {name}; see --help"));
+        }
         let value = match inline {
             Some(v) => v,
-            None => args.next().ok_or_else(|| format!("{name} needs a value"))?,
+            None => match args.next() {
+                Some(v) if !v.starts_with("--") => v,
+                _ => return invalid(format!("{name} needs a value; see --help")),
+            },
         };
         let v = value.as_str();
-        match name.as_str() {
-            "--ticks" => out.ticks = number(&name, v)?,
-            "--workers" => out.workers = number(&name, v)?,
-            "--entities" => out.settings.entities = number(&name, v)?,
-            "--peers" => out.settings.peers = number(&name, v)?,
-            "--cell-size" => out.settings.cell_size = number(&name, v)?,
-            "--interest-radius" => out.settings.interest_radius = number(&name, v)?,
-            "--kill-every" => out.settings.kill_every = number(&name, v)?,
-            "--churn-every" => out.settings.churn_every = number(&name, v)?,
-            "--budget-ms" => {
-                let ms: f64 = number(&name, v)?;
-                if !(ms > 0.0 && ms.is_finite()) {
-                    return Err(format!(
-                        "--budget-ms must be a positive number of milliseconds (got {v})"
-                    ));
+        let n = name.as_str();
+        match n {
+            "--ticks" => out.ticks = whole(n, v, 1, MAX_TICKS)?,
+            "--workers" => out.workers = usize_of(whole(n, v, 0, MAX_WORKERS as u64)?),
+            "--entities" => out.settings.entities = usize_of(whole(n, v, 1, MAX_ENTITIES as u64)?),
+            "--peers" => out.settings.peers = usize_of(whole(n, v, 0, MAX_PEERS as u64)?),
+            "--cell-size" => {
+                let m = real(n, v, 0.0, f64::from(MAX_METRES), true)?;
+                cell_size = Some((m, value.clone()));
+            }
+            "--interest-radius" => {
+                out.settings.interest_radius = real(n, v, 0.0, f64::from(MAX_METRES), true)? as f32;
+                if out.settings.interest_radius <= 0.0 {
+                    return invalid(format!("{n} takes a number in (0, {MAX_METRES}] (got {v})"));
                 }
+            }
+            "--kill-every" => out.settings.kill_every = whole(n, v, 0, u64::MAX)?,
+            "--churn-every" => out.settings.churn_every = whole(n, v, 0, u64::MAX)?,
+            "--budget-ms" => {
+                let ms = real(n, v, BUDGET_MS.0, BUDGET_MS.1, false)?;
                 out.budget = Duration::from_secs_f64(ms / 1e3);
             }
-            "--raise-budget-at" => out.raise_budget_at = Some(number(&name, v)?),
+            "--raise-budget-at" => out.raise_budget_at = Some(whole(n, v, 0, MAX_TICKS - 1)?),
             "--governor" => {
                 governor_on = match v {
                     "on" => true,
                     "off" => false,
-                    _ => return Err(format!("--governor takes on or off (got {v})")),
+                    _ => return invalid(format!("--governor takes on or off (got {v})")),
                 }
             }
             "--force-load-factor" => {
-                let lf: f64 = number(&name, v)?;
-                if !(lf > 0.0 && lf <= 1.0) {
-                    return Err(format!("--force-load-factor must lie in (0, 1] (got {v})"));
+                let lf = real(n, v, 0.0, 1.0, true)?;
+                if lf < floor {
+                    return invalid(format!(
+                        "--force-load-factor {v} is below the governor's floor {floor} (15 Hz \
+                         snapshots of 60); pass a load factor in [{floor}, 1]"
+                    ));
                 }
                 force = Some(lf);
             }
@@ -141,53 +242,199 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 out.pace = match v {
                     "realtime" => Pace::RealTime,
                     "free" => Pace::Free,
-                    _ => return Err(format!("--pace takes realtime or free (got {v})")),
+                    _ => return invalid(format!("--pace takes realtime or free (got {v})")),
                 }
             }
-            "--json" => out.json = Some(PathBuf::from(v)),
-            "--trace" => out.trace = Some(PathBuf::from(v)),
-            "--timeline-svg" => out.timeline_svg = Some(PathBuf::from(v)),
+            "--profile-window" => {
+                out.profile_window = usize_of(whole(n, v, 1, MAX_PROFILE_WINDOW as u64)?);
+            }
+            "--json" => out.json = Some(path(n, v)?),
+            "--trace" => out.trace = Some(path(n, v)?),
+            "--timeline-svg" => out.timeline_svg = Some(path(n, v)?),
             "--trace-ticks" => {
-                let (a, b) = v
-                    .split_once("..")
-                    .ok_or_else(|| format!("--trace-ticks takes A..B (got {v})"))?;
-                let (a, b): (u64, u64) = (number(&name, a)?, number(&name, b)?);
+                let (a, b) = v.split_once("..").ok_or_else(|| {
+                    ArgsError::Invalid(format!("--trace-ticks takes A..B (got {v})"))
+                })?;
+                let a = whole(n, a, 0, MAX_TICKS - 1)?;
+                let b = whole(n, b, 1, MAX_TICKS)?;
                 if a >= b {
-                    return Err(format!("--trace-ticks {v} is empty; try {a}..{}", a + 1));
+                    return invalid(format!("--trace-ticks {v} is empty; try {a}..{}", a + 1));
                 }
                 out.trace_ticks = Some(a..b);
             }
-            _ => return Err(format!("unknown flag {name}")),
+            _ => unreachable!("every name in KNOWN has an arm"),
         }
     }
-    if out.ticks == 0 {
-        return Err("--ticks must be at least 1".into());
-    }
-    let positive = |v: f32| v.is_finite() && v > 0.0;
-    if !positive(out.settings.cell_size) || !positive(out.settings.interest_radius) {
-        return Err("--cell-size and --interest-radius must be positive".into());
-    }
-    out.levers = match force {
-        Some(lf) => LeverSource::Forced(vec![(0, lf)]),
-        None => LeverSource::Governor {
-            enabled: governor_on,
-        },
-    };
+    check(&mut out, cell_size, force, governor_on)?;
     Ok(out)
 }
 
+/// The flags [`parse`] knows.
+const KNOWN: [&str; 18] = [
+    "--ticks",
+    "--workers",
+    "--entities",
+    "--peers",
+    "--cell-size",
+    "--interest-radius",
+    "--kill-every",
+    "--churn-every",
+    "--budget-ms",
+    "--raise-budget-at",
+    "--governor",
+    "--force-load-factor",
+    "--pace",
+    "--profile-window",
+    "--json",
+    "--trace",
+    "--timeline-svg",
+    "--trace-ticks",
+];
+
+fn path(name: &str, value: &str) -> Result<PathBuf, ArgsError> {
+    if value.is_empty() {
+        return invalid(format!("{name} needs a file name (got an empty one)"));
+    }
+    Ok(PathBuf::from(value))
+}
+
+/// The checks that involve more than one flag.
+fn check(
+    out: &mut Args,
+    cell_size: Option<(f64, String)>,
+    force: Option<f64>,
+    governor_on: bool,
+) -> Result<(), ArgsError> {
+    let side = out.settings.map_side();
+    if let Some((m, text)) = cell_size {
+        out.settings.cell_size = m as f32;
+        if out.settings.cell_size <= 0.0 || cells_per_side(out.settings.cell_size, side).is_none() {
+            return invalid(format!(
+                "--cell-size {text} is too small for the {side} m map of {} aircraft (at most \
+                 4096 cells a side); pass at least {}",
+                out.settings.entities,
+                min_cell_size(side)
+            ));
+        }
+    } else if cells_per_side(out.settings.cell_size, side).is_none() {
+        return invalid(format!(
+            "the default 2000 m cell is too small for the {side} m map of {} aircraft; pass \
+             --cell-size of at least {}",
+            out.settings.entities,
+            min_cell_size(side)
+        ));
+    }
+    if let Some(at) = out.raise_budget_at {
+        if at >= out.ticks {
+            return invalid(format!(
+                "--raise-budget-at {at} is outside the run of {} ticks; pass a tick in 0..{}",
+                out.ticks, out.ticks
+            ));
+        }
+        if force.is_some() || !governor_on {
+            return invalid(
+                "--raise-budget-at needs the governor on; drop --force-load-factor or \
+                 --governor off"
+                    .into(),
+            );
+        }
+    }
+    out.levers = match (force, governor_on) {
+        (Some(_), false) => {
+            return invalid(
+                "--force-load-factor and --governor off both fix the levers; pass one of them"
+                    .into(),
+            );
+        }
+        (Some(lf), true) => LeverSource::Forced(vec![(0, lf)]),
+        (None, enabled) => LeverSource::Governor { enabled },
+    };
+    if let Some(r) = &out.trace_ticks {
+        if r.end > out.ticks {
+            return invalid(format!(
+                "--trace-ticks {}..{} is outside the run of {} ticks (ticks 0..{}); pass a range \
+                 within it",
+                r.start, r.end, out.ticks, out.ticks
+            ));
+        }
+        if r.end - r.start > MAX_TRACE_TICKS {
+            return invalid(format!(
+                "--trace-ticks {}..{} holds {} ticks, more than {MAX_TRACE_TICKS}; trace a \
+                 shorter range (the trace is kept in memory until written)",
+                r.start,
+                r.end,
+                r.end - r.start
+            ));
+        }
+        if out.trace.is_none() && out.timeline_svg.is_none() {
+            return invalid(
+                "--trace-ticks without --trace or --timeline-svg traces ticks nothing writes; \
+                 add one of them"
+                    .into(),
+            );
+        }
+    }
+    let outputs = [
+        ("--json", &out.json),
+        ("--trace", &out.trace),
+        ("--timeline-svg", &out.timeline_svg),
+    ];
+    for (i, (a, pa)) in outputs.iter().enumerate() {
+        for (b, pb) in &outputs[i + 1..] {
+            if let (Some(pa), Some(pb)) = (pa, pb)
+                && pa == pb
+            {
+                return invalid(format!(
+                    "{a} and {b} both name {}; give each output its own file",
+                    pa.display()
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 impl Args {
-    /// The ticks to trace: `--trace-ticks`, else the two in the middle of the run when a trace
-    /// or timeline is asked for.
+    /// The ticks to trace: `--trace-ticks`, else the two in the middle of the run (or the only
+    /// tick of a one-tick run) when a trace or timeline is asked for.
     #[must_use]
-    pub fn traced_ticks(&self) -> core::ops::Range<u64> {
+    pub fn traced_ticks(&self) -> Range<u64> {
         match (
             &self.trace_ticks,
             self.trace.is_some() || self.timeline_svg.is_some(),
         ) {
             (Some(r), _) => r.clone(),
-            (None, true) => self.ticks / 2..self.ticks / 2 + 2,
+            (None, true) => self.ticks / 2..(self.ticks / 2 + 2).min(self.ticks),
             (None, false) => 0..0,
+        }
+    }
+
+    /// The tick profiler's configuration: the `--profile-window` ring (never sized to the run)
+    /// and the traced ticks.
+    #[must_use]
+    pub fn profile_config(&self) -> TickProfileConfig {
+        TickProfileConfig {
+            window: self.profile_window,
+            trace_ticks: self.traced_ticks(),
+            ..TickProfileConfig::default()
+        }
+    }
+
+    /// The governor's parameters: the defaults with `--budget-ms`.
+    #[must_use]
+    pub fn governor_params(&self) -> GovernorParams {
+        GovernorParams {
+            budget: self.budget,
+            ..GovernorParams::default()
+        }
+    }
+
+    /// The pace as the flag spells it.
+    #[must_use]
+    pub fn pace_name(&self) -> &'static str {
+        match self.pace {
+            Pace::RealTime => "realtime",
+            Pace::Free => "free",
         }
     }
 }
@@ -196,8 +443,19 @@ impl Args {
 mod tests {
     use super::*;
 
-    fn parse_str(s: &str) -> Result<Args, String> {
+    fn parse_str(s: &str) -> Result<Args, ArgsError> {
         parse(s.split_whitespace().map(str::to_owned))
+    }
+
+    /// The flags of the runs the bad values were found with.
+    const BASE: &str = "--entities 1000 --peers 4 --pace free --ticks 5";
+
+    /// `BASE` plus `extra`: the error message.
+    fn rejected(extra: &str) -> String {
+        match parse_str(&format!("{BASE} {extra}")) {
+            Err(ArgsError::Invalid(msg)) => msg,
+            other => panic!("{extra}: accepted ({other:?})"),
+        }
     }
 
     #[test]
@@ -210,6 +468,9 @@ mod tests {
         );
         assert_eq!(args.levers, LeverSource::Governor { enabled: true });
         assert_eq!(args.traced_ticks(), 0..0);
+        assert_eq!(args.profile_window, 3600);
+        assert_eq!(args.pace_name(), "realtime");
+        assert!(parse_str(BASE).is_ok());
     }
 
     #[test]
@@ -217,7 +478,7 @@ mod tests {
         let args = parse_str(
             "--ticks 100 --workers=3 --entities 2_000 --peers 16 --budget-ms 2.5 --governor off \
              --pace free --json a.json --trace t.json --timeline-svg t.svg --cell-size 1000 \
-             --interest-radius 3000 --kill-every 10 --churn-every 20 --raise-budget-at 50",
+             --interest-radius 3000 --kill-every 10 --churn-every 20 --profile-window 50",
         )
         .unwrap();
         assert_eq!((args.ticks, args.workers), (100, 3));
@@ -225,15 +486,24 @@ mod tests {
         assert_eq!(args.budget, Duration::from_micros(2500));
         assert_eq!(args.levers, LeverSource::Governor { enabled: false });
         assert_eq!(args.pace, Pace::Free);
+        assert_eq!(args.pace_name(), "free");
         assert_eq!(args.traced_ticks(), 50..52);
         assert_eq!(
             (args.settings.kill_every, args.settings.churn_every),
             (10, 20)
         );
-        assert_eq!(args.raise_budget_at, Some(50));
-        let forced = parse_str("--force-load-factor 0.5 --trace-ticks 3..9").unwrap();
+        assert_eq!(args.profile_config().window, 50);
+        let raised = parse_str("--ticks 100 --raise-budget-at 50").unwrap();
+        assert_eq!(raised.raise_budget_at, Some(50));
+        let forced =
+            parse_str("--force-load-factor 0.5 --trace-ticks 3..9 --trace t.json").unwrap();
         assert_eq!(forced.levers, LeverSource::Forced(vec![(0, 0.5)]));
         assert_eq!(forced.traced_ticks(), 3..9);
+        assert_eq!(forced.profile_config().trace_ticks, 3..9);
+        let floor = parse_str("--force-load-factor 0.25").unwrap();
+        assert_eq!(floor.levers, LeverSource::Forced(vec![(0, 0.25)]));
+        let one = parse_str("--ticks 1 --trace t.json").unwrap();
+        assert_eq!(one.traced_ticks(), 0..1, "a one-tick run traces its tick");
     }
 
     #[test]
@@ -246,10 +516,154 @@ mod tests {
             ("--trace-ticks 5..5", "--trace-ticks"),
             ("--frobnicate 1", "--frobnicate"),
             ("--ticks", "--ticks"),
+            ("--json --trace t.json", "--json needs a value"),
+            ("--budget-ms nan", "--budget-ms"),
+            ("--budget-ms inf", "--budget-ms"),
+            ("--interest-radius 0", "--interest-radius"),
+            ("--interest-radius 1e7", "--interest-radius"),
+            ("--cell-size -5", "--cell-size"),
+            ("--workers 257", "--workers"),
+            ("--profile-window 0", "--profile-window"),
+            ("--profile-window 216001", "--profile-window"),
+            ("--entities 0", "--entities"),
+            ("--ticks 0", "--ticks"),
+            ("--json", "--json"),
+            ("--json=", "--json"),
         ] {
-            let err = parse_str(bad).unwrap_err();
+            let err = parse_str(bad).unwrap_err().to_string();
             assert!(err.contains(word), "{bad}: {err}");
         }
-        assert_eq!(parse_str("--help").unwrap_err(), "");
+        assert_eq!(parse_str("--help").unwrap_err(), ArgsError::Help);
+    }
+
+    // One test per value observed to crash or mislead the run of `BASE`; each was accepted by
+    // the parser before these checks.
+
+    #[test]
+    fn ticks_beyond_the_limit_are_rejected() {
+        let err = rejected("--ticks 18446744073709551615");
+        assert!(
+            err.contains("--ticks") && err.contains("1..=4000000000"),
+            "{err}"
+        );
+        assert!(rejected("--ticks 4000000001").contains("--ticks"));
+        assert_eq!(parse_str("--ticks 4000000000").unwrap().ticks, MAX_TICKS);
+    }
+
+    #[test]
+    fn a_long_run_keeps_the_profiler_window_not_one_record_per_tick() {
+        // 10^9 ticks is a valid run (about 193 days at 60 Hz); the profiler's window stays
+        // --profile-window, not the run's length.
+        let args = parse_str(&format!("{BASE} --ticks 1000000000")).unwrap();
+        assert_eq!(args.ticks, 1_000_000_000);
+        assert_eq!(
+            args.profile_config().window,
+            TickProfileConfig::DEFAULT_WINDOW
+        );
+    }
+
+    #[test]
+    fn a_budget_too_small_or_too_large_is_rejected() {
+        let small = rejected("--budget-ms 1e-7");
+        assert!(
+            small.contains("--budget-ms") && small.contains("[0.001, 60000]"),
+            "{small}"
+        );
+        let large = rejected("--budget-ms 1e30");
+        assert!(
+            large.contains("--budget-ms 1e30") || large.contains("(got 1e30)"),
+            "{large}"
+        );
+        // Every accepted budget makes a working governor.
+        for ms in ["0.001", "16.667", "60000"] {
+            let args = parse_str(&format!("{BASE} --budget-ms {ms}")).unwrap();
+            assert!(
+                freyr::TickGovernor::new(args.governor_params()).is_ok(),
+                "{ms}"
+            );
+        }
+    }
+
+    #[test]
+    fn peers_beyond_the_limit_are_rejected_not_wrapped() {
+        let err = rejected("--peers 4294967296");
+        assert!(
+            err.contains("--peers") && err.contains("0..=65536"),
+            "{err}"
+        );
+        assert!(rejected("--peers 65537").contains("--peers"));
+        assert_eq!(parse_str("--peers 65536").unwrap().settings.peers, 65_536);
+    }
+
+    #[test]
+    fn entities_beyond_the_limit_are_rejected() {
+        let err = rejected("--entities 5000000000");
+        assert!(
+            err.contains("--entities") && err.contains("1..=10000000"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_cell_too_small_for_the_map_is_rejected_with_the_smallest_it_takes() {
+        let err = rejected("--cell-size 0.001");
+        // 1000 aircraft: a 8944 m map, at most 4096 cells a side.
+        assert!(
+            err.contains("--cell-size 0.001") && err.contains("2.184"),
+            "{err}"
+        );
+        let args = parse_str(&format!("{BASE} --cell-size 2.184")).unwrap();
+        assert_eq!(args.settings.cell_size, 2.184);
+        // The bound follows the map: the default cell on the largest map is fine.
+        assert!(parse_str("--entities 10000000").is_ok());
+    }
+
+    #[test]
+    fn a_stray_word_is_an_unexpected_argument() {
+        let err = rejected("word");
+        assert_eq!(
+            err,
+            "unexpected argument 'word'; every setting is a --flag, see --help"
+        );
+        assert!(rejected("--ticks 5 6").contains("unexpected argument '6'"));
+        assert!(rejected("-x").contains("unexpected argument '-x'"));
+    }
+
+    #[test]
+    fn a_forced_load_factor_below_the_floor_is_rejected_naming_the_floor() {
+        let err = rejected("--force-load-factor 0.1");
+        assert!(err.contains("0.1") && err.contains("floor 0.25"), "{err}");
+        assert!(rejected("--force-load-factor 1.5").contains("--force-load-factor"));
+        assert!(rejected("--force-load-factor 0.5 --governor off").contains("pass one"));
+    }
+
+    #[test]
+    fn a_trace_range_outside_the_run_is_rejected() {
+        let err = rejected("--trace t.json --trace-ticks 10..12");
+        assert!(
+            err.contains("--trace-ticks 10..12") && err.contains("5 ticks"),
+            "{err}"
+        );
+        assert!(rejected("--trace t.json --trace-ticks 4..6").contains("outside the run"));
+        assert!(parse_str(&format!("{BASE} --trace t.json --trace-ticks 3..5")).is_ok());
+        assert!(rejected("--trace-ticks 1..2").contains("--trace or --timeline-svg"));
+        let long = parse_str("--ticks 5000 --trace t.json --trace-ticks 0..601").unwrap_err();
+        assert!(long.to_string().contains("more than 600"), "{long}");
+    }
+
+    #[test]
+    fn a_budget_raise_outside_the_run_or_without_a_governor_is_rejected() {
+        assert!(rejected("--raise-budget-at 5").contains("outside the run of 5 ticks"));
+        assert!(rejected("--raise-budget-at 2 --governor off").contains("governor on"));
+        assert!(rejected("--raise-budget-at 2 --force-load-factor 0.5").contains("governor on"));
+    }
+
+    #[test]
+    fn two_outputs_naming_one_file_are_rejected() {
+        let err = rejected("--json out.json --trace out.json");
+        assert!(
+            err.contains("--json and --trace both name out.json"),
+            "{err}"
+        );
     }
 }

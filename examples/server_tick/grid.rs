@@ -12,8 +12,6 @@
 
 use freyr::Entity;
 
-use crate::world::WORLD_SIZE;
-
 /// One aircraft as the grid saw it when it was built: a copy, so readers see the state of that
 /// moment whatever happens to the world afterwards.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -26,7 +24,7 @@ pub struct GridEntry {
     pub vel: [f32; 3],
 }
 
-/// A uniform grid of square cells over `[0, WORLD_SIZE)²`.
+/// A uniform grid of square cells over the map `[0, side)²`.
 pub struct SpatialGrid {
     cell_size: f32,
     cells_per_side: usize,
@@ -38,18 +36,25 @@ pub struct SpatialGrid {
 }
 
 impl SpatialGrid {
-    /// An empty grid of cells `cell_size` metres wide.
+    /// An empty grid of cells `cell_size` metres wide over a map `side` metres across.
     ///
     /// # Panics
     ///
-    /// If `cell_size` is not a positive number: pass e.g. 2000.0.
+    /// If `cell_size` is not a positive number (pass e.g. 2000.0), or the map would need more
+    /// than [`MAX_CELLS_PER_SIDE`] cells a side (pass a larger cell).
     #[must_use]
-    pub fn new(cell_size: f32) -> Self {
+    pub fn new(cell_size: f32, side: f32) -> Self {
         assert!(
             cell_size.is_finite() && cell_size > 0.0,
             "the grid's cell size must be a positive number of metres (got {cell_size}); try 2000"
         );
-        let cells_per_side = ((WORLD_SIZE / cell_size).ceil() as usize).max(1);
+        let cells_per_side = cells_per_side(cell_size, side).unwrap_or_else(|| {
+            panic!(
+                "a {cell_size} m cell needs more than {MAX_CELLS_PER_SIDE} cells a side on a \
+                 {side} m map; pass at least {} m",
+                min_cell_size(side)
+            )
+        });
         SpatialGrid {
             cell_size,
             cells_per_side,
@@ -147,6 +152,23 @@ impl SpatialGrid {
     }
 }
 
+/// The most cells a grid has on a side (16.8 million cells, 64 MiB of cell index).
+pub const MAX_CELLS_PER_SIDE: usize = 4096;
+
+/// The cells a side of a `side` metre map needs at `cell_size` metres a cell, if at most
+/// [`MAX_CELLS_PER_SIDE`].
+#[must_use]
+pub fn cells_per_side(cell_size: f32, side: f32) -> Option<usize> {
+    let cells = (f64::from(side) / f64::from(cell_size)).ceil().max(1.0);
+    (cells <= MAX_CELLS_PER_SIDE as f64).then_some(cells as usize)
+}
+
+/// The smallest cell a `side` metre map takes, in metres (rounded up to the millimetre).
+#[must_use]
+pub fn min_cell_size(side: f32) -> f64 {
+    (f64::from(side) / MAX_CELLS_PER_SIDE as f64 * 1000.0).ceil() / 1000.0
+}
+
 /// Squared 3-D distance.
 #[must_use]
 pub fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
@@ -157,6 +179,7 @@ pub fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::REFERENCE_SIDE as WORLD_SIZE;
 
     fn entry(index: u32, x: f32, y: f32) -> GridEntry {
         GridEntry {
@@ -168,7 +191,7 @@ mod tests {
 
     #[test]
     fn a_radius_query_finds_exactly_the_entries_within_it() {
-        let mut grid = SpatialGrid::new(1500.0);
+        let mut grid = SpatialGrid::new(1500.0, WORLD_SIZE);
         let points: Vec<_> = (0..2000u32)
             .map(|i| {
                 let h = crate::world::mix(u64::from(i), 77);
@@ -203,7 +226,7 @@ mod tests {
 
     #[test]
     fn a_rebuild_of_the_same_population_reuses_its_buffers() {
-        let mut grid = SpatialGrid::new(2000.0);
+        let mut grid = SpatialGrid::new(2000.0, WORLD_SIZE);
         for round in 0..3 {
             grid.clear();
             for i in 0..500u32 {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use crate::wire::Quantized;
-use crate::world::{WORLD_SIZE, mix, unit};
+use crate::world::{mix, unit};
 
 /// What a peer last received of one entity.
 #[derive(Clone, Copy, Debug)]
@@ -60,6 +60,8 @@ pub struct Peer {
     pub id: u32,
     /// How far it sees, in metres, before the governor's interest scale.
     pub radius: f32,
+    /// The side of the map it looks at, in metres.
+    pub map_side: f32,
     /// Its own send interval in ticks (a congested link gets snapshots less often).
     pub send_interval: u32,
     /// The tick it was last sent a snapshot.
@@ -92,13 +94,15 @@ pub struct Candidate {
 }
 
 impl Peer {
-    /// A peer with id `id`; its radius and send interval follow from the id.
+    /// A peer with id `id` on a map `map_side` metres across; its radius, send interval and
+    /// orbit follow from the id.
     #[must_use]
-    pub fn new(id: u32, base_radius: f32) -> Self {
+    pub fn new(id: u32, base_radius: f32, map_side: f32) -> Self {
         let h = mix(u64::from(id), 0x7065_6572);
         Peer {
             id,
             radius: base_radius * (0.75 + 0.5 * unit(h)),
+            map_side,
             send_interval: if id % 8 == 7 { 2 } else { 1 },
             last_sent: None,
             known: HashMap::new(),
@@ -111,14 +115,14 @@ impl Peer {
         }
     }
 
-    /// Where the peer looks from at tick `tick`: a slow orbit around a point fixed by its id.
+    /// Where the peer looks from at tick `tick`: a slow orbit around a point fixed by its id,
+    /// at least 5% of the map's side from its edges (2 km on the 40 km map).
     #[must_use]
     pub fn position(&self, tick: u64) -> [f32; 3] {
         let h = mix(u64::from(self.id), 0x6f72_6274);
-        let center = [
-            2000.0 + unit(h) * (WORLD_SIZE - 4000.0),
-            2000.0 + unit(h >> 13) * (WORLD_SIZE - 4000.0),
-        ];
+        let margin = self.map_side * 0.05;
+        let span = self.map_side - 2.0 * margin;
+        let center = [margin + unit(h) * span, margin + unit(h >> 13) * span];
         let angle = unit(h >> 26) * core::f32::consts::TAU + (tick % 36_000) as f32 * 0.002;
         [
             center[0] + 1500.0 * angle.cos(),
@@ -143,7 +147,7 @@ mod tests {
 
     #[test]
     fn a_peer_is_due_by_the_longer_of_its_interval_and_the_governors() {
-        let mut peer = Peer::new(7, 4000.0); // its own interval is 2
+        let mut peer = Peer::new(7, 4000.0, crate::world::REFERENCE_SIDE); // its own interval is 2
         assert_eq!(peer.send_interval, 2);
         assert!(peer.due(0, 1));
         peer.last_sent = Some(10);

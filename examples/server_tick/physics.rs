@@ -8,15 +8,15 @@
 
 use core::f32::consts::{PI, TAU};
 
-use crate::world::{ALT_MAX, ALT_MIN, DT, Flight, Input, MAX_SPEED, WORLD_SIZE, mix, unit};
+use crate::world::{ALT_MAX, ALT_MIN, DT, Flight, Input, MAX_SPEED, mix, unit};
 
 /// The fastest turn, in radians per second.
 pub const MAX_TURN_RATE: f32 = 0.6;
 /// Peak turbulence acceleration, in metres per second squared.
 pub const TURBULENCE: f32 = 1.5;
 
-/// Advances `flight` by one tick of [`DT`] seconds.
-pub fn integrate(entity_index: u32, flight: &mut Flight, input: &Input, tick: u64) {
+/// Advances `flight` by one tick of [`DT`] seconds on a map `side` metres across.
+pub fn integrate(entity_index: u32, flight: &mut Flight, input: &Input, tick: u64, side: f32) {
     // Turn towards the asked heading by the shorter way, at most MAX_TURN_RATE.
     let mut turn = (input.heading - flight.heading).rem_euclid(TAU);
     if turn > PI {
@@ -46,7 +46,7 @@ pub fn integrate(entity_index: u32, flight: &mut Flight, input: &Input, tick: u6
         flight.pos[axis] += flight.vel[axis] * DT;
     }
     // Stay on the map: reflect off its edges and the altitude bounds.
-    for (axis, (lo, hi)) in [(0.0, WORLD_SIZE), (0.0, WORLD_SIZE), (ALT_MIN, ALT_MAX)]
+    for (axis, (lo, hi)) in [(0.0, side), (0.0, side), (ALT_MIN, ALT_MAX)]
         .into_iter()
         .enumerate()
     {
@@ -63,14 +63,14 @@ pub fn integrate(entity_index: u32, flight: &mut Flight, input: &Input, tick: u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::world::new_aircraft;
+    use crate::world::{REFERENCE_SIDE as WORLD_SIZE, new_aircraft};
 
     #[test]
     fn turbulence_depends_on_the_entity_and_the_tick_only() {
-        let (flight, input, _) = new_aircraft(3, 0);
+        let (flight, input, _) = new_aircraft(3, 0, WORLD_SIZE);
         let step = |index, tick| {
             let mut f = flight;
-            integrate(index, &mut f, &input, tick);
+            integrate(index, &mut f, &input, tick, WORLD_SIZE);
             f
         };
         assert_eq!(step(3, 10), step(3, 10));
@@ -81,11 +81,11 @@ mod tests {
     #[test]
     fn aircraft_stay_on_the_map() {
         for n in 0..200 {
-            let (mut flight, mut input, _) = new_aircraft(n, 1);
+            let (mut flight, mut input, _) = new_aircraft(n, 1, WORLD_SIZE);
             input.climb = if n % 2 == 0 { 30.0 } else { -30.0 };
             input.throttle = 1.0;
             for tick in 0..3000 {
-                integrate(n as u32, &mut flight, &input, tick);
+                integrate(n as u32, &mut flight, &input, tick, WORLD_SIZE);
                 assert!((0.0..WORLD_SIZE).contains(&flight.pos[0]), "{flight:?}");
                 assert!((0.0..WORLD_SIZE).contains(&flight.pos[1]), "{flight:?}");
                 assert!((ALT_MIN..=ALT_MAX).contains(&flight.pos[2]), "{flight:?}");

@@ -68,10 +68,14 @@ pub struct RunReport {
     pub lever_digest: u64,
     /// The world hash at the end.
     pub world_hash: u64,
-    /// The governor at the end: load factor, decreases, increases, EWMA ms.
+    /// The governor at the end: load factor, decreases, increases (decisions that moved the
+    /// load factor), EWMA ms. With forced levers the governor is never stepped: load factor 1,
+    /// no decisions, no EWMA.
     pub governor: (f64, (u64, u64), Option<f64>),
-    /// The load factor of every tick.
-    pub load_factors: Vec<f64>,
+    /// The lowest load factor any tick ran at (per-tick values are in the tick profiler's
+    /// window when it is on; the run keeps no per-tick list, so its memory does not grow with
+    /// the run).
+    pub lowest_load_factor: f64,
 }
 
 /// Folds one tick's levers into the lever digest.
@@ -133,7 +137,7 @@ fn drive<C: Clock>(
     let mut digest = 0u64;
     let mut busy = Duration::ZERO;
     let mut dropped_seen = 0;
-    let mut load_factors = Vec::with_capacity(config.ticks as usize);
+    let mut lowest_load_factor = 1.0f64;
     let start = Instant::now();
     let mut done = 0;
     if config.pace == Pace::Free {
@@ -166,7 +170,7 @@ fn drive<C: Clock>(
                 }
             };
             digest = lever_digest(digest, tick, &levers);
-            load_factors.push(levers.load_factor);
+            lowest_load_factor = lowest_load_factor.min(levers.load_factor);
             let t0 = Instant::now();
             server.registry.begin_tick(tick);
             server.tick(tick, &levers);
@@ -199,6 +203,6 @@ fn drive<C: Clock>(
             governor.decisions(),
             governor.ewma_ms(),
         ),
-        load_factors,
+        lowest_load_factor,
     }
 }

@@ -22,12 +22,13 @@ use crate::grid::{GridEntry, SpatialGrid};
 use crate::peer::{Peer, StreamDigest};
 use crate::physics;
 use crate::snapshot::{self, SnapshotLevers, SnapshotTable};
-use crate::world::{Ai, Flight, Input, mix, new_aircraft};
+use crate::world::{Ai, Flight, Input, map_side, mix, new_aircraft};
 
 /// What the world looks like and how it changes.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
-    /// Aircraft at the start (the population stays at this size).
+    /// Aircraft at the start (the population stays at this size). The map's side grows with
+    /// it, at constant density (see [`Settings::map_side`]).
     pub entities: usize,
     /// Peers at the start (the count stays at this size).
     pub peers: usize,
@@ -39,6 +40,15 @@ pub struct Settings {
     pub kill_every: u64,
     /// Every this many ticks one peer leaves and a new one joins (0: never).
     pub churn_every: u64,
+}
+
+impl Settings {
+    /// The side of the square map, in metres: 40 km at the default 20,000 aircraft, scaled
+    /// with the square root of the count so the density stays 12.5 aircraft per km².
+    #[must_use]
+    pub fn map_side(&self) -> f32 {
+        map_side(self.entities)
+    }
 }
 
 impl Default for Settings {
@@ -79,18 +89,26 @@ impl Server {
     /// A server with `workers` total parallelism (0: one per CPU).
     #[must_use]
     pub fn new(settings: Settings, workers: usize) -> Self {
+        let side = settings.map_side();
         let mut registry = Registry::with_workers(workers);
-        registry.spawn_batch((0..settings.entities as u64).map(|n| new_aircraft(n, 0)));
-        registry.insert_resource(SpatialGrid::new(settings.cell_size));
-        let peers = (0..settings.peers as u32)
-            .map(|id| Mutex::new(Peer::new(id, settings.interest_radius)))
+        registry.spawn_batch((0..settings.entities as u64).map(|n| new_aircraft(n, 0, side)));
+        registry.insert_resource(SpatialGrid::new(settings.cell_size, side));
+        let peer_count = u32::try_from(settings.peers).unwrap_or_else(|_| {
+            panic!(
+                "{} peers do not fit the u32 peer ids; pass at most {}",
+                settings.peers,
+                u32::MAX
+            )
+        });
+        let peers = (0..peer_count)
+            .map(|id| Mutex::new(Peer::new(id, settings.interest_radius, side)))
             .collect();
         Server {
             registry,
-            table: SnapshotTable::new(settings.cell_size),
+            table: SnapshotTable::new(settings.cell_size, side),
             peers,
             departed: Vec::new(),
-            next_peer_id: settings.peers as u32,
+            next_peer_id: peer_count,
             work: Vec::new(),
             spawned: settings.entities as u64,
             kills: Vec::new(),
@@ -160,11 +178,12 @@ impl Server {
     /// Every aircraft integrates every tick (the governor never skips it).
     fn integrate_pass(&mut self, tick: u64) {
         self.registry.tick_phase("integrate");
+        let side = self.settings.map_side();
         self.registry
             .query::<(&mut Flight, &Input)>()
             .with_label("Integrate")
             .each_async(move |entity, (flight, input)| {
-                physics::integrate(entity.index(), flight, input, tick);
+                physics::integrate(entity.index(), flight, input, tick, side);
             });
         self.registry.execute_tasks();
     }
@@ -231,9 +250,10 @@ impl Server {
             }
             self.registry.execute_tasks();
             let first = self.spawned;
+            let side = self.settings.map_side();
             let count = self.kills.len() as u64;
             self.registry
-                .spawn_batch((first..first + count).map(|n| new_aircraft(n, tick)));
+                .spawn_batch((first..first + count).map(|n| new_aircraft(n, tick, side)));
             self.spawned += count;
             self.killed += count;
         }
@@ -248,8 +268,11 @@ impl Server {
             self.departed.push((peer.id, peer.stream));
             let id = self.next_peer_id;
             self.next_peer_id += 1;
-            self.peers
-                .push(Mutex::new(Peer::new(id, self.settings.interest_radius)));
+            self.peers.push(Mutex::new(Peer::new(
+                id,
+                self.settings.interest_radius,
+                self.settings.map_side(),
+            )));
         }
     }
 
@@ -277,6 +300,12 @@ impl Server {
     #[must_use]
     pub fn world_hash(&self) -> u64 {
         self.registry.world_hash::<(Flight, Input, Ai)>()
+    }
+
+    /// The settings it was made with.
+    #[must_use]
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     /// Peers connected now.

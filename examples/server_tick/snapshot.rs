@@ -41,13 +41,14 @@ pub struct SnapshotTable {
 }
 
 impl SnapshotTable {
-    /// An empty table whose grid has cells `cell_size` metres wide.
+    /// An empty table whose grid has cells `cell_size` metres wide over a map `side` metres
+    /// across.
     #[must_use]
-    pub fn new(cell_size: f32) -> Self {
+    pub fn new(cell_size: f32, side: f32) -> Self {
         SnapshotTable {
             rows: Vec::new(),
             row_of: Vec::new(),
-            grid: SpatialGrid::new(cell_size),
+            grid: SpatialGrid::new(cell_size, side),
         }
     }
 
@@ -205,10 +206,10 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
 mod tests {
     use super::*;
     use crate::wire::{Record, decode};
-    use crate::world::new_aircraft;
+    use crate::world::{REFERENCE_SIDE as WORLD_SIZE, new_aircraft};
 
     fn table_of(entities: &[(Entity, Flight)]) -> SnapshotTable {
-        let mut table = SnapshotTable::new(2000.0);
+        let mut table = SnapshotTable::new(2000.0, WORLD_SIZE);
         table.clear();
         for (e, f) in entities {
             table.push(*e, f, AiKind::Patrol);
@@ -221,7 +222,7 @@ mod tests {
         let c = peer.position(0);
         (0..n)
             .map(|i| {
-                let mut f = new_aircraft(u64::from(i), 0).0;
+                let mut f = new_aircraft(u64::from(i), 0, WORLD_SIZE).0;
                 f.pos = [
                     c[0] + (i as f32 * 37.0) % 2000.0,
                     c[1] + (i as f32 * 53.0) % 2000.0,
@@ -239,7 +240,7 @@ mod tests {
 
     #[test]
     fn a_new_peer_gets_full_records_first_then_cheap_deltas_within_the_budget() {
-        let mut peer = Peer::new(1, 4000.0);
+        let mut peer = Peer::new(1, 4000.0, WORLD_SIZE);
         let entities = around(&peer, 60);
         let table = table_of(&entities);
         build(&mut peer, &table, FULL_LEVERS, 0);
@@ -266,7 +267,7 @@ mod tests {
 
     #[test]
     fn a_despawned_entity_is_reported_once_and_its_reused_index_is_sent_in_full() {
-        let mut peer = Peer::new(2, 4000.0);
+        let mut peer = Peer::new(2, 4000.0, WORLD_SIZE);
         let mut entities = around(&peer, 40);
         build(&mut peer, &table_of(&entities), FULL_LEVERS, 0);
         let (index, generation) = (entities[5].0.index(), entities[5].0.generation());
@@ -291,7 +292,7 @@ mod tests {
 
     #[test]
     fn the_interest_scale_shrinks_the_set_and_the_budget_cuts_it() {
-        let peer_at = || Peer::new(3, 4000.0);
+        let peer_at = || Peer::new(3, 4000.0, WORLD_SIZE);
         let entities = around(&peer_at(), 400);
         let table = table_of(&entities);
         let count = |levers| {

@@ -2,8 +2,6 @@
 //! one bar per batch of tasks coloured by label, sync points as a thin grey bar under the tasks
 //! the waiting thread ran meanwhile, the tick's phases along the top row.
 
-use std::path::Path;
-
 use freyr::{TraceEvent, TraceKind};
 use plotters::prelude::*;
 
@@ -51,14 +49,20 @@ fn register_font() {
     });
 }
 
-/// Draws tick `tick` of `events` to `path` as SVG. Returns the number of spans drawn.
+/// Draws tick `tick` of `events` as SVG. Returns the SVG text and the number of spans drawn.
 ///
 /// # Errors
 ///
-/// A message when the tick was not traced or the file cannot be written.
-pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, String> {
+/// A message when the tick was not traced or the drawing fails.
+pub fn draw(events: &[TraceEvent], tick: u64) -> Result<(String, usize), String> {
     register_font();
-    let err = |e: &dyn std::fmt::Display| format!("{}: {e}", path.display());
+    let mut svg = String::new();
+    let drawn = draw_into(&mut svg, events, tick)?;
+    Ok((svg, drawn))
+}
+
+fn draw_into(svg: &mut String, events: &[TraceEvent], tick: u64) -> Result<usize, String> {
+    let err = |e: &dyn std::fmt::Display| format!("drawing tick {tick}: {e}");
     let events: Vec<&TraceEvent> = events.iter().filter(|e| e.tick == tick).collect();
     let span = events
         .iter()
@@ -70,7 +74,7 @@ pub fn draw(events: &[TraceEvent], tick: u64, path: &Path) -> Result<usize, Stri
     let rows = events.iter().map(|e| e.row).max().unwrap_or(1) + 1;
 
     let height = 150 + 40 * rows;
-    let root = SVGBackend::new(path, (1200, height)).into_drawing_area();
+    let root = SVGBackend::with_string(svg, (1200, height)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
     let (plot, legend_area) = root.split_vertically(height - 36);
     // The row names live left of time zero, inside the plot.
@@ -206,17 +210,14 @@ mod tests {
             registry.end_tick(TickExtras::default());
         }
         let events = registry.tick_profile().unwrap().trace_events();
-        let path = std::env::temp_dir().join(format!("timeline-{}.svg", std::process::id()));
-        let drawn = draw(events, 1, &path).unwrap();
-        let svg = std::fs::read_to_string(&path).unwrap();
-        std::fs::remove_file(&path).unwrap();
+        let (svg, drawn) = draw(events, 1).unwrap();
         assert_eq!(
             drawn,
             events.iter().filter(|e| e.kind != TraceKind::Tick).count()
         );
         assert!(svg.starts_with("<svg"), "{}", &svg[..40]);
         assert!(svg.contains("Step tasks") && svg.contains("caller"));
-        let err = draw(events, 0, &path).unwrap_err();
+        let err = draw(events, 0).unwrap_err();
         assert!(err.contains("--trace-ticks"), "{err}");
     }
 }

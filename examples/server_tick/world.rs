@@ -10,8 +10,20 @@ use freyr::{Entity, StableHash, StableHasher};
 
 /// The fixed tick length, in seconds (60 Hz).
 pub const DT: f32 = 1.0 / 60.0;
-/// The world is the square `[0, WORLD_SIZE)` metres on a side.
-pub const WORLD_SIZE: f32 = 40_000.0;
+/// The side of the map at [`REFERENCE_ENTITIES`] aircraft: 40 km.
+pub const REFERENCE_SIDE: f32 = 40_000.0;
+/// The population [`REFERENCE_SIDE`] is sized for (the example's default).
+pub const REFERENCE_ENTITIES: usize = 20_000;
+
+/// The side, in metres, of the square map `[0, side)²` that holds `entities` aircraft: the map
+/// grows with the population at constant density, 12.5 aircraft per km² (20,000 on 40 km × 40
+/// km, 200,000 on 126.5 km), so each aircraft's neighbourhood, and with it the AI's cost per
+/// aircraft, stays the same whatever the count. At least 1 m.
+#[must_use]
+pub fn map_side(entities: usize) -> f32 {
+    let scale = (entities as f64 / REFERENCE_ENTITIES as f64).sqrt();
+    ((f64::from(REFERENCE_SIDE) * scale) as f32).max(1.0)
+}
 /// Altitude bounds, in metres.
 pub const ALT_MIN: f32 = 100.0;
 /// Altitude bounds, in metres.
@@ -116,14 +128,14 @@ impl StableHash for Ai {
     }
 }
 
-/// The components of aircraft number `n` of a batch made at tick `tick`: a pure function, so
-/// the same spawns happen on every worker count.
+/// The components of aircraft number `n` of a batch made at tick `tick` on a map `side` metres
+/// across: a pure function, so the same spawns happen on every worker count.
 #[must_use]
-pub fn new_aircraft(n: u64, tick: u64) -> (Flight, Input, Ai) {
+pub fn new_aircraft(n: u64, tick: u64, side: f32) -> (Flight, Input, Ai) {
     let h = |purpose: u64| mix(mix(n, tick), purpose);
     let pos = [
-        unit(h(1)) * WORLD_SIZE,
-        unit(h(2)) * WORLD_SIZE,
+        unit(h(1)) * side,
+        unit(h(2)) * side,
         ALT_MIN + unit(h(3)) * (ALT_MAX - ALT_MIN),
     ];
     let heading = unit(h(4)) * core::f32::consts::TAU;
@@ -141,7 +153,7 @@ pub fn new_aircraft(n: u64, tick: u64) -> (Flight, Input, Ai) {
     };
     let ai = Ai {
         kind,
-        waypoint: [unit(h(7)) * WORLD_SIZE, unit(h(8)) * WORLD_SIZE],
+        waypoint: [unit(h(7)) * side, unit(h(8)) * side],
         target: None,
         registers: [0.0; 4],
     };
@@ -159,13 +171,27 @@ mod tests {
 
     #[test]
     fn new_aircraft_is_a_pure_function_of_its_number_and_tick() {
-        assert_eq!(new_aircraft(5, 9), new_aircraft(5, 9));
-        assert_ne!(new_aircraft(5, 9).0, new_aircraft(6, 9).0);
-        let kinds: Vec<_> = (0..1000).map(|n| new_aircraft(n, 0).2.kind).collect();
+        let side = REFERENCE_SIDE;
+        assert_eq!(new_aircraft(5, 9, side), new_aircraft(5, 9, side));
+        assert_ne!(new_aircraft(5, 9, side).0, new_aircraft(6, 9, side).0);
+        let kinds: Vec<_> = (0..1000).map(|n| new_aircraft(n, 0, side).2.kind).collect();
         let scripted = kinds.iter().filter(|k| **k == AiKind::Scripted).count();
         let pursuit = kinds.iter().filter(|k| **k == AiKind::Pursuit).count();
         assert!((25..80).contains(&scripted), "{scripted} scripted of 1000");
         assert!((200..300).contains(&pursuit), "{pursuit} pursuit of 1000");
+    }
+
+    #[test]
+    fn the_map_grows_with_the_population_at_constant_density() {
+        assert_eq!(map_side(REFERENCE_ENTITIES), REFERENCE_SIDE);
+        assert_eq!(map_side(4 * REFERENCE_ENTITIES), 2.0 * REFERENCE_SIDE);
+        assert_eq!(map_side(REFERENCE_ENTITIES / 4), REFERENCE_SIDE / 2.0);
+        for n in [1_000, 20_000, 200_000, 10_000_000] {
+            let km = f64::from(map_side(n)) / 1000.0;
+            let density = n as f64 / (km * km);
+            assert!((density - 12.5).abs() < 1e-3, "{n}: {density} per km²");
+        }
+        assert_eq!(map_side(0), 1.0);
     }
 
     #[test]

@@ -268,3 +268,70 @@ fn a_late_deadline_job_shows_as_a_stall_in_the_tick_that_waited_for_it() {
     assert_eq!(records[1].deadline_stalls, 3);
     assert!(records[1].deadline_stall > std::time::Duration::ZERO);
 }
+
+#[test]
+fn a_long_run_keeps_only_its_window_and_reports_over_the_last_ticks() {
+    const TICKS: u64 = 100_000;
+    const WINDOW: usize = 1000;
+    let mut registry = Registry::with_workers(1);
+    registry.enable_tick_profile(TickProfileConfig {
+        window: WINDOW,
+        ..Default::default()
+    });
+    // Known per-tick values the caller passes in: the load factor falls by one step per tick
+    // from 1, the dropped ticks are 1 on every tick divisible by 3.
+    let load_factor = |n: u64| 1.0 - n as f64 / (2 * TICKS) as f64;
+    for n in 0..TICKS {
+        registry.begin_tick(n);
+        registry.tick_phase("only");
+        registry.end_tick(TickExtras {
+            load_factor: load_factor(n),
+            dropped_ticks: u64::from(n % 3 == 0),
+            ..Default::default()
+        });
+        if n == 10 {
+            assert_eq!(registry.tick_profile().unwrap().records().len(), 11);
+        }
+    }
+    let profile = registry.tick_profile().unwrap();
+    assert_eq!(profile.ticks_recorded(), TICKS, "the total is exact");
+    assert_eq!(profile.records().len(), WINDOW, "the ring holds the window");
+    let first = TICKS - WINDOW as u64;
+    let ticks: Vec<u64> = profile.records().map(|r| r.tick).collect();
+    assert_eq!(ticks, (first..TICKS).collect::<Vec<_>>());
+    let report = profile.report();
+    assert_eq!(report.window, WINDOW);
+    assert_eq!(report.ticks.len(), WINDOW);
+    assert_eq!(report.ticks_recorded, TICKS);
+    // Sums and minima are over the last WINDOW ticks, not the whole run.
+    let dropped = (first..TICKS).filter(|n| n % 3 == 0).count() as u64;
+    assert_eq!(report.summary.dropped_ticks, dropped);
+    assert_eq!(report.summary.load_factor.min, load_factor(TICKS - 1));
+    assert_eq!(report.summary.load_factor.last, load_factor(TICKS - 1));
+    let walls: Vec<std::time::Duration> = profile.records().map(|r| r.wall).collect();
+    assert_eq!(
+        report.summary.wall_ms.max_ms,
+        walls.iter().max().unwrap().as_secs_f64() * 1e3
+    );
+    assert_eq!(profile.phase_names(), ["only"]);
+}
+
+#[test]
+fn a_window_far_longer_than_the_run_costs_only_the_ticks_recorded() {
+    // A window sized for a run of any length (an hour, a year, usize::MAX ticks) is not
+    // allocated up front: the ring grows with the ticks recorded.
+    for window in [usize::MAX, 1 << 40, 216_000] {
+        let mut registry = Registry::with_workers(1);
+        registry.enable_tick_profile(TickProfileConfig {
+            window,
+            ..Default::default()
+        });
+        for n in 0..5 {
+            registry.begin_tick(n);
+            registry.end_tick(TickExtras::default());
+        }
+        let profile = registry.tick_profile().unwrap();
+        assert_eq!(profile.records().len(), 5);
+        assert_eq!(profile.report().window, window);
+    }
+}

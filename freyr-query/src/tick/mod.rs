@@ -27,16 +27,24 @@ use self::trace::TraceLog;
 /// How the tick profiler records, for
 /// [`Registry::enable_tick_profile`](crate::Registry::enable_tick_profile).
 ///
+/// The profiler keeps the records of the last `window` ticks in a ring: however long the run,
+/// it holds at most `window` records, and the percentiles, means, maxima and summed counters
+/// it reports are over those ticks. [`TickProfile::ticks_recorded`] and the EWMA cover every
+/// tick since the profiler was enabled. The ring grows as it fills, so a window larger than
+/// the run costs only the ticks recorded.
+///
 /// # Examples
 ///
 /// ```
 /// let config = freyr::TickProfileConfig::default();
-/// assert_eq!(config.window, 600);
+/// assert_eq!(config.window, freyr::TickProfileConfig::DEFAULT_WINDOW);
+/// assert_eq!(config.window, 3600); // one minute at 60 Hz
 /// assert!(config.trace_ticks.is_empty());
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct TickProfileConfig {
     /// How many recent ticks are kept (for percentiles and the JSON report); at least 1.
+    /// The default is [`DEFAULT_WINDOW`](Self::DEFAULT_WINDOW).
     pub window: usize,
     /// The EWMA's weight of the newest tick, in `(0, 1]`.
     pub ewma_alpha: f64,
@@ -44,10 +52,15 @@ pub struct TickProfileConfig {
     pub trace_ticks: core::ops::Range<u64>,
 }
 
+impl TickProfileConfig {
+    /// The default [`window`](Self::window): 3600 ticks, one minute at 60 Hz.
+    pub const DEFAULT_WINDOW: usize = 3600;
+}
+
 impl Default for TickProfileConfig {
     fn default() -> Self {
         TickProfileConfig {
-            window: 600,
+            window: Self::DEFAULT_WINDOW,
             ewma_alpha: 0.1,
             trace_ticks: 0..0,
         }
@@ -209,7 +222,8 @@ impl TickProfile {
     pub(crate) fn new(config: TickProfileConfig, dropped: u64) -> Self {
         assert!(
             config.window >= 1,
-            "freyr: TickProfileConfig::window must be at least 1 tick (got 0); the default is 600"
+            "freyr: TickProfileConfig::window must be at least 1 tick (got 0); the default is {}",
+            TickProfileConfig::DEFAULT_WINDOW
         );
         assert!(
             config.ewma_alpha > 0.0 && config.ewma_alpha <= 1.0,
@@ -217,7 +231,9 @@ impl TickProfile {
             config.ewma_alpha
         );
         TickProfile {
-            records: VecDeque::with_capacity(config.window),
+            // Grown as ticks arrive (see `end`), never sized to the window up front: a window
+            // larger than the run costs only what is recorded.
+            records: VecDeque::new(),
             config,
             ticks_recorded: 0,
             ewma_ms: None,
@@ -232,12 +248,14 @@ impl TickProfile {
         &self.config
     }
 
-    /// Ticks recorded since it was enabled (the window keeps the last `window` of them).
+    /// Ticks recorded since it was enabled, exact however long the run (the window keeps the
+    /// last `window` of them).
     pub fn ticks_recorded(&self) -> u64 {
         self.ticks_recorded
     }
 
-    /// The records in the window, oldest first.
+    /// The records in the window, oldest first: the last
+    /// [`window`](TickProfileConfig::window) ticks, or every tick while fewer were recorded.
     pub fn records(&self) -> impl ExactSizeIterator<Item = &TickRecord> {
         self.records.iter()
     }
@@ -410,6 +428,11 @@ impl TickProfile {
         }
         if self.records.len() == self.config.window {
             self.records.pop_front();
+        } else if self.records.len() == self.records.capacity() {
+            // Grow geometrically, but never past the window: the ring holds at most `window`.
+            let len = self.records.len();
+            self.records
+                .reserve_exact(len.max(16).min(self.config.window - len));
         }
         self.records.push_back(record);
         self.ticks_recorded += 1;

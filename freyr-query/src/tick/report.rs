@@ -3,7 +3,7 @@
 //! ```text
 //! {
 //!   "schema": "freyr.tick_profile", "version": 1,
-//!   "window": 600,                 ticks kept
+//!   "window": 3600,                ticks kept (TickProfileConfig::window)
 //!   "ticks_recorded": 1800,        ticks recorded since the profiler was enabled
 //!   "summary": {
 //!     "wall_ms": {ewma, mean, p50, p99, max},          tick wall time over the window
@@ -20,7 +20,9 @@
 //! }
 //! ```
 //!
-//! Times are milliseconds as numbers; percentiles are nearest-rank over the window. Fields are
+//! `ticks` holds at most `window` records (the last ticks recorded), and every statistic and sum
+//! in `summary` is over those; only `ticks_recorded` counts every tick since the profiler was
+//! enabled. Times are milliseconds as numbers; percentiles are nearest-rank over the window. Fields are
 //! only ever added (and `version` raised); none is renamed or removed.
 
 use std::io::{self, Write};

@@ -138,11 +138,17 @@ impl TickGovernor {
             self.since_eval = 0;
             let budget_ms = millis(self.params.budget);
             let floor = self.params.floor().min(1.0);
+            let before = self.load_factor;
             if ewma > budget_ms * self.params.high_watermark {
-                self.load_factor = (self.load_factor * self.params.decrease_factor).max(floor);
-                self.decreases += 1;
+                self.load_factor = (before * self.params.decrease_factor).max(floor);
             } else if ewma < budget_ms * self.params.low_watermark {
-                self.load_factor = (self.load_factor + self.params.increase_step).min(1.0);
+                self.load_factor = (before + self.params.increase_step).min(1.0);
+            }
+            // Only a decision that moved the load factor counts: one at the floor (or at 1)
+            // that the clamp turned into a hold is a hold.
+            if self.load_factor < before {
+                self.decreases += 1;
+            } else if self.load_factor > before {
                 self.increases += 1;
             }
         }
@@ -191,13 +197,31 @@ impl TickGovernor {
         self.ewma_ms
     }
 
-    /// How many decisions decreased, and how many increased, the load factor.
+    /// How many decisions decreased, and how many increased, the load factor. A decision
+    /// that the `[floor, 1]` clamp turned into no change (shedding at the floor, restoring
+    /// at full load) is not counted: each count is the number of times the load factor
+    /// actually moved that way.
     ///
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
+    /// use std::time::Duration;
+    /// use freyr::{GovernorParams, TickGovernor};
+    /// let params = GovernorParams {
+    ///     budget: Duration::from_millis(10),
+    ///     eval_interval_ticks: 1,
+    ///     ewma_alpha: 1.0,
+    ///     ..Default::default()
+    /// };
+    /// let mut governor = TickGovernor::new(params).unwrap();
     /// assert_eq!(governor.decisions(), (0, 0));
+    /// governor.step(Duration::from_millis(1)); // under budget at 1: nothing to restore
+    /// assert_eq!(governor.decisions(), (0, 0));
+    /// for _ in 0..20 {
+    ///     governor.step(Duration::from_millis(50)); // 1 -> 0.7 -> 0.49 -> 0.343 -> 0.25, then held
+    /// }
+    /// assert_eq!(governor.load_factor(), 0.25);
+    /// assert_eq!(governor.decisions(), (4, 0));
     /// ```
     #[must_use]
     pub fn decisions(&self) -> (u64, u64) {
@@ -323,6 +347,21 @@ mod tests {
             g.step(us(0));
         }
         assert_eq!(g.load_factor(), 1.0);
+    }
+
+    #[test]
+    fn decisions_count_only_moves_of_the_load_factor() {
+        let mut g = immediate();
+        // 50 over-budget decisions: 1 -> 0.7 -> 0.49 -> 0.343 -> 0.25, then 46 held at the floor.
+        for _ in 0..50 {
+            g.step(us(1_000_000));
+        }
+        assert_eq!(g.decisions(), (4, 0));
+        // 50 under-budget decisions: 0.25 + 6 x 0.125 = 1, then 44 held at 1.
+        for _ in 0..50 {
+            g.step(us(0));
+        }
+        assert_eq!(g.decisions(), (4, 6));
     }
 
     #[test]
