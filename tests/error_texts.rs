@@ -7,7 +7,7 @@ use std::error::Error;
 
 use freyr::{
     ComponentError, DeadlineError, DeadlineScheduler, Entity, FixedStepError, GovernorParams,
-    GroupPanic, JobPanic, NoSuchEntity, PumpError, QueryError, Registry, TaskGroup, ThreadPool,
+    Grid, GridError, GroupPanic, JobPanic, NoSuchEntity, PumpError, QueryError, Registry, TaskGroup, ThreadPool,
     UnhashedComponents, ZeroBudget,
 };
 
@@ -51,6 +51,7 @@ fn every_public_error_type_is_an_error() {
     is_error::<ZeroBudget>();
     is_error::<DeadlineError>();
     is_error::<FixedStepError>();
+    is_error::<GridError>();
 }
 
 fn group_panic(pool: &ThreadPool) -> GroupPanic {
@@ -118,6 +119,23 @@ fn every_error_text_follows_the_convention() {
         ("PumpError::ForeignPool", Box::new(PumpError::ForeignPool)),
         ("ZeroBudget", Box::new(ZeroBudget)),
         ("FixedStepError::ZeroDt", Box::new(FixedStepError::ZeroDt)),
+        (
+            "FixedStepError::DtTooLong",
+            Box::new(FixedStepError::DtTooLong {
+                dt: std::time::Duration::from_secs(7200),
+            }),
+        ),
+        (
+            "GridError::RaggedRow",
+            Box::new(Grid::from_rows(&["...", ".."]).unwrap_err()),
+        ),
+        (
+            "GridError::TooLarge",
+            Box::new(GridError::TooLarge {
+                width: 1 << 20,
+                height: 1 << 20,
+            }),
+        ),
         (
             "FixedStepError::ZeroMaxCatchup",
             Box::new(FixedStepError::ZeroMaxCatchup),

@@ -65,7 +65,7 @@ impl fmt::Display for FixedStepError {
             ),
             FixedStepError::DtTooLong { dt } => write!(
                 f,
-                "freyr: a fixed step of {dt:?} is longer than MAX_FIXED_DT ({MAX_FIXED_DT:?}); \
+                "a fixed step of {dt:?} is longer than MAX_FIXED_DT ({MAX_FIXED_DT:?}); \
                  pass the tick length, e.g. Duration::from_secs(1) / 60"
             ),
             FixedStepError::ZeroMaxCatchup => f.write_str(

@@ -37,7 +37,7 @@ const DIAGONAL: u64 = 14;
 /// assert_eq!(err, GridError::RaggedRow { row: 1, cells: 2, expected: 3 });
 /// assert_eq!(
 ///     err.to_string(),
-///     "freyr: grid row 1 has 2 cells, row 0 has 3; every row must be as wide as the first"
+///     "grid row 1 has 2 cells, row 0 has 3; every row must be as wide as the first"
 /// );
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,12 +69,12 @@ impl fmt::Display for GridError {
                 expected,
             } => write!(
                 f,
-                "freyr: grid row {row} has {cells} cells, row 0 has {expected}; every row must \
+                "grid row {row} has {cells} cells, row 0 has {expected}; every row must \
                  be as wide as the first"
             ),
             GridError::TooLarge { width, height } => write!(
                 f,
-                "freyr: a {width} x {height} grid has more cells than a u32 index holds (at \
+                "a {width} x {height} grid has more cells than a u32 index holds (at \
                  most {}); use a coarser grid",
                 u32::MAX
             ),
