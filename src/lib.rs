@@ -49,6 +49,9 @@ pub use freyr_query::{
     StableHasher, System, TimeStats, UnhashedComponents, ViewSet, With, Without,
 };
 
+// The registry's loop: async systems, tick timing.
+pub use freyr_query::{AsyncSystem, Launched, Process, TickTiming};
+
 // The tick profiler.
 pub use freyr_query::{
     LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
