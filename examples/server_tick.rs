@@ -201,7 +201,7 @@ fn print_report(args: &Args, server: &Server, report: &RunReport, profile: &Tick
         "dropped ticks {}  aircraft shot down {}  peers now {}  bytes sent {}  bytes per peer per \
          second {per_peer}",
         report.dropped,
-        server.killed,
+        server.killed(),
         server.peer_count(),
         server.bytes_sent()
     );

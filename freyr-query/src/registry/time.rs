@@ -307,7 +307,7 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// If `load_factor` is not in `(0, 1]`.
+    /// If `load_factor` is not in `[0, 1]` (NaN included).
     ///
     /// # Examples
     ///
@@ -328,8 +328,8 @@ impl Registry {
     /// ```
     pub fn set_load_factor(&mut self, load_factor: f64) {
         assert!(
-            load_factor > 0.0 && load_factor <= 1.0,
-            "freyr: a load factor is in (0, 1] (1 = no work shed), got {load_factor}"
+            (0.0..=1.0).contains(&load_factor),
+            "freyr: a load factor is in [0, 1] (1 = no work shed), got {load_factor}"
         );
         self.time.load_factor = Some(load_factor);
     }
