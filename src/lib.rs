@@ -107,6 +107,8 @@ mod guide {
     mod introduction {}
     #[doc = include_str!("../docs/src/getting-started.md")]
     mod getting_started {}
+    #[doc = include_str!("../docs/src/server-loop.md")]
+    mod server_loop {}
     #[doc = include_str!("../docs/src/storage.md")]
     mod storage {}
     #[doc = include_str!("../docs/src/queries.md")]
