@@ -320,13 +320,21 @@ fn deadline_jobs_async_systems_and_tick_work_in_the_servers_loop() {
     assert_eq!(server.registry.tick(), 20);
     let seen = server.registry.remove_resource::<Seen>().unwrap();
     // Requested at T in PostUpdate, applied at exactly T + 3 before the systems of that tick.
-    let due: Vec<(u64, u64)> = seen.deadline.iter().map(|&(at, from, _)| (at, from)).collect();
+    let due: Vec<(u64, u64)> = seen
+        .deadline
+        .iter()
+        .map(|&(at, from, _)| (at, from))
+        .collect();
     assert_eq!(due, (3..20).map(|t| (t, t - 3)).collect::<Vec<_>>());
     assert!(seen.deadline.iter().all(|&(_, _, n)| n == small().entities));
     // The pump: launched at T, applied in its own update at a later tick, in launch order.
     assert!(!seen.pumped.is_empty());
     assert!(seen.pumped.windows(2).all(|w| w[0].1 < w[1].1));
-    assert!(seen.pumped.iter().all(|&(at, from, n)| at > from && n == small().entities));
+    assert!(
+        seen.pumped
+            .iter()
+            .all(|&(at, from, n)| at > from && n == small().entities)
+    );
     // The orderly end: settle the jobs and the pumps, then drop the registry.
     assert_eq!(server.registry.settle_jobs(), 3);
     assert!(server.registry.settle_systems() <= 1);

@@ -19,9 +19,7 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use freyr::{
-    Entity, GovernorParams, Levers, Phase, Read, Registry, Res, TraceKind, ai_sample_due,
-};
+use freyr::{Entity, GovernorParams, Levers, Phase, Read, Registry, Res, TraceKind, ai_sample_due};
 
 use crate::ai;
 use crate::grid::{GridEntry, SpatialGrid};

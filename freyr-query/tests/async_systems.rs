@@ -73,12 +73,15 @@ fn plan(from: (i32, i32), to: (i32, i32)) -> Vec<(i32, i32)> {
     points
 }
 
-fn plan_all(batch: &[Query]) -> Vec<(Entity, Vec<(i32, i32)>)> {
+fn plan_all(batch: &[Query]) -> Paths {
     batch
         .iter()
         .map(|q| (q.entity, plan(q.from, q.to)))
         .collect()
 }
+
+/// The planner's answer: a path per mover.
+type Paths = Vec<(Entity, Vec<(i32, i32)>)>;
 
 /// What the planner did (a resource).
 #[derive(Default)]
@@ -94,7 +97,7 @@ struct Tally {
 
 /// A planner thread's inbox: work to complete, or "complete everything now".
 enum ToPlanner {
-    Plan(Arc<Vec<Query>>, Completer<Vec<(Entity, Vec<(i32, i32)>)>, String>),
+    Plan(Arc<Vec<Query>>, Completer<Paths, String>),
     Flush(Sender<()>),
 }
 
@@ -134,7 +137,7 @@ struct PathPlanner {
 
 impl AsyncSystem for PathPlanner {
     type Request = Vec<Query>;
-    type Result = Vec<(Entity, Vec<(i32, i32)>)>;
+    type Result = Paths;
     type Error = String;
 
     fn collect(&mut self, r: &mut Registry) -> Option<Vec<Query>> {
@@ -176,7 +179,10 @@ impl AsyncSystem for PathPlanner {
     }
 
     fn apply(&mut self, r: &mut Registry, paths: Self::Result, launched: &Launched<Vec<Query>>) {
-        assert!(launched.tick < r.tick(), "applied on a later tick than launched");
+        assert!(
+            launched.tick < r.tick(),
+            "applied on a later tick than launched"
+        );
         r.resource_mut::<Tally>().unwrap().applied += 1;
         if self.panic_first_apply {
             self.panic_first_apply = false;
@@ -218,7 +224,10 @@ fn world(workers: usize, planner: PathPlanner) -> Registry {
     registry.insert_resource(Tally::default());
     registry.spawn_batch((0..600i32).map(|i| {
         (
-            Pos { x: i % 40, y: i / 40 },
+            Pos {
+                x: i % 40,
+                y: i / 40,
+            },
             PathRequest {
                 to: ((i * 7) % 40, (i * 3) % 15),
             },
@@ -293,15 +302,17 @@ fn path_planning_coalesces_and_is_the_same_for_1_2_3_and_8_workers() {
     assert_eq!(tally.batches[0], 600);
     assert!(tally.batches.len() >= 5, "{:?}", tally.batches);
     // Coalescing: the requests spawned while a batch was in flight go out together.
-    assert!(tally.batches[1..].iter().all(|&n| n > 1), "{:?}", tally.batches);
+    assert!(
+        tally.batches[1..].iter().all(|&n| n > 1),
+        "{:?}",
+        tally.batches
+    );
     assert_eq!(tally.applied, tally.batches.len() - 1); // the last is still in flight
     assert!(tally.discarded.is_empty());
     assert!(tally.dead > 0, "no mover died mid-flight");
     // Every mover that asked before the last launch and lived has its plan.
     let mut planned = 0;
-    registry
-        .query::<&PathPlan>()
-        .each(|_, _| planned += 1);
+    registry.query::<&PathPlan>().each(|_, _| planned += 1);
     assert!(planned >= 600 - tally.dead);
     // The orderly end: the launch in flight goes to discard.
     assert_eq!(registry.settle_systems(), 1);
@@ -331,7 +342,10 @@ fn run_until_planned(registry: &mut Registry) -> usize {
         if waiting == 0 && !spawning {
             return panics;
         }
-        assert!(start.elapsed() < Duration::from_secs(60), "planning never finished");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "planning never finished"
+        );
         std::thread::sleep(Duration::from_micros(200));
     }
 }
@@ -354,7 +368,10 @@ fn a_panicking_process_or_apply_loses_nothing() {
         let panics = run_until_planned(&mut registry);
         registry.settle_systems();
         let tally = registry.resource::<Tally>().unwrap();
-        assert_eq!(panics, 1, "{workers} workers: apply's panic is re-raised once");
+        assert_eq!(
+            panics, 1,
+            "{workers} workers: apply's panic is re-raised once"
+        );
         assert_eq!(
             tally.discarded,
             ["panicked: the planner choked on a poisoned map"],

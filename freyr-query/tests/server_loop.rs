@@ -66,7 +66,10 @@ fn server(workers: usize) -> (Registry, Entity) {
     registry.add_system(Phase::PreUpdate, |r: &mut Registry, _: f32| {
         if let Some(last) = r.last_tick() {
             assert_eq!(last.tick + 1, r.tick());
-            r.resource_mut::<Log>().unwrap().stepped_from.push(last.tick);
+            r.resource_mut::<Log>()
+                .unwrap()
+                .stepped_from
+                .push(last.tick);
             // A stand-in governor: shed half the optional work on odd ticks.
             let lf = if r.tick() % 2 == 1 { 0.5 } else { 1.0 };
             r.set_load_factor(lf);
@@ -92,7 +95,8 @@ fn check(registry: &mut Registry, target: Entity, ticks: u64) {
     assert_eq!(registry.tick(), ticks);
     assert_eq!(registry.last_tick().unwrap().tick, ticks - 1);
     let log = registry.remove_resource::<Log>().unwrap();
-    let expect_deadline: Vec<(u64, u64, u64)> = (2..ticks).map(|t| (t, t - 2, (t - 2) * (t - 2))).collect();
+    let expect_deadline: Vec<(u64, u64, u64)> =
+        (2..ticks).map(|t| (t, t - 2, (t - 2) * (t - 2))).collect();
     assert_eq!(log.deadline, expect_deadline);
     assert_eq!(log.stepped_from, (0..ticks - 1).collect::<Vec<_>>());
     // One worker: the pump's work is done at launch, so each tick drains the previous launch.
@@ -100,7 +104,10 @@ fn check(registry: &mut Registry, target: Entity, ticks: u64) {
         let expect: Vec<(u64, u64)> = (1..ticks).map(|t| (t, (t - 1) * 10)).collect();
         assert_eq!(log.pumped, expect);
     } else {
-        assert!(log.pumped.windows(2).all(|w| w[0].1 < w[1].1), "launch order");
+        assert!(
+            log.pumped.windows(2).all(|w| w[0].1 < w[1].1),
+            "launch order"
+        );
         assert!(log.pumped.iter().all(|&(at, v)| at * 10 > v));
     }
     let pumped: u64 = log.pumped.iter().map(|&(_, v)| v).sum();
@@ -109,7 +116,9 @@ fn check(registry: &mut Registry, target: Entity, ticks: u64) {
     let numbered: Vec<u64> = profile.records().map(|r| r.tick).collect();
     assert_eq!(numbered, (0..ticks).collect::<Vec<_>>());
     let lf: Vec<f64> = profile.records().map(|r| r.load_factor).collect();
-    let expect_lf: Vec<f64> = (0..ticks).map(|t| if t % 2 == 1 { 0.5 } else { 1.0 }).collect();
+    let expect_lf: Vec<f64> = (0..ticks)
+        .map(|t| if t % 2 == 1 { 0.5 } else { 1.0 })
+        .collect();
     assert_eq!(lf, expect_lf);
     // The orderly end: the jobs due after the last tick, then the pumps (none in systems that
     // own an `AsyncSystem` here; the plain pump is settled by dropping its system).

@@ -206,7 +206,10 @@ fn a_callback_may_drive_another_registry_on_the_same_pool_but_never_its_own() {
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
     let payload = catch_unwind(AssertUnwindSafe(|| guard.execute_tasks())).unwrap_err();
-    let msg = payload.downcast_ref::<String>().cloned().unwrap_or_default();
+    let msg = payload
+        .downcast_ref::<String>()
+        .cloned()
+        .unwrap_or_default();
     assert!(msg.contains("golden rule 3"), "{msg}");
     guard.update(1.0);
 }

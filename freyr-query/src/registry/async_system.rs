@@ -253,7 +253,9 @@ impl<S: AsyncSystem> System for AsyncDriver<S> {
         let pool = Arc::clone(registry.shared_pool());
         let system = &mut self.system;
         self.pump
-            .settle(&pool, |launched, why| system.discard(registry, why, &launched))
+            .settle(&pool, |launched, why| {
+                system.discard(registry, why, &launched)
+            })
             .expect("an async system's pump only ever sees its registry's pool")
     }
 }

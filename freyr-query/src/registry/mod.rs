@@ -50,8 +50,8 @@ use self::queries::QueryCache;
 use self::time::TimeState;
 use self::world::SyncedWorld;
 
-pub use self::systems::System;
 pub use self::async_system::{AsyncSystem, Launched, Process};
+pub use self::systems::System;
 pub use self::time::{BoxedClock, TickTiming, TimeStats};
 pub(crate) use self::world::LayoutStamp;
 
