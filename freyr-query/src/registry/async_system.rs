@@ -119,8 +119,10 @@ pub struct Launched<Q> {
 /// registry.insert_resource(Total(0));
 /// registry.add_async_system(Phase::Update, Summer);
 /// registry.update(0.1); // collects and launches
-/// registry.update(0.1); // applies (the work is done by now, or it waits for a later tick)
-/// registry.update(0.1);
+/// // Applied in a later update, once the pool finished the work (the tick never waits for it).
+/// while registry.resource::<Total>().unwrap().0 == 0 {
+///     registry.update(0.1);
+/// }
 /// assert_eq!(registry.resource::<Total>().unwrap().0, 5050);
 /// registry.settle_systems();
 /// ```
