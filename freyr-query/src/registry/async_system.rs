@@ -67,7 +67,7 @@ pub struct Launched<Q> {
     pub request: Arc<Q>,
 }
 
-/// A system whose work is a round trip off the tick, written as seed 001's convenience base:
+/// A system whose work is a round trip off the tick, written as four methods over a pump it owns:
 /// registered with [`Registry::add_async_system`], it owns an [`AsyncPump`] of
 /// [`capacity`](AsyncSystem::capacity) launches and, in its slot of every update:
 ///
