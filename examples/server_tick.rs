@@ -11,12 +11,15 @@
 //! Every flag is checked against its range (`--help` lists them) and every output file is
 //! opened before the first tick; a command line that is not accepted exits with status 2.
 //!
-//! Each tick (see `server_tick/server.rs`): rebuild the spatial grid; the AI pass
-//! (`each_async`, reading every aircraft's pre-step state through the grid and a read-only
-//! view); the integrate pass (`each_async`, turbulence seeded per entity and tick); a serial
-//! gather of the snapshot table and the peers due; the per-peer pass (`parallel_for` over
-//! peers, each into its own buffer); a serial flush. The loop is `FixedStep` at 60 Hz with the
-//! catch-up clamp; the governor steps once per tick from the previous tick's wall time.
+//! Each tick is one `Registry::update`, its systems in phases (see `server_tick/server.rs`):
+//! rebuild the spatial grid and step the governor (PreUpdate); the AI pass (`each_async`,
+//! reading every aircraft's pre-step state through the grid and a read-only view); the
+//! integrate pass (`each_async`, turbulence seeded per entity and tick); a serial gather of the
+//! snapshot table and the peers due, the per-peer pass (`parallel_for` over peers, each into
+//! its own buffer) and a serial flush (Update); kills, respawns and peer churn (PostUpdate).
+//! The loop is the registry's own (`server_tick/run.rs`): `set_fixed_step` at 60 Hz on the real
+//! clock, `run_frame` with the catch-up clamp, `time_until_next_tick` slept in between; the
+//! governor system steps once per tick from the previous tick's wall time (`last_tick`).
 //!
 //! It prints ticks per second, p50/p99 tick time, per-phase wall times, the governor's state
 //! (or the forced levers), dropped ticks, bytes per peer per second, the digest over every peer's byte stream and the digest of the lever
@@ -201,7 +204,7 @@ fn print_report(args: &Args, server: &Server, report: &RunReport, profile: &Tick
         "dropped ticks {}  aircraft shot down {}  peers now {}  bytes sent {}  bytes per peer per \
          second {per_peer}",
         report.dropped,
-        server.killed,
+        server.killed(),
         server.peer_count(),
         server.bytes_sent()
     );

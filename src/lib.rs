@@ -49,6 +49,9 @@ pub use freyr_query::{
     StableHasher, System, TimeStats, UnhashedComponents, ViewSet, With, Without,
 };
 
+// The registry's loop: async systems, tick timing.
+pub use freyr_query::{AsyncSystem, Launched, Process, TickTiming};
+
 // The tick profiler.
 pub use freyr_query::{
     LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
@@ -104,6 +107,8 @@ mod guide {
     mod introduction {}
     #[doc = include_str!("../docs/src/getting-started.md")]
     mod getting_started {}
+    #[doc = include_str!("../docs/src/server-loop.md")]
+    mod server_loop {}
     #[doc = include_str!("../docs/src/storage.md")]
     mod storage {}
     #[doc = include_str!("../docs/src/queries.md")]

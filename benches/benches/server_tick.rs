@@ -8,8 +8,8 @@
 //! `#[inline(never)] run` = one tick, and the world keeps moving from one iteration to the
 //! next. Run: `cargo bench -p freyr-benches --bench server_tick`; ticks per second = 1 / time.
 //!
-//! Two more variants at 1 worker price the tick profiler: `profiled` brackets every tick with
-//! `begin_tick` / `end_tick` (records, no trace), `traced` also traces every tick (every batch
+//! Two more variants at 1 worker price the tick profiler: `profiled` records every tick (the
+//! update is the tick; records, no trace), `traced` also traces every tick (every batch
 //! of tasks stamped, every peer's build timed). On a busy machine the whole-tick variants are too
 //! noisy to price something this small, so group `tick_profiler` measures the profiler's own
 //! work directly: the tick calls (begin, 7 phases, end) with the profiler off and on, and a
@@ -40,32 +40,24 @@ mod world;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use freyr::{GovernorParams, Levers, Registry, TickExtras, TickProfileConfig};
+use freyr::{Registry, TickExtras, TickProfileConfig};
 
 use crate::server::{Server, Settings};
 
-/// A server at the example's defaults, warmed up by 30 ticks.
-fn new(workers: usize) -> (Server, u64) {
+/// A server at the example's defaults (levers unloaded), warmed up by 30 ticks.
+fn new(workers: usize) -> Server {
     let mut server = Server::new(Settings::default(), workers);
-    let levers = Levers::unloaded(&GovernorParams::default());
-    for tick in 0..30 {
-        server.tick(tick, &levers);
+    for _ in 0..30 {
+        server.tick();
     }
-    (server, 30)
+    server
 }
 
+/// One tick on the registry's loop (`update`); with the tick profiler on, the update records
+/// itself as a tick.
 #[inline(never)]
-fn run(server: &mut Server, tick: &mut u64, levers: &Levers) {
-    server.tick(*tick, levers);
-    *tick += 1;
-}
-
-#[inline(never)]
-fn run_profiled(server: &mut Server, tick: &mut u64, levers: &Levers) {
-    server.registry.begin_tick(*tick);
-    server.tick(*tick, levers);
-    server.registry.end_tick(TickExtras::default());
-    *tick += 1;
+fn run(server: &mut Server) {
+    server.tick();
 }
 
 fn server_tick(c: &mut Criterion) {
@@ -74,21 +66,20 @@ fn server_tick(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(8));
-    let levers = Levers::unloaded(&GovernorParams::default());
     for workers in [1, 2] {
-        let (mut server, mut tick) = new(workers);
+        let mut server = new(workers);
         group.bench_function(format!("20k_aircraft_256_peers/{workers}_workers"), |b| {
-            b.iter(|| run(&mut server, &mut tick, &levers));
+            b.iter(|| run(&mut server));
         });
     }
     for (name, trace_ticks) in [("profiled", 0..0), ("traced", 0..u64::MAX)] {
-        let (mut server, mut tick) = new(1);
+        let mut server = new(1);
         server.registry.enable_tick_profile(TickProfileConfig {
             trace_ticks,
             ..TickProfileConfig::default()
         });
         group.bench_function(format!("20k_aircraft_256_peers/1_workers_{name}"), |b| {
-            b.iter(|| run_profiled(&mut server, &mut tick, &levers));
+            b.iter(|| run(&mut server));
         });
     }
     group.finish();

@@ -3,11 +3,18 @@
 //! - serial equivalence: byte-identical per-peer streams (and world) for 1, 2, 3 and 8 workers,
 //!   over a run with aircraft shot down mid-run, peers joining and leaving, and forced levers;
 //! - a disabled governor, or one that is never over budget, is byte for byte the ungoverned run;
-//! - the levers change what is sent, and the governor engages and recovers.
+//! - the levers change what is sent, and the governor engages and recovers;
+//! - the registry's loop works for the server as the guide says: `tick()`, deadline jobs and
+//!   async systems inside `run_frame`, and a hand-driven `update` loop is the same run.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use freyr::{GovernorParams, TickProfileConfig};
+use freyr::{
+    AsyncSystem, Delivered, GovernorParams, Launched, Phase, Process, Registry, TickProfileConfig,
+};
+
+use crate::world::Flight;
 
 use crate::run::{LeverSource, Pace, RunConfig, RunReport, run};
 use crate::server::{Server, Settings};
@@ -59,7 +66,7 @@ fn peer_streams_are_byte_identical_for_1_2_3_and_8_workers() {
     let (reference, server) = run_on(1, &config);
     let streams = server.streams();
     // The run did what it claims to exercise.
-    assert!(server.killed > 0, "no aircraft was shot down");
+    assert!(server.killed() > 0, "no aircraft was shot down");
     assert_eq!(
         streams.len(),
         small().peers + 60 / 15,
@@ -216,13 +223,129 @@ fn the_trace_of_a_server_tick_parses_and_covers_every_task_and_every_peer_built(
     assert_eq!(
         phases,
         [
+            "deadlines",
+            "PreUpdate",
             "grid",
+            "levers",
+            "Update",
             "ai",
             "integrate",
             "gather",
             "serialize",
             "flush",
+            "PostUpdate",
             "tail"
         ]
     );
+}
+
+#[test]
+fn a_hand_driven_update_loop_is_the_run_frame_loop() {
+    let (report, _) = run_on(2, &config(30, LeverSource::Forced(Vec::new())));
+    let mut server = Server::new(small(), 2);
+    for _ in 0..30 {
+        server.tick();
+    }
+    assert_eq!(server.registry.tick(), 30);
+    assert_eq!(server.registry.last_tick().unwrap().tick, 29);
+    assert_eq!(server.world_hash(), report.world_hash);
+    assert_eq!(server.stream_digest(), report.stream_digest);
+    assert_eq!(report.ticks, 30);
+}
+
+/// What the extra systems saw: (tick applied, tick requested, aircraft counted).
+#[derive(Default)]
+struct Seen {
+    deadline: Vec<(u64, u64, usize)>,
+    pumped: Vec<(u64, u64, usize)>,
+}
+
+/// Counts the aircraft off the tick, through the server's own pump.
+struct CountAircraft;
+
+impl AsyncSystem for CountAircraft {
+    type Request = usize;
+    type Result = usize;
+    type Error = String;
+
+    fn collect(&mut self, registry: &mut Registry) -> Option<usize> {
+        Some(registry.query::<&Flight>().count())
+    }
+
+    fn process(&mut self, count: Arc<usize>) -> Process<usize, String> {
+        Process::on_pool(move || Ok(*count))
+    }
+
+    fn apply(&mut self, registry: &mut Registry, count: usize, launched: &Launched<usize>) {
+        let now = registry.tick();
+        registry
+            .resource_mut::<Seen>()
+            .unwrap()
+            .pumped
+            .push((now, launched.tick, count));
+    }
+}
+
+/// The server with a deadline job (K = 3) requested every tick from a PostUpdate system and an
+/// async system, run on `run_frame` like the example.
+fn run_with_jobs(workers: usize) -> (RunReport, Server) {
+    let mut server = Server::new(small(), workers);
+    let registry = &mut server.registry;
+    registry.insert_resource(Seen::default());
+    registry
+        .add_deadline_jobs(3, |r: &mut Registry, done: Delivered<(u64, usize)>| {
+            let (requested, count) = done.result.unwrap();
+            assert_eq!(done.ticket.requested_at(), requested);
+            let now = r.tick();
+            r.resource_mut::<Seen>()
+                .unwrap()
+                .deadline
+                .push((now, requested, count));
+        })
+        .unwrap();
+    registry.add_system(Phase::PostUpdate, |r: &mut Registry, _: f32| {
+        let (tick, count) = (r.tick(), r.query::<&Flight>().count());
+        r.request_job((tick, count), |inputs: (u64, usize)| inputs)
+            .unwrap();
+    });
+    registry.add_async_system(Phase::Update, CountAircraft);
+    let report = run(&mut server, &config(20, LeverSource::Forced(Vec::new())));
+    (report, server)
+}
+
+#[test]
+fn deadline_jobs_async_systems_and_tick_work_in_the_servers_loop() {
+    let (report, mut server) = run_with_jobs(3);
+    assert_eq!(report.ticks, 20);
+    assert_eq!(server.registry.tick(), 20);
+    let seen = server.registry.remove_resource::<Seen>().unwrap();
+    // Requested at T in PostUpdate, applied at exactly T + 3 before the systems of that tick.
+    let due: Vec<(u64, u64)> = seen
+        .deadline
+        .iter()
+        .map(|&(at, from, _)| (at, from))
+        .collect();
+    assert_eq!(due, (3..20).map(|t| (t, t - 3)).collect::<Vec<_>>());
+    assert!(seen.deadline.iter().all(|&(_, _, n)| n == small().entities));
+    // The pump: launched at T, applied in its own update at a later tick, in launch order.
+    assert!(!seen.pumped.is_empty());
+    assert!(seen.pumped.windows(2).all(|w| w[0].1 < w[1].1));
+    assert!(
+        seen.pumped
+            .iter()
+            .all(|&(at, from, n)| at > from && n == small().entities)
+    );
+    // The orderly end: settle the jobs and the pumps, then drop the registry.
+    assert_eq!(server.registry.settle_jobs(), 3);
+    assert!(server.registry.settle_systems() <= 1);
+    // The extra systems change no digest: the same run without them.
+    let (plain, _) = run_on(3, &config(20, LeverSource::Forced(Vec::new())));
+    assert_eq!(
+        (report.world_hash, report.stream_digest),
+        (plain.world_hash, plain.stream_digest)
+    );
+    for workers in [1, 2, 8] {
+        let (other, _) = run_with_jobs(workers);
+        assert_eq!(other.world_hash, report.world_hash, "{workers} workers");
+    }
 }

@@ -1,12 +1,15 @@
-//! The fixed-step loop around the server: 60 Hz with the catch-up clamp, the overrun governor
-//! stepped once per tick from the previous tick's wall time, its levers frozen for the tick, and
-//! the tick profiler around each tick.
+//! The server on the registry's own loop: `set_fixed_step` at 60 Hz with the catch-up clamp,
+//! `run_frame` for every frame, sleeping `time_until_next_tick` in between (or, free-paced, a
+//! manual clock advanced one tick per frame), a gate that ends the run after its ticks. The
+//! overrun governor is a PreUpdate system stepped once per tick from the registry's report of
+//! the previous tick (`last_tick`); its levers, a resource, are frozen for the tick. The tick
+//! profiler records each update as a tick of its own, numbered by the registry.
 
 use std::time::{Duration, Instant};
 
 use freyr::{
-    Clock, FixedStep, GovernorParams, Levers, ManualClock, MonotonicClock, TickExtras,
-    TickGovernor, TickProfileConfig,
+    GovernorParams, Levers, ManualClock, MonotonicClock, Phase, Registry, TickGovernor,
+    TickProfileConfig,
 };
 
 use crate::server::Server;
@@ -92,117 +95,142 @@ pub fn lever_digest(h: u64, tick: u64, l: &Levers) -> u64 {
     fields.iter().fold(h, |h, &f| mix(h, f))
 }
 
-/// Runs `config.ticks` ticks of `server`.
+/// The governor system's state (a resource): where the levers come from, and what the run
+/// reports about them.
+struct Governing {
+    governor: TickGovernor,
+    params: GovernorParams,
+    levers: LeverSource,
+    raise_budget: Option<(u64, Duration)>,
+    /// The first tick of the run: a tick before it (a warm-up) is not the run's.
+    first_tick: u64,
+    digest: u64,
+    lowest_load_factor: f64,
+    /// Summed wall time of the run's ticks seen so far (each tick's, one tick later).
+    busy: Duration,
+}
+
+/// The governor system (PreUpdate): steps the governor once per tick from the registry's report
+/// of the previous tick (or reads the forced schedule), sets this tick's [`Levers`] resource and
+/// books the load factor to the tick profiler.
+fn govern(registry: &mut Registry, _dt: f32) {
+    registry.tick_phase("levers");
+    let tick = registry.tick();
+    let last = registry.last_tick();
+    let g = registry
+        .resource_mut::<Governing>()
+        .expect("run() inserts the governor's state");
+    let last_wall = last.filter(|l| l.tick >= g.first_tick).map(|l| l.wall);
+    g.busy += last_wall.unwrap_or_default();
+    if let Some((at, budget)) = g.raise_budget
+        && tick == at
+    {
+        g.governor.set_budget(budget);
+    }
+    let levers = match &g.levers {
+        LeverSource::Governor { .. } => match last_wall {
+            Some(wall) => g.governor.step(wall),
+            None => g.governor.levers(),
+        },
+        LeverSource::Forced(schedule) => {
+            let lf = schedule
+                .iter()
+                .rev()
+                .find(|(from, _)| *from <= tick)
+                .map_or(1.0, |(_, lf)| *lf);
+            Levers::for_load_factor(&g.params, lf)
+        }
+    };
+    g.digest = lever_digest(g.digest, tick, &levers);
+    g.lowest_load_factor = g.lowest_load_factor.min(levers.load_factor);
+    registry.insert_resource(levers);
+    registry.set_load_factor(levers.load_factor);
+}
+
+/// Runs `config.ticks` ticks of `server` on the registry's loop.
 ///
 /// # Panics
 ///
 /// If `config.governor` is invalid (the message names the field).
 pub fn run(server: &mut Server, config: &RunConfig) -> RunReport {
     let dt = Duration::from_secs(1) / 60;
+    let registry = &mut server.registry;
+    let manual = ManualClock::new();
     match config.pace {
-        Pace::RealTime => {
-            let fixed = FixedStep::with_clock(dt, MonotonicClock::new()).expect("dt is positive");
-            drive(server, config, fixed, |fixed, frame_start| {
-                // Sleep until the next tick is due: the accumulator held `alpha` of a tick when
-                // the frame began.
-                let due = frame_start + dt.mul_f64((1.0 - fixed.alpha()).clamp(0.0, 1.0));
-                std::thread::sleep(due.saturating_duration_since(Instant::now()));
-            })
+        Pace::RealTime => registry.set_fixed_step(dt, MonotonicClock::new()),
+        Pace::Free => registry.set_fixed_step(dt, manual.clone()),
+    }
+    .expect("1/60 s is a valid tick length");
+    let first_tick = registry.tick();
+    let end = first_tick + config.ticks;
+    // The run ends after its ticks: the gate holds every tick after them.
+    registry.add_gate(move |next: u64| next < end);
+    install_governor(registry, config, first_tick);
+    if let Some(profile) = &config.profile {
+        registry.enable_tick_profile(profile.clone());
+    }
+    let start = Instant::now();
+    while registry.tick() < end {
+        match config.pace {
+            // Exactly one tick per frame, as fast as the machine goes.
+            Pace::Free => manual.advance(dt),
+            Pace::RealTime => {
+                std::thread::sleep(registry.time_until_next_tick().unwrap_or_default());
+            }
         }
-        Pace::Free => {
-            let clock = ManualClock::new();
-            let fixed = FixedStep::with_clock(dt, clock.clone()).expect("dt is positive");
-            drive(server, config, fixed, move |_, _| clock.advance(dt))
-        }
+        registry.run_frame();
+    }
+    let elapsed = start.elapsed();
+    // The last tick's wall time: no later tick's governor step saw it.
+    let last = registry
+        .last_tick()
+        .filter(|l| l.tick >= first_tick)
+        .map(|l| l.wall);
+    let ticks = registry.tick() - first_tick;
+    let dropped = registry.dropped_ticks();
+    let g = server
+        .registry
+        .resource::<Governing>()
+        .expect("run() inserts the governor's state");
+    RunReport {
+        ticks,
+        elapsed,
+        busy: g.busy + last.unwrap_or_default(),
+        dropped,
+        stream_digest: server.stream_digest(),
+        lever_digest: g.digest,
+        world_hash: server.world_hash(),
+        governor: (
+            g.governor.load_factor(),
+            g.governor.decisions(),
+            g.governor.ewma_ms(),
+        ),
+        lowest_load_factor: g.lowest_load_factor,
     }
 }
 
-fn drive<C: Clock>(
-    server: &mut Server,
-    config: &RunConfig,
-    mut fixed: FixedStep<C>,
-    mut idle: impl FnMut(&FixedStep<C>, Instant),
-) -> RunReport {
+/// Inserts the governor's state and, on the first run of this registry, its system.
+fn install_governor(registry: &mut Registry, config: &RunConfig, first_tick: u64) {
     let mut params = config.governor;
     if config.levers == (LeverSource::Governor { enabled: false }) {
         // A disabled governor still tracks the EWMA, but holds every lever at no-op.
         params.enabled = false;
     }
-    let mut governor = TickGovernor::new(params)
+    let governor = TickGovernor::new(params)
         .unwrap_or_else(|e| panic!("{e}; see --help for the governor's flags"));
-    if let Some(profile) = &config.profile {
-        server.registry.enable_tick_profile(profile.clone());
-    }
-    let mut last_wall: Option<Duration> = None;
-    let mut digest = 0u64;
-    let mut busy = Duration::ZERO;
-    let mut dropped_seen = 0;
-    let mut lowest_load_factor = 1.0f64;
-    let start = Instant::now();
-    let mut done = 0;
-    if config.pace == Pace::Free {
-        idle(&fixed, start); // the first frame's tick
-    }
-    while done < config.ticks {
-        let frame_start = Instant::now();
-        fixed.begin_frame();
-        while done < config.ticks {
-            let Some(tick) = fixed.advance() else { break };
-            if let Some((at, budget)) = config.raise_budget
-                && tick == at
-            {
-                governor.set_budget(budget);
-            }
-            // The governor steps once per tick from the previous tick's wall time; its levers
-            // are frozen for the tick.
-            let levers = match &config.levers {
-                LeverSource::Governor { .. } => match last_wall {
-                    Some(wall) => governor.step(wall),
-                    None => governor.levers(),
-                },
-                LeverSource::Forced(schedule) => {
-                    let lf = schedule
-                        .iter()
-                        .rev()
-                        .find(|(from, _)| *from <= tick)
-                        .map_or(1.0, |(_, lf)| *lf);
-                    Levers::for_load_factor(&params, lf)
-                }
-            };
-            digest = lever_digest(digest, tick, &levers);
-            lowest_load_factor = lowest_load_factor.min(levers.load_factor);
-            let t0 = Instant::now();
-            server.registry.begin_tick(tick);
-            server.tick(tick, &levers);
-            let dropped_now = fixed.dropped_ticks();
-            server.registry.end_tick(TickExtras {
-                dropped_ticks: dropped_now - dropped_seen,
-                load_factor: levers.load_factor,
-                ..TickExtras::default()
-            });
-            dropped_seen = dropped_now;
-            let wall = t0.elapsed();
-            busy += wall;
-            last_wall = Some(wall);
-            done += 1;
-        }
-        if done < config.ticks {
-            idle(&fixed, frame_start);
-        }
-    }
-    RunReport {
-        ticks: done,
-        elapsed: start.elapsed(),
-        busy,
-        dropped: fixed.dropped_ticks(),
-        stream_digest: server.stream_digest(),
-        lever_digest: digest,
-        world_hash: server.world_hash(),
-        governor: (
-            governor.load_factor(),
-            governor.decisions(),
-            governor.ewma_ms(),
-        ),
-        lowest_load_factor,
+    let fresh = registry
+        .insert_resource(Governing {
+            governor,
+            params,
+            levers: config.levers.clone(),
+            raise_budget: config.raise_budget,
+            first_tick,
+            digest: 0,
+            lowest_load_factor: 1.0,
+            busy: Duration::ZERO,
+        })
+        .is_none();
+    if fresh {
+        registry.add_system(Phase::PreUpdate, govern);
     }
 }

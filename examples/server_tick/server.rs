@@ -1,21 +1,25 @@
-//! The authoritative server tick: the world, the peers, and the seven phases of one tick.
+//! The authoritative server tick: the world, the peers, and the systems of one tick, run by the
+//! registry's own loop ([`Registry::update`], from `run_frame` in `run.rs`).
 //!
-//! | phase | runs | reads | writes |
+//! | system (phase) | runs | reads | writes |
 //! |---|---|---|---|
-//! | `grid` | serial | every `Flight` | the spatial grid (a resource, buffers kept) |
-//! | `ai` | `each_async`, label `AI` | the grid, `Read<Flight>` (pre-step) | own `Ai`, `Input` |
-//! | `integrate` | `each_async`, label `Integrate` | own `Input` | own `Flight` |
-//! | `gather` | serial | every `Flight`, the peers' send state | the snapshot table, the work list |
-//! | `serialize` | `parallel_for` over peers, grain 1 | the frozen table | each peer's own state |
-//! | `flush` | serial | each built peer | its byte stream ("send") |
-//! | `tail` | serial | | kills and respawns aircraft, peers leave and join |
+//! | `grid` (PreUpdate) | serial | every `Flight` | the spatial grid (a resource, buffers kept) |
+//! | `ai` (Update) | `each_async`, label `AI` | the grid, `Read<Flight>` (pre-step) | own `Ai`, `Input` |
+//! | `integrate` (Update) | `each_async`, label `Integrate` | own `Input` | own `Flight` |
+//! | `peers`: `gather` (Update) | serial | every `Flight`, the peers' send state | the snapshot table, the work list |
+//! | `peers`: `serialize` | `parallel_for` over peers, grain 1 | the frozen table | each peer's own state |
+//! | `peers`: `flush` | serial | each built peer | its byte stream ("send") |
+//! | `tail` (PostUpdate) | serial | | kills and respawns aircraft, peers leave and join |
 //!
-//! The levers of the overrun governor are passed in, frozen for the tick.
+//! Each system names its part of the tick for the tick profiler (`tick_phase`). The levers of
+//! the overrun governor are the [`Levers`] resource, set before the Update phase (by the
+//! governor system of `run.rs`, or left at their unloaded defaults) and frozen for the tick.
+//! The state the systems share lives in resources: the grid, the peers, the population.
 
 use std::sync::Mutex;
 use std::time::Instant;
 
-use freyr::{Entity, Levers, Read, Registry, Res, TraceKind, ai_sample_due};
+use freyr::{Entity, GovernorParams, Levers, Phase, Read, Registry, Res, TraceKind, ai_sample_due};
 
 use crate::ai;
 use crate::grid::{GridEntry, SpatialGrid};
@@ -64,11 +68,13 @@ impl Default for Settings {
     }
 }
 
-/// The server: the registry holding the aircraft, the peers, and the buffers every tick reuses.
-pub struct Server {
-    /// The world and the pool.
-    pub registry: Registry,
-    settings: Settings,
+/// The tick length: 60 Hz.
+// For hand-driven ticks (the benches and the tests); the example's own loop is `run_frame`.
+#[cfg_attr(not(test), allow(dead_code))]
+pub const DT: f32 = 1.0 / 60.0;
+
+/// The peers and what the per-peer pass reuses every tick (a resource).
+struct Peers {
     table: SnapshotTable,
     /// The connected peers, in id order. Each is locked by exactly one worker in the per-peer
     /// pass (so never contended); the lock is what lets a `Fn` closure hand out `&mut Peer`.
@@ -78,15 +84,27 @@ pub struct Server {
     next_peer_id: u32,
     /// Indices into `peers` due a snapshot this tick.
     work: Vec<usize>,
+}
+
+/// The aircraft population's bookkeeping (a resource).
+struct Population {
     /// Aircraft spawned so far (numbers the next spawn).
     spawned: u64,
     kills: Vec<Entity>,
     /// Aircraft shot down so far.
-    pub killed: u64,
+    killed: u64,
+}
+
+/// The server: the registry holding the aircraft, the peers and the systems of the tick.
+pub struct Server {
+    /// The world, the pool, the systems and their shared state (resources).
+    pub registry: Registry,
+    settings: Settings,
 }
 
 impl Server {
-    /// A server with `workers` total parallelism (0: one per CPU).
+    /// A server with `workers` total parallelism (0: one per CPU), its systems registered and
+    /// its levers at their unloaded defaults.
     #[must_use]
     pub fn new(settings: Settings, workers: usize) -> Self {
         let side = settings.map_side();
@@ -103,177 +121,33 @@ impl Server {
         let peers = (0..peer_count)
             .map(|id| Mutex::new(Peer::new(id, settings.interest_radius, side)))
             .collect();
-        Server {
-            registry,
+        registry.insert_resource(Peers {
             table: SnapshotTable::new(settings.cell_size, side),
             peers,
             departed: Vec::new(),
             next_peer_id: peer_count,
             work: Vec::new(),
+        });
+        registry.insert_resource(Population {
             spawned: settings.entities as u64,
             kills: Vec::new(),
             killed: 0,
-            settings,
-        }
-    }
-
-    /// Runs tick `tick` under `levers`. The caller brackets it with the registry's
-    /// `begin_tick` / `end_tick` when profiling.
-    pub fn tick(&mut self, tick: u64, levers: &Levers) {
-        self.rebuild_grid();
-        self.ai_pass(tick, levers.ai_stride);
-        self.integrate_pass(tick);
-        self.gather(tick, levers.snapshot_interval_ticks);
-        self.serialize(
-            tick,
-            SnapshotLevers {
-                byte_budget: levers.byte_budget,
-                interest_scale: levers.interest_scale as f32,
-            },
-        );
-        self.flush(tick);
-        self.tail(tick);
-    }
-
-    /// Tick start: the grid of every aircraft's pre-step position, into the kept buffers.
-    fn rebuild_grid(&mut self) {
-        let registry = &mut self.registry;
-        registry.tick_phase("grid");
-        let mut grid = registry
-            .remove_resource::<SpatialGrid>()
-            .expect("the server inserts its grid at start");
-        grid.clear();
-        registry
-            .query::<&Flight>()
-            .with_label("Grid")
-            .each(|entity, f| {
-                grid.push(GridEntry {
-                    entity,
-                    pos: f.pos,
-                    vel: f.vel,
-                });
-            });
-        grid.finish();
-        registry.insert_resource(grid);
-    }
-
-    /// Every controller samples from the pre-step world; under an AI stride, the entities not
-    /// due keep their last input.
-    fn ai_pass(&mut self, tick: u64, stride: u32) {
-        self.registry.tick_phase("ai");
-        self.registry
-            .query::<(&Flight, &mut Ai, &mut Input)>()
-            .views::<(Res<SpatialGrid>, Read<Flight>)>()
-            .with_label("AI")
-            .each_async_with(move |entity, (flight, ai, input), ctx| {
-                if !ai_sample_due(u64::from(entity.index()), tick, stride) {
-                    return;
-                }
-                let (grid, flights) = ctx.views();
-                ai::sample(entity, flight, ai, input, grid, flights, tick);
-            });
-        self.registry.execute_tasks();
-    }
-
-    /// Every aircraft integrates every tick (the governor never skips it).
-    fn integrate_pass(&mut self, tick: u64) {
-        self.registry.tick_phase("integrate");
-        let side = self.settings.map_side();
-        self.registry
-            .query::<(&mut Flight, &Input)>()
-            .with_label("Integrate")
-            .each_async(move |entity, (flight, input)| {
-                physics::integrate(entity.index(), flight, input, tick, side);
-            });
-        self.registry.execute_tasks();
-    }
-
-    /// Serial gather: the frozen snapshot table, and the peers due a snapshot.
-    fn gather(&mut self, tick: u64, governor_interval: u32) {
-        self.registry.tick_phase("gather");
-        let table = &mut self.table;
-        table.clear();
-        self.registry
-            .query::<(&Flight, &Ai)>()
-            .each(|entity, (flight, ai)| table.push(entity, flight, ai.kind));
-        table.finish();
-        self.work.clear();
-        for (i, peer) in self.peers.iter_mut().enumerate() {
-            let peer = peer.get_mut().expect("no peer build panicked");
-            if peer.due(tick, governor_interval) {
-                self.work.push(i);
-            }
-        }
-    }
-
-    /// The per-peer pass: one task per due peer, each building into its own buffer.
-    fn serialize(&mut self, tick: u64, levers: SnapshotLevers) {
-        self.registry.tick_phase("serialize");
-        let traced = self.registry.is_tracing();
-        let (table, peers, work) = (&self.table, &self.peers, &self.work);
-        self.registry.pool().parallel_for(work.len(), 1, |w| {
-            let mut peer = peers[work[w]].lock().expect("no peer build panicked");
-            let start = traced.then(Instant::now);
-            snapshot::build(&mut peer, table, levers, tick);
-            peer.build_span = start.map(|s| (s, Instant::now(), freyr::current_worker_index()));
         });
+        registry.insert_resource(Levers::unloaded(&GovernorParams::default()));
+        registry.insert_resource(settings.clone());
+        registry.add_system(Phase::PreUpdate, rebuild_grid);
+        registry.add_system(Phase::Update, ai_pass);
+        registry.add_system(Phase::Update, integrate_pass);
+        registry.add_system(Phase::Update, peers_pass);
+        registry.add_system(Phase::PostUpdate, tail);
+        Server { registry, settings }
     }
 
-    /// Serial flush: "send" every built packet and book the send.
-    fn flush(&mut self, tick: u64) {
-        self.registry.tick_phase("flush");
-        for &i in &self.work {
-            let peer = self.peers[i].get_mut().expect("no peer build panicked");
-            peer.stream.absorb(&peer.buf);
-            peer.last_sent = Some(tick);
-            if let Some((start, end, worker)) = peer.build_span.take() {
-                self.registry
-                    .trace_span(TraceKind::Task, "Snapshot", worker, start, end);
-            }
-        }
-    }
-
-    /// The serial tail: aircraft shot down and replaced, peers leaving and joining.
-    fn tail(&mut self, tick: u64) {
-        self.registry.tick_phase("tail");
-        let every = self.settings.kill_every;
-        if every > 0 && tick % every == every - 1 {
-            let kills = &mut self.kills;
-            kills.clear();
-            self.registry.query::<Entity>().each(|e, _| {
-                if mix(u64::from(e.index()), tick).is_multiple_of(64) {
-                    kills.push(e);
-                }
-            });
-            for &e in kills.iter() {
-                self.registry.destroy_entity(e);
-            }
-            self.registry.execute_tasks();
-            let first = self.spawned;
-            let side = self.settings.map_side();
-            let count = self.kills.len() as u64;
-            self.registry
-                .spawn_batch((first..first + count).map(|n| new_aircraft(n, tick, side)));
-            self.spawned += count;
-            self.killed += count;
-        }
-        let churn = self.settings.churn_every;
-        if churn > 0 && tick % churn == churn / 2 && !self.peers.is_empty() {
-            let leaving = (mix(tick, 0x6c65_6176) % self.peers.len() as u64) as usize;
-            let peer = self
-                .peers
-                .remove(leaving)
-                .into_inner()
-                .expect("no peer build panicked");
-            self.departed.push((peer.id, peer.stream));
-            let id = self.next_peer_id;
-            self.next_peer_id += 1;
-            self.peers.push(Mutex::new(Peer::new(
-                id,
-                self.settings.interest_radius,
-                self.settings.map_side(),
-            )));
-        }
+    /// Runs one tick by hand (numbered `registry.tick()`), under the [`Levers`] resource: what
+    /// `run_frame` does for every tick it owes.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn tick(&mut self) {
+        self.registry.update(DT);
     }
 
     /// One digest over every peer's byte stream, departed ones included, in peer-id order.
@@ -287,8 +161,9 @@ impl Server {
     /// Every peer's stream, departed ones included, in peer-id order.
     #[must_use]
     pub fn streams(&self) -> Vec<(u32, StreamDigest)> {
-        let mut all = self.departed.clone();
-        all.extend(self.peers.iter().map(|p| {
+        let state = self.peers();
+        let mut all = state.departed.clone();
+        all.extend(state.peers.iter().map(|p| {
             let p = p.lock().expect("no peer build panicked");
             (p.id, p.stream)
         }));
@@ -311,12 +186,216 @@ impl Server {
     /// Peers connected now.
     #[must_use]
     pub fn peer_count(&self) -> usize {
-        self.peers.len()
+        self.peers().peers.len()
     }
 
     /// Bytes sent to all peers so far.
     #[must_use]
     pub fn bytes_sent(&self) -> u64 {
         self.streams().iter().map(|(_, s)| s.bytes).sum()
+    }
+
+    /// Aircraft shot down so far.
+    #[must_use]
+    pub fn killed(&self) -> u64 {
+        self.registry
+            .resource::<Population>()
+            .expect("the server inserts its population at start")
+            .killed
+    }
+
+    fn peers(&self) -> &Peers {
+        self.registry
+            .resource::<Peers>()
+            .expect("the server inserts its peers at start")
+    }
+}
+
+/// Takes the resource `T` out for a system's serial work (the system then puts it back).
+fn take<T: Send + Sync + 'static>(registry: &mut Registry) -> T {
+    registry.remove_resource::<T>().unwrap_or_else(|| {
+        panic!(
+            "the server inserts its {} at start",
+            core::any::type_name::<T>()
+        )
+    })
+}
+
+/// The levers of this tick (copied out: frozen for the tick).
+fn levers(registry: &Registry) -> Levers {
+    *registry
+        .resource::<Levers>()
+        .expect("the server inserts its levers at start")
+}
+
+fn settings(registry: &Registry) -> &Settings {
+    registry
+        .resource::<Settings>()
+        .expect("the server inserts its settings at start")
+}
+
+/// Tick start (PreUpdate): the grid of every aircraft's pre-step position, into the kept
+/// buffers.
+fn rebuild_grid(registry: &mut Registry, _dt: f32) {
+    registry.tick_phase("grid");
+    let mut grid = take::<SpatialGrid>(registry);
+    grid.clear();
+    registry
+        .query::<&Flight>()
+        .with_label("Grid")
+        .each(|entity, f| {
+            grid.push(GridEntry {
+                entity,
+                pos: f.pos,
+                vel: f.vel,
+            });
+        });
+    grid.finish();
+    registry.insert_resource(grid);
+}
+
+/// Every controller samples from the pre-step world; under an AI stride, the entities not due
+/// keep their last input.
+fn ai_pass(registry: &mut Registry, _dt: f32) {
+    registry.tick_phase("ai");
+    let tick = registry.tick();
+    let stride = levers(registry).ai_stride;
+    registry
+        .query::<(&Flight, &mut Ai, &mut Input)>()
+        .views::<(Res<SpatialGrid>, Read<Flight>)>()
+        .with_label("AI")
+        .each_async_with(move |entity, (flight, ai, input), ctx| {
+            if !ai_sample_due(u64::from(entity.index()), tick, stride) {
+                return;
+            }
+            let (grid, flights) = ctx.views();
+            ai::sample(entity, flight, ai, input, grid, flights, tick);
+        });
+    registry.execute_tasks();
+}
+
+/// Every aircraft integrates every tick (the governor never skips it).
+fn integrate_pass(registry: &mut Registry, _dt: f32) {
+    registry.tick_phase("integrate");
+    let tick = registry.tick();
+    let side = settings(registry).map_side();
+    registry
+        .query::<(&mut Flight, &Input)>()
+        .with_label("Integrate")
+        .each_async(move |entity, (flight, input)| {
+            physics::integrate(entity.index(), flight, input, tick, side);
+        });
+    registry.execute_tasks();
+}
+
+/// The snapshots: a serial gather, the per-peer pass, a serial flush.
+fn peers_pass(registry: &mut Registry, _dt: f32) {
+    let tick = registry.tick();
+    let levers = levers(registry);
+    let mut peers = take::<Peers>(registry);
+    gather(registry, &mut peers, tick, levers.snapshot_interval_ticks);
+    serialize(
+        registry,
+        &peers,
+        tick,
+        SnapshotLevers {
+            byte_budget: levers.byte_budget,
+            interest_scale: levers.interest_scale as f32,
+        },
+    );
+    flush(registry, &mut peers, tick);
+    registry.insert_resource(peers);
+}
+
+/// Serial gather: the frozen snapshot table, and the peers due a snapshot.
+fn gather(registry: &mut Registry, state: &mut Peers, tick: u64, governor_interval: u32) {
+    registry.tick_phase("gather");
+    let table = &mut state.table;
+    table.clear();
+    registry
+        .query::<(&Flight, &Ai)>()
+        .each(|entity, (flight, ai)| table.push(entity, flight, ai.kind));
+    table.finish();
+    state.work.clear();
+    for (i, peer) in state.peers.iter_mut().enumerate() {
+        let peer = peer.get_mut().expect("no peer build panicked");
+        if peer.due(tick, governor_interval) {
+            state.work.push(i);
+        }
+    }
+}
+
+/// The per-peer pass: one task per due peer, each building into its own buffer.
+fn serialize(registry: &mut Registry, state: &Peers, tick: u64, levers: SnapshotLevers) {
+    registry.tick_phase("serialize");
+    let traced = registry.is_tracing();
+    let (table, peers, work) = (&state.table, &state.peers, &state.work);
+    registry.pool().parallel_for(work.len(), 1, |w| {
+        let mut peer = peers[work[w]].lock().expect("no peer build panicked");
+        let start = traced.then(Instant::now);
+        snapshot::build(&mut peer, table, levers, tick);
+        peer.build_span = start.map(|s| (s, Instant::now(), freyr::current_worker_index()));
+    });
+}
+
+/// Serial flush: "send" every built packet and book the send.
+fn flush(registry: &mut Registry, state: &mut Peers, tick: u64) {
+    registry.tick_phase("flush");
+    for &i in &state.work {
+        let peer = state.peers[i].get_mut().expect("no peer build panicked");
+        peer.stream.absorb(&peer.buf);
+        peer.last_sent = Some(tick);
+        if let Some((start, end, worker)) = peer.build_span.take() {
+            registry.trace_span(TraceKind::Task, "Snapshot", worker, start, end);
+        }
+    }
+}
+
+/// The serial tail (PostUpdate): aircraft shot down and replaced, peers leaving and joining.
+fn tail(registry: &mut Registry, _dt: f32) {
+    registry.tick_phase("tail");
+    let tick = registry.tick();
+    let settings = settings(registry).clone();
+    let every = settings.kill_every;
+    if every > 0 && tick % every == every - 1 {
+        let mut population = take::<Population>(registry);
+        let kills = &mut population.kills;
+        kills.clear();
+        registry.query::<Entity>().each(|e, _| {
+            if mix(u64::from(e.index()), tick).is_multiple_of(64) {
+                kills.push(e);
+            }
+        });
+        for &e in kills.iter() {
+            registry.destroy_entity(e);
+        }
+        registry.execute_tasks();
+        let first = population.spawned;
+        let side = settings.map_side();
+        let count = population.kills.len() as u64;
+        registry.spawn_batch((first..first + count).map(|n| new_aircraft(n, tick, side)));
+        population.spawned += count;
+        population.killed += count;
+        registry.insert_resource(population);
+    }
+    let churn = settings.churn_every;
+    let state = registry
+        .resource_mut::<Peers>()
+        .expect("the server inserts its peers at start");
+    if churn > 0 && tick % churn == churn / 2 && !state.peers.is_empty() {
+        let leaving = (mix(tick, 0x6c65_6176) % state.peers.len() as u64) as usize;
+        let peer = state
+            .peers
+            .remove(leaving)
+            .into_inner()
+            .expect("no peer build panicked");
+        state.departed.push((peer.id, peer.stream));
+        let id = state.next_peer_id;
+        state.next_peer_id += 1;
+        state.peers.push(Mutex::new(Peer::new(
+            id,
+            settings.interest_radius,
+            settings.map_side(),
+        )));
     }
 }

@@ -89,6 +89,7 @@ pub use crate::hashable::UnhashedComponents;
 pub use crate::phase::Phase;
 pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
 pub use crate::query::{Query, Reduction};
+pub use crate::registry::{AsyncSystem, Launched, Process, TickTiming};
 pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};

@@ -13,11 +13,13 @@
 //! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
 //! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
 //! - `pump`: async-pump results drained in their owning system's update;
+//! - `async_system`: async systems (collect, process, apply, discard) over a pump they own;
 //! - `tick`: the tick profiler's calls (begin and end a tick, phases, trace spans).
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
+mod async_system;
 mod deadlines;
 mod entities;
 mod hashing;
@@ -33,6 +35,7 @@ pub(crate) mod world;
 
 use core::cell::Cell;
 use core::marker::PhantomData;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use freyr_core::{CommandBuffer, Entity, World};
@@ -47,8 +50,9 @@ use self::queries::QueryCache;
 use self::time::TimeState;
 use self::world::SyncedWorld;
 
+pub use self::async_system::{AsyncSystem, Launched, Process};
 pub use self::systems::System;
-pub use self::time::{BoxedClock, TimeStats};
+pub use self::time::{BoxedClock, TickTiming, TimeStats};
 pub(crate) use self::world::LayoutStamp;
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
@@ -199,6 +203,71 @@ impl Registry {
     /// assert_eq!(registry.workers(), 2);
     /// ```
     pub fn from_parts(world: World, pool: ThreadPool) -> Self {
+        Registry::from_world_on_pool(world, Arc::new(pool))
+    }
+
+    /// An empty registry on a pool shared with other registries: a server hosting many matches
+    /// runs one registry per match on one pool, instead of one pool (and one thread per core)
+    /// per match.
+    ///
+    /// Sharing changes no result: each launch waits for its own task groups only, so the world
+    /// hash, the order commands apply in and the panic rules are those of a registry with a pool
+    /// of its own of the same size; a callback's panic reaches only its own registry. The
+    /// registries may tick at the same time from different threads: a thread that waits helps
+    /// run whatever is queued, its own registry's tasks or another's.
+    ///
+    /// What is shared is the pool's counters: [`profile`](Registry::profile)'s per-worker
+    /// metrics (tasks run, steals, parks, busy time) and the tick profiler's task, steal and park
+    /// counts count every registry's work on the pool since this one was created, while its
+    /// labels, phases, sync points and implicit syncs stay this registry's own. Dropping the
+    /// registry waits for its own work only; the pool's threads stop when the last owner of the
+    /// `Arc` drops it.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use freyr::{Registry, ThreadPool};
+    ///
+    /// struct Hp(u32);
+    ///
+    /// let pool = Arc::new(ThreadPool::new(4));
+    /// let mut matches: Vec<Registry> = (0..3).map(|_| Registry::with_pool(pool.clone())).collect();
+    /// for (i, r) in matches.iter_mut().enumerate() {
+    ///     r.spawn_batch((0..1000).map(|_| (Hp(i as u32),)));
+    /// }
+    /// std::thread::scope(|s| {
+    ///     for r in &mut matches {
+    ///         s.spawn(move || {
+    ///             r.query::<&mut Hp>().each_async(|_, hp| hp.0 += 10);
+    ///             r.execute_tasks();
+    ///         });
+    ///     }
+    /// });
+    /// let mut total = 0;
+    /// matches[2].query::<&Hp>().each(|_, hp| total += hp.0);
+    /// assert_eq!(total, 12_000);
+    /// assert!(Arc::ptr_eq(matches[0].shared_pool(), &pool));
+    /// assert_eq!(matches[1].workers(), 4);
+    /// ```
+    pub fn with_pool(pool: Arc<ThreadPool>) -> Self {
+        Registry::from_world_on_pool(World::new(), pool)
+    }
+
+    /// A registry around an existing `world`, on a shared pool (see
+    /// [`with_pool`](Registry::with_pool)).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// let pool = Arc::new(freyr::ThreadPool::new(2));
+    /// let mut world = freyr::World::new();
+    /// let e = world.spawn((1u8,));
+    /// let registry = freyr::Registry::from_world_on_pool(world, pool);
+    /// assert_eq!(registry.get::<u8>(e), Ok(&1));
+    /// ```
+    pub fn from_world_on_pool(world: World, pool: Arc<ThreadPool>) -> Self {
         let profiler = Profiler::new(pool.metrics());
         Registry {
             sync: SyncedWorld::new(world, pool),
@@ -227,6 +296,21 @@ impl Registry {
     /// The pool, for work that is not a query (`parallel_for`, `scope`); both block until done.
     pub fn pool(&self) -> &ThreadPool {
         self.sync.pool()
+    }
+
+    /// The pool's shared handle: pass a clone to [`with_pool`](Registry::with_pool) to put
+    /// another registry on the same threads. A registry built with its own pool hands out that
+    /// pool the same way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let first = freyr::Registry::with_workers(2);
+    /// let second = freyr::Registry::with_pool(first.shared_pool().clone());
+    /// assert!(std::sync::Arc::ptr_eq(first.shared_pool(), second.shared_pool()));
+    /// ```
+    pub fn shared_pool(&self) -> &Arc<ThreadPool> {
+        self.sync.shared_pool()
     }
 
     pub(crate) fn id(&self) -> u64 {

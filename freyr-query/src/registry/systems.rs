@@ -54,6 +54,15 @@ pub trait System: Send + 'static {
     fn name(&self) -> &str {
         core::any::type_name::<Self>()
     }
+
+    /// Shutdown, from [`Registry::settle_systems`]: hand the work this system still has in
+    /// flight (an async pump's launches) to its discard path, and refuse new work. Returns how
+    /// many launches it discarded. The default has nothing in flight and returns 0; an
+    /// [`AsyncSystem`](crate::AsyncSystem) settles its pump.
+    fn settle(&mut self, registry: &mut Registry) -> usize {
+        let _ = registry;
+        0
+    }
 }
 
 impl<F> System for F
@@ -103,6 +112,70 @@ impl Registry {
         self.systems[phase.index()].len() + running
     }
 
+    /// Shutdown of the systems: calls [`System::settle`] on every system, phase by phase in
+    /// registration order, so every async system hands its launches still in flight to its
+    /// discard path (each exactly once) and launches nothing more. Returns how many launches
+    /// were discarded. With [`settle_jobs`](Registry::settle_jobs) for the deadline jobs, the
+    /// orderly end of a server before the registry drops.
+    ///
+    /// # Panics
+    ///
+    /// - If called during an update or from a callback.
+    /// - Re-raises the first panic of a system's `settle` once every system was settled.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use freyr::{AsyncSystem, Discard, Launched, Phase, Process, Registry};
+    ///
+    /// struct Never; // its work is handed to a thread that never answers
+    /// impl AsyncSystem for Never {
+    ///     type Request = ();
+    ///     type Result = ();
+    ///     type Error = String;
+    ///     fn collect(&mut self, _: &mut Registry) -> Option<()> { Some(()) }
+    ///     fn process(&mut self, _: Arc<()>) -> Process<(), String> {
+    ///         Process::elsewhere(std::mem::forget)
+    ///     }
+    ///     fn apply(&mut self, _: &mut Registry, _: (), _: &Launched<()>) { unreachable!() }
+    ///     fn discard(&mut self, _: &mut Registry, why: Discard<(), String>, l: &Launched<()>) {
+    ///         assert_eq!((why, l.tick), (Discard::Cancelled, 0));
+    ///     }
+    /// }
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.add_async_system(Phase::Update, Never);
+    /// registry.update(0.1);
+    /// registry.update(0.1); // still in flight: nothing applied, nothing launched
+    /// assert_eq!(registry.settle_systems(), 1);
+    /// assert_eq!(registry.settle_systems(), 0);
+    /// ```
+    pub fn settle_systems(&mut self) -> usize {
+        self.guard("Registry::settle_systems");
+        assert!(
+            !self.in_update,
+            "freyr: Registry::settle_systems called during an update; settle after the last tick"
+        );
+        let mut discarded = 0;
+        let mut first_panic = None;
+        for phase in Phase::ALL {
+            let mut systems = core::mem::take(&mut self.systems[phase.index()]);
+            for system in systems.iter_mut() {
+                match panic::catch_unwind(AssertUnwindSafe(|| system.settle(self))) {
+                    Ok(n) => discarded += n,
+                    Err(payload) => crate::first_panic::keep_first(&mut first_panic, payload),
+                }
+            }
+            let added = core::mem::replace(&mut self.systems[phase.index()], systems);
+            self.systems[phase.index()].extend(added);
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+        discarded
+    }
+
     /// The phase currently running, if inside [`update`](Registry::update).
     pub fn current_phase(&self) -> Option<Phase> {
         self.phase
@@ -148,6 +221,7 @@ impl Registry {
              updates do not nest (use execute_tasks for a sync point inside a system)"
         );
         self.in_update = true;
+        let start = Instant::now();
         // With the tick profiler on and no tick opened by the caller, the update is the tick.
         let own_tick = self.begin_update_tick();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
@@ -159,9 +233,12 @@ impl Registry {
         }));
         self.in_update = false;
         self.phase = None;
-        self.close_tick();
+        self.close_tick(start);
         if own_tick {
-            self.end_tick(crate::tick::TickExtras::default());
+            self.end_tick(crate::tick::TickExtras {
+                load_factor: self.load_factor(),
+                ..crate::tick::TickExtras::default()
+            });
         }
         if let Err(panic) = result {
             panic::resume_unwind(panic);

@@ -23,6 +23,35 @@ pub(crate) struct TimeState {
     pub(crate) fixed: Option<FixedStep<BoxedClock>>,
     pub(crate) stats: TimeStats,
     pub(crate) deadlines: Deadlines,
+    /// The last tick that ran, and its wall time.
+    pub(crate) last: Option<TickTiming>,
+    /// The load factor booked to the ticks `update` records (`None`: 1).
+    pub(crate) load_factor: Option<f64>,
+    /// The fixed step's clock at the end of the last frame (or at its installation).
+    pub(crate) frame_read: Duration,
+}
+
+/// The last tick a registry ran ([`Registry::last_tick`]): its number and its wall time, from
+/// the start of [`update`](Registry::update) (the deadline hook included) to the end of its
+/// last sync point. Measured for every update, with the tick profiler on or off: it is what an
+/// overrun governor steps from.
+///
+/// # Examples
+///
+/// ```
+/// let mut registry = freyr::Registry::with_workers(1);
+/// assert!(registry.last_tick().is_none());
+/// registry.update(0.016);
+/// let last = registry.last_tick().unwrap();
+/// assert_eq!(last.tick, 0);
+/// assert!(last.wall < std::time::Duration::from_secs(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickTiming {
+    /// The tick's number ([`Registry::tick`] while it ran).
+    pub tick: u64,
+    /// Its wall time.
+    pub wall: Duration,
 }
 
 /// Time telemetry of a registry, in [`ProfileReport::time`](crate::ProfileReport::time): ticks
@@ -111,7 +140,9 @@ impl Registry {
         clock: impl Clock + Send + 'static,
     ) -> Result<(), FixedStepError> {
         let clock: BoxedClock = Box::new(clock);
-        self.time.fixed = Some(FixedStep::with_clock(dt, clock)?);
+        let mut fixed = FixedStep::with_clock(dt, clock)?;
+        self.time.frame_read = fixed.clock_mut().now();
+        self.time.fixed = Some(fixed);
         Ok(())
     }
 
@@ -143,7 +174,8 @@ impl Registry {
         self.time.fixed.as_mut()
     }
 
-    /// Runs one frame of the fixed-step loop: reads the clock once, then runs
+    /// Runs one frame of the fixed-step loop: reads the clock (twice: the second reading is for
+    /// [`time_until_next_tick`](Registry::time_until_next_tick)), then runs
     /// [`update`](Registry::update) with the fixed `dt` for every whole tick due (at most the
     /// catch-up bound; the rest are dropped and counted), asking the gates before each tick (a
     /// refusal holds the tick, ends the frame and counts one gate refusal in
@@ -176,6 +208,10 @@ impl Registry {
         let fixed = self.fixed_or_panic("run_frame");
         fixed.set_next_tick(tick);
         fixed.begin_frame();
+        // For `time_until_next_tick`: the accumulator holds the time up to (about) this reading.
+        let read = fixed.clock_mut().now();
+        self.time.frame_read = read;
+        let fixed = self.fixed_or_panic("run_frame");
         let dt = fixed.dt().as_secs_f32();
         // Counted before any tick runs, so a tick that panics loses no telemetry.
         let dropped = fixed.last_frame().dropped;
@@ -191,6 +227,125 @@ impl Registry {
         let frame = self.fixed_or_panic("run_frame").last_frame();
         self.time.stats.held_ticks += u64::from(frame.held);
         frame
+    }
+
+    /// How long until the fixed step owes its next tick: what a real-time loop sleeps between
+    /// two [`run_frame`](Registry::run_frame) calls. Reads the clock; `Duration::ZERO` when a
+    /// tick is already due (also while a gate holds one); `None` without a fixed step.
+    ///
+    /// Measured from a clock reading [`run_frame`](Registry::run_frame) takes as its frame
+    /// begins (one reading more per frame than the fixed step's own), so the time the frame's
+    /// ticks took is not slept again.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr::{ManualClock, Registry};
+    ///
+    /// let clock = ManualClock::new();
+    /// let mut registry = Registry::with_workers(1);
+    /// assert_eq!(registry.time_until_next_tick(), None);
+    /// registry.set_fixed_step(Duration::from_millis(10), clock.clone()).unwrap();
+    /// assert_eq!(registry.time_until_next_tick(), Some(Duration::from_millis(10)));
+    /// clock.advance(Duration::from_millis(25));
+    /// assert_eq!(registry.time_until_next_tick(), Some(Duration::ZERO)); // two ticks owed
+    /// assert_eq!(registry.run_frame().ran, 2);
+    /// assert_eq!(registry.time_until_next_tick(), Some(Duration::from_millis(5)));
+    /// clock.advance(Duration::from_millis(4));
+    /// assert_eq!(registry.time_until_next_tick(), Some(Duration::from_millis(1)));
+    /// ```
+    ///
+    /// The real-clock loop: `set_fixed_step(dt, MonotonicClock::new())`, then
+    /// `run_frame()` and `std::thread::sleep(registry.time_until_next_tick().unwrap())`, in a
+    /// loop (the guide's chapter "The server loop").
+    pub fn time_until_next_tick(&mut self) -> Option<Duration> {
+        let since = self.time.frame_read;
+        let fixed = self.time.fixed.as_mut()?;
+        let dt = fixed.dt();
+        // The accumulator as the last frame left it, in nanoseconds (alpha = accumulator / dt).
+        let owed = Duration::from_nanos((fixed.alpha() * dt.as_nanos() as f64).round() as u64);
+        let elapsed = fixed.clock_mut().now().saturating_sub(since);
+        Some(dt.saturating_sub(owed.saturating_add(elapsed)))
+    }
+
+    /// The last tick this registry ran ([`update`](Registry::update), from
+    /// [`run_frame`](Registry::run_frame) or called by hand) and its wall time; `None` before
+    /// the first. A governor system in PreUpdate steps from it: the previous tick's wall time,
+    /// whichever way the loop is driven.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr::{GovernorParams, Phase, Registry, TickGovernor};
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// let mut governor = TickGovernor::new(GovernorParams::default()).unwrap();
+    /// registry.add_system(Phase::PreUpdate, move |r: &mut Registry, _: f32| {
+    ///     if let Some(last) = r.last_tick() {
+    ///         assert_eq!(last.tick + 1, r.tick());
+    ///         let levers = governor.step(last.wall);
+    ///         r.set_load_factor(levers.load_factor);
+    ///     }
+    /// });
+    /// for _ in 0..3 {
+    ///     registry.update(1.0 / 60.0);
+    /// }
+    /// assert_eq!(registry.last_tick().unwrap().tick, 2);
+    /// assert_eq!(registry.load_factor(), 1.0); // these empty ticks are far under budget
+    /// ```
+    pub fn last_tick(&self) -> Option<TickTiming> {
+        self.time.last
+    }
+
+    /// Sets the overrun governor's load factor that the tick profiler books to the ticks
+    /// [`update`](Registry::update) records ([`TickRecord::load_factor`](crate::TickRecord)),
+    /// from the tick running now (when called inside it) until it is set again. 1 until first
+    /// set. A tick begun by hand with [`begin_tick`](Registry::begin_tick) books the load
+    /// factor of its [`TickExtras`](crate::TickExtras) instead.
+    ///
+    /// # Panics
+    ///
+    /// If `load_factor` is not in `[0, 1]` (NaN included).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry, TickProfileConfig};
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.enable_tick_profile(TickProfileConfig::default());
+    /// registry.add_system(Phase::PreUpdate, |r: &mut Registry, _: f32| {
+    ///     let shed = if r.tick() == 1 { 0.5 } else { 1.0 };
+    ///     r.set_load_factor(shed);
+    /// });
+    /// for _ in 0..3 {
+    ///     registry.update(0.1);
+    /// }
+    /// let lf: Vec<f64> = registry.tick_profile().unwrap().records().map(|t| t.load_factor).collect();
+    /// assert_eq!(lf, [1.0, 0.5, 1.0]);
+    /// ```
+    pub fn set_load_factor(&mut self, load_factor: f64) {
+        assert!(
+            (0.0..=1.0).contains(&load_factor),
+            "freyr: a load factor is in [0, 1] (1 = no work shed), got {load_factor}"
+        );
+        self.time.load_factor = Some(load_factor);
+    }
+
+    /// The load factor last set with [`set_load_factor`](Registry::set_load_factor) (1 before).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// assert_eq!(registry.load_factor(), 1.0);
+    /// registry.set_load_factor(0.25);
+    /// assert_eq!(registry.load_factor(), 0.25);
+    /// ```
+    pub fn load_factor(&self) -> f64 {
+        self.time.load_factor.unwrap_or(1.0)
     }
 
     /// Registers a gate asked before every tick of [`run_frame`](Registry::run_frame) (see
@@ -277,8 +432,13 @@ impl Registry {
         self.collect_deadlines();
     }
 
-    /// Closes the tick: the next one gets the next number.
-    pub(crate) fn close_tick(&mut self) {
+    /// Closes the tick that started at `start`: records its timing; the next one gets the next
+    /// number.
+    pub(crate) fn close_tick(&mut self, start: std::time::Instant) {
+        self.time.last = Some(TickTiming {
+            tick: self.time.tick,
+            wall: start.elapsed(),
+        });
         self.time.tick += 1;
         self.time.stats.ticks += 1;
     }

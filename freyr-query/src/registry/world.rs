@@ -110,9 +110,13 @@ impl Drop for WorldBox {
 /// documentation for the argument).
 pub(crate) struct SyncedWorld {
     // Field order is drop order: the in-flight backstop drops while the pool can still finish
-    // tasks, and the pool joins its threads before the world they may point into is freed.
+    // tasks, and the pool joins its threads before the world they may point into is freed. A
+    // pool shared with other registries (`Registry::with_pool`) outlives this one instead; the
+    // argument does not need the join: every task that points into this world belongs to a
+    // launch in `inflight`, and the registry retires (waits for) all of them before any field
+    // drops.
     inflight: InFlight,
-    pool: ThreadPool,
+    pool: Arc<ThreadPool>,
     world: WorldBox,
     resources: Resources,
     /// How many times `&mut World` was handed out (point 7): the layout can have changed only
@@ -130,7 +134,7 @@ pub(crate) struct LayoutStamp {
 }
 
 impl SyncedWorld {
-    pub(crate) fn new(world: World, pool: ThreadPool) -> Self {
+    pub(crate) fn new(world: World, pool: Arc<ThreadPool>) -> Self {
         SyncedWorld {
             inflight: InFlight::default(),
             pool,
@@ -143,6 +147,11 @@ impl SyncedWorld {
     /// The pool. Work submitted directly (`parallel_for`, `scope`) blocks until done and never
     /// reaches the world through this type.
     pub(crate) fn pool(&self) -> &ThreadPool {
+        &self.pool
+    }
+
+    /// The pool's shared handle (for another registry on the same pool).
+    pub(crate) fn shared_pool(&self) -> &Arc<ThreadPool> {
         &self.pool
     }
 
