@@ -24,6 +24,8 @@
 mod ai;
 #[path = "../../examples/server_tick/grid.rs"]
 mod grid;
+#[path = "../../examples/server_tick/levers.rs"]
+mod levers;
 #[path = "../../examples/server_tick/peer.rs"]
 mod peer;
 #[path = "../../examples/server_tick/physics.rs"]
@@ -40,14 +42,16 @@ mod world;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use freyr::{GovernorParams, Levers, Registry, TickExtras, TickProfileConfig};
+use freyr::Registry;
+use freyr::profile::{TickExtras, TickProfileConfig};
 
+use crate::levers::{LeverParams, Levers};
 use crate::server::{Server, Settings};
 
 /// A server at the example's defaults, warmed up by 30 ticks.
 fn new(workers: usize) -> (Server, u64) {
     let mut server = Server::new(Settings::default(), workers);
-    let levers = Levers::unloaded(&GovernorParams::default());
+    let levers = Levers::unloaded(&LeverParams::default());
     for tick in 0..30 {
         server.tick(tick, &levers);
     }
@@ -74,7 +78,7 @@ fn server_tick(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_secs(2))
         .measurement_time(Duration::from_secs(8));
-    let levers = Levers::unloaded(&GovernorParams::default());
+    let levers = Levers::unloaded(&LeverParams::default());
     for workers in [1, 2] {
         let (mut server, mut tick) = new(workers);
         group.bench_function(format!("20k_aircraft_256_peers/{workers}_workers"), |b| {

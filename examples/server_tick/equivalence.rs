@@ -7,7 +7,8 @@
 
 use std::time::Duration;
 
-use freyr::{GovernorParams, TickProfileConfig};
+use freyr::profile::TickProfileConfig;
+use freyr::time::GovernorParams;
 
 use crate::run::{LeverSource, Pace, RunConfig, RunReport, run};
 use crate::server::{Server, Settings};

@@ -4,11 +4,10 @@
 
 use std::time::{Duration, Instant};
 
-use freyr::{
-    Clock, FixedStep, GovernorParams, Levers, ManualClock, MonotonicClock, TickExtras,
-    TickGovernor, TickProfileConfig,
-};
+use freyr::profile::{TickExtras, TickProfileConfig};
+use freyr::time::{Clock, FixedStep, GovernorParams, ManualClock, MonotonicClock, TickGovernor};
 
+use crate::levers::{LeverParams, Levers};
 use crate::server::Server;
 use crate::world::mix;
 
@@ -128,7 +127,9 @@ fn drive<C: Clock>(
         // A disabled governor still tracks the EWMA, but holds every lever at no-op.
         params.enabled = false;
     }
-    let mut governor = TickGovernor::new(params)
+    // This server's lever policy; the governor's floor is the policy's floor (0.25).
+    let policy = LeverParams::default();
+    let mut governor = TickGovernor::new(policy.governor(params))
         .unwrap_or_else(|e| panic!("{e}; see --help for the governor's flags"));
     if let Some(profile) = &config.profile {
         server.registry.enable_tick_profile(profile.clone());
@@ -157,8 +158,8 @@ fn drive<C: Clock>(
             // are frozen for the tick.
             let levers = match &config.levers {
                 LeverSource::Governor { .. } => match last_wall {
-                    Some(wall) => governor.step(wall),
-                    None => governor.levers(),
+                    Some(wall) => Levers::for_load_factor(&policy, governor.step(wall)),
+                    None => Levers::for_load_factor(&policy, governor.load_factor()),
                 },
                 LeverSource::Forced(schedule) => {
                     let lf = schedule
@@ -166,7 +167,7 @@ fn drive<C: Clock>(
                         .rev()
                         .find(|(from, _)| *from <= tick)
                         .map_or(1.0, |(_, lf)| *lf);
-                    Levers::for_load_factor(&params, lf)
+                    Levers::for_load_factor(&policy, lf)
                 }
             };
             digest = lever_digest(digest, tick, &levers);

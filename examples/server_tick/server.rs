@@ -3,7 +3,7 @@
 //! | phase | runs | reads | writes |
 //! |---|---|---|---|
 //! | `grid` | serial | every `Flight` | the spatial grid (a resource, buffers kept) |
-//! | `ai` | `each_async`, label `AI` | the grid, `Read<Flight>` (pre-step) | own `Ai`, `Input` |
+//! | `ai` | `each_async`, label `AI` | the grid, `View<Flight>` (pre-step) | own `Ai`, `Input` |
 //! | `integrate` | `each_async`, label `Integrate` | own `Input` | own `Flight` |
 //! | `gather` | serial | every `Flight`, the peers' send state | the snapshot table, the work list |
 //! | `serialize` | `parallel_for` over peers, grain 1 | the frozen table | each peer's own state |
@@ -15,10 +15,12 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use freyr::{Entity, Levers, Read, Registry, Res, TraceKind, ai_sample_due};
+use freyr::profile::TraceKind;
+use freyr::{Entity, Registry, Res, View};
 
 use crate::ai;
 use crate::grid::{GridEntry, SpatialGrid};
+use crate::levers::{Levers, ai_sample_due};
 use crate::peer::{Peer, StreamDigest};
 use crate::physics;
 use crate::snapshot::{self, SnapshotLevers, SnapshotTable};
@@ -163,7 +165,7 @@ impl Server {
         self.registry.tick_phase("ai");
         self.registry
             .query::<(&Flight, &mut Ai, &mut Input)>()
-            .views::<(Res<SpatialGrid>, Read<Flight>)>()
+            .views::<(Res<SpatialGrid>, View<Flight>)>()
             .with_label("AI")
             .each_async_with(move |entity, (flight, ai, input), ctx| {
                 if !ai_sample_due(u64::from(entity.index()), tick, stride) {
@@ -215,7 +217,8 @@ impl Server {
             let mut peer = peers[work[w]].lock().expect("no peer build panicked");
             let start = traced.then(Instant::now);
             snapshot::build(&mut peer, table, levers, tick);
-            peer.build_span = start.map(|s| (s, Instant::now(), freyr::current_worker_index()));
+            peer.build_span =
+                start.map(|s| (s, Instant::now(), freyr::sched::current_worker_index()));
         });
     }
 

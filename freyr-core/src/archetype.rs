@@ -302,7 +302,8 @@ impl Drop for Rows {
 ///
 /// # Examples
 /// ```
-/// use freyr::{World, CHUNK_CAPACITY};
+/// use freyr::World;
+/// use freyr::storage::CHUNK_CAPACITY;
 /// let mut world = World::new();
 /// world.spawn_batch((0..CHUNK_CAPACITY + 1).map(|i| (i as u32, 0.5f32)));
 /// let (a, b) = (world.component_id::<u32>().unwrap(), world.component_id::<f32>().unwrap());
@@ -572,7 +573,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// use freyr::CHUNK_CAPACITY;
+    /// use freyr::storage::CHUNK_CAPACITY;
     /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();

@@ -1,4 +1,4 @@
-//! Structural changes recorded from callbacks: [`Commands`], and the [`Context`] that carries them
+//! Structural changes recorded from callbacks: [`Commands`], and the [`EachContext`] that carries them
 //! together with a callback's read-only views.
 //!
 //! # Ordering
@@ -124,14 +124,14 @@ impl<'a> Commands<'a> {
 ///     });
 /// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
 /// ```
-pub struct Context<'a, V: ViewSet = ()> {
+pub struct EachContext<'a, V: ViewSet = ()> {
     views: V::Item<'a>,
     commands: Commands<'a>,
 }
 
-impl<'a, V: ViewSet> Context<'a, V> {
+impl<'a, V: ViewSet> EachContext<'a, V> {
     pub(crate) fn new(views: V::Item<'a>, buffer: &'a mut CommandBuffer) -> Self {
-        Context {
+        EachContext {
             views,
             commands: Commands::new(buffer),
         }

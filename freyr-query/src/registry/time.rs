@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use freyr_sched::{Clock, DeadlineStats, FixedStep, FixedStepError, FrameReport, Gate, GateId};
+use freyr_time::{Clock, DeadlineStats, FixedStep, FixedStepError, FrameReport, Gate, GateId};
 
 use super::Registry;
 use super::deadlines::Deadlines;
@@ -89,14 +89,14 @@ impl Registry {
     ///
     /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond;
     /// [`FixedStepError::DtTooLong`] if it is longer than
-    /// [`MAX_FIXED_DT`](freyr_sched::MAX_FIXED_DT) (one hour).
+    /// [`MAX_FIXED_DT`](freyr_time::MAX_FIXED_DT) (one hour).
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::Duration;
     /// use freyr::Registry;
-    /// use freyr::ManualClock;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(2);
@@ -135,7 +135,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.set_fixed_step(Duration::from_millis(5), freyr::ManualClock::new()).unwrap();
+    /// registry.set_fixed_step(Duration::from_millis(5), freyr::time::ManualClock::new()).unwrap();
     /// registry.fixed_step_mut().unwrap().set_max_catchup_ticks(2).unwrap();
     /// assert_eq!(registry.fixed_step().unwrap().max_catchup_ticks(), 2);
     /// ```
@@ -159,7 +159,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// use freyr::Registry;
-    /// use freyr::ManualClock;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(2);
@@ -205,7 +205,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// use freyr::Registry;
-    /// use freyr::ManualClock;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(1);
@@ -227,7 +227,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.set_fixed_step(Duration::from_millis(1), freyr::ManualClock::new()).unwrap();
+    /// registry.set_fixed_step(Duration::from_millis(1), freyr::time::ManualClock::new()).unwrap();
     /// let gate = registry.add_gate(|_: u64| true);
     /// assert!(registry.remove_gate(gate));
     /// ```

@@ -36,8 +36,8 @@ use self::trace::TraceLog;
 /// # Examples
 ///
 /// ```
-/// let config = freyr::TickProfileConfig::default();
-/// assert_eq!(config.window, freyr::TickProfileConfig::DEFAULT_WINDOW);
+/// let config = freyr::profile::TickProfileConfig::default();
+/// assert_eq!(config.window, freyr::profile::TickProfileConfig::DEFAULT_WINDOW);
 /// assert_eq!(config.window, 3600); // one minute at 60 Hz
 /// assert!(config.trace_ticks.is_empty());
 /// ```
@@ -76,7 +76,7 @@ impl Default for TickProfileConfig {
 /// # Examples
 ///
 /// ```
-/// let extras = freyr::TickExtras { load_factor: 0.7, ..Default::default() };
+/// let extras = freyr::profile::TickExtras { load_factor: 0.7, ..Default::default() };
 /// assert_eq!(extras.dropped_ticks, 0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -182,7 +182,8 @@ struct OpenTick {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Registry, TickExtras, TickProfileConfig};
+/// use freyr::Registry;
+/// use freyr::profile::{TickExtras, TickProfileConfig};
 ///
 /// struct Pos(f32);
 ///

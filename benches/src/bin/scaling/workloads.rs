@@ -5,11 +5,11 @@
 //! systems, or anything else that implements [`Ticking`]), and the sweep, table, CSV and plots
 //! pick it up.
 
-use freyr::{GovernorParams, Levers};
 use freyr_benches::heavy::{self, work};
 use freyr_benches::{Position, Transform, Velocity, pos_vel};
 use freyr_query::{Phase, Registry};
 
+use crate::levers::{LeverParams, Levers};
 use crate::server::{Server, Settings};
 
 /// The step passed to `update`.
@@ -131,7 +131,7 @@ impl ServerTick {
         ServerTick {
             server: Server::new(settings, workers),
             next: 0,
-            levers: Levers::unloaded(&GovernorParams::default()),
+            levers: Levers::unloaded(&LeverParams::default()),
         }
     }
 }

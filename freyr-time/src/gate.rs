@@ -14,7 +14,7 @@ use core::fmt;
 /// # Examples
 ///
 /// ```
-/// use freyr::Gate;
+/// use freyr::time::Gate;
 /// let mut even_only = |next_tick: u64| next_tick % 2 == 0;
 /// assert!(even_only.may_advance(4));
 /// assert!(!even_only.may_advance(5));
@@ -35,7 +35,7 @@ impl<F: FnMut(u64) -> bool + Send> Gate for F {
 /// # Examples
 ///
 /// ```
-/// let mut gates = freyr::Gates::new();
+/// let mut gates = freyr::time::Gates::new();
 /// let id = gates.add(|_tick: u64| true);
 /// assert!(gates.remove(id));
 /// assert!(!gates.remove(id)); // already gone
@@ -54,7 +54,7 @@ pub struct GateId(u64);
 /// ```
 /// use std::sync::Arc;
 /// use std::sync::atomic::{AtomicU64, Ordering};
-/// use freyr::Gates;
+/// use freyr::time::Gates;
 ///
 /// // Work for tick t is ready once `ready_through >= t`.
 /// let ready_through = Arc::new(AtomicU64::new(2));
@@ -78,7 +78,7 @@ impl Gates {
     /// # Examples
     ///
     /// ```
-    /// let mut gates = freyr::Gates::new();
+    /// let mut gates = freyr::time::Gates::new();
     /// assert!(gates.is_empty());
     /// assert!(gates.may_advance(0));
     /// ```
@@ -92,7 +92,7 @@ impl Gates {
     /// # Examples
     ///
     /// ```
-    /// let mut gates = freyr::Gates::new();
+    /// let mut gates = freyr::time::Gates::new();
     /// gates.add(|next: u64| next < 10);
     /// assert_eq!(gates.len(), 1);
     /// assert!(!gates.may_advance(10));
@@ -109,7 +109,7 @@ impl Gates {
     /// # Examples
     ///
     /// ```
-    /// let mut gates = freyr::Gates::new();
+    /// let mut gates = freyr::time::Gates::new();
     /// let never = gates.add(|_: u64| false);
     /// assert!(!gates.may_advance(0));
     /// assert!(gates.remove(never));
@@ -127,7 +127,7 @@ impl Gates {
     /// # Examples
     ///
     /// ```
-    /// let mut gates = freyr::Gates::new();
+    /// let mut gates = freyr::time::Gates::new();
     /// gates.add(|next: u64| next >= 1);
     /// gates.add(|next: u64| next <= 5);
     /// assert!(!gates.may_advance(0));
@@ -145,7 +145,7 @@ impl Gates {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::Gates::new().len(), 0);
+    /// assert_eq!(freyr::time::Gates::new().len(), 0);
     /// ```
     #[must_use]
     pub fn len(&self) -> usize {
@@ -157,7 +157,7 @@ impl Gates {
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr::Gates::new().is_empty());
+    /// assert!(freyr::time::Gates::new().is_empty());
     /// ```
     #[must_use]
     pub fn is_empty(&self) -> bool {

@@ -6,7 +6,8 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_sched::{DeadlineError, DeadlineScheduler, ThreadPool};
+use freyr_sched::ThreadPool;
+use freyr_time::{DeadlineError, DeadlineScheduler};
 
 static DROPPED: [AtomicUsize; 3] = [
     AtomicUsize::new(0),

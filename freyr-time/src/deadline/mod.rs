@@ -21,9 +21,10 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::payload::keep_first;
-use crate::pool::ThreadPool;
-use crate::time::pool_job::{JobPanic, PoolJob, pool_id};
+use crate::pool_job::{JobPanic, PoolJob, pool_id};
+use freyr_sched::ThreadPool;
+use freyr_sched::keep_first;
+use freyr_sched::pool_hooks::tasks_run_here;
 
 pub use self::error::DeadlineError;
 pub use self::stats::DeadlineStats;
@@ -57,7 +58,8 @@ static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 /// # Examples
 ///
 /// ```
-/// use freyr::{DeadlineScheduler, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::deadline::DeadlineScheduler;
 ///
 /// let pool = ThreadPool::new(4);
 /// let mut jobs = DeadlineScheduler::new(2).unwrap(); // K = 2
@@ -96,7 +98,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// let jobs = freyr::DeadlineScheduler::<u32>::new(3).unwrap();
+    /// let jobs = freyr::time::deadline::DeadlineScheduler::<u32>::new(3).unwrap();
     /// assert_eq!(jobs.latency(), 3);
     /// ```
     pub fn new(latency: u64) -> Result<Self, DeadlineError> {
@@ -127,7 +129,8 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::{DeadlineError, DeadlineScheduler};
     /// let pool = ThreadPool::new(2);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// let ticket = jobs.request(&pool, 0, String::from("abc"), |s: String| s.len()).unwrap();
@@ -194,7 +197,8 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(2);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// jobs.request(&pool, 0, (), |()| std::thread::sleep(Duration::from_millis(20))).unwrap();
@@ -234,12 +238,11 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
             let stall = if job.is_done() {
                 Duration::ZERO
             } else {
-                let counters = pool.current_counters();
-                let tasks_before = counters.tasks_run.load(Ordering::Relaxed);
+                let tasks_before = tasks_run_here(pool);
                 let start = Instant::now();
                 job.wait(pool);
                 let stall = start.elapsed();
-                let helped = counters.tasks_run.load(Ordering::Relaxed) - tasks_before;
+                let helped = tasks_run_here(pool) - tasks_before;
                 report.late_jobs += 1;
                 report.stall += stall;
                 report.max_stall = report.max_stall.max(stall);
@@ -281,12 +284,13 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     ///
     /// Re-raises the first panic of a result's `Drop`, once every pending
     /// result was dropped (each exactly once) and the scheduler is settled; a
-    /// later panic is dropped with [`drop_payload`](crate::drop_payload).
+    /// later panic is dropped with [`drop_payload`](freyr_sched::drop_payload).
     ///
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::{DeadlineError, DeadlineScheduler};
     /// let pool = ThreadPool::new(2);
     /// let mut jobs = DeadlineScheduler::new(4).unwrap();
     /// jobs.request(&pool, 0, (), |()| 1).unwrap();
@@ -326,7 +330,8 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineError, DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::{DeadlineError, DeadlineScheduler};
     /// let pool = ThreadPool::new(1);
     /// let mut a = DeadlineScheduler::new(1).unwrap();
     /// let b = DeadlineScheduler::<()>::new(1).unwrap();
@@ -368,7 +373,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::DeadlineScheduler::<()>::new(5).unwrap().latency(), 5);
+    /// assert_eq!(freyr::time::deadline::DeadlineScheduler::<()>::new(5).unwrap().latency(), 5);
     /// ```
     #[must_use]
     pub fn latency(&self) -> u64 {
@@ -380,7 +385,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::DeadlineScheduler;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let a = DeadlineScheduler::<()>::new(1).unwrap();
     /// let b = DeadlineScheduler::<()>::new(1).unwrap();
     /// assert_ne!(a.id(), b.id());
@@ -395,7 +400,8 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// jobs.request(&pool, 0, (), |()| ()).unwrap();
@@ -411,7 +417,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// let mut jobs = freyr::DeadlineScheduler::<()>::new(2).unwrap();
+    /// let mut jobs = freyr::time::deadline::DeadlineScheduler::<()>::new(2).unwrap();
     /// assert!(!jobs.is_settled());
     /// jobs.settle(&freyr::ThreadPool::new(1)).unwrap();
     /// assert!(jobs.is_settled());
@@ -427,7 +433,8 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// jobs.request(&pool, 0, (), |()| ()).unwrap();
@@ -446,7 +453,7 @@ impl<R> DeadlineScheduler<R> {
     /// # Examples
     ///
     /// ```
-    /// let jobs = freyr::DeadlineScheduler::<()>::new(1).unwrap();
+    /// let jobs = freyr::time::deadline::DeadlineScheduler::<()>::new(1).unwrap();
     /// assert_eq!(jobs.last_collect().applied, 0);
     /// ```
     #[must_use]

@@ -1,5 +1,5 @@
 //! The overrun governor: an AIMD load factor driven by an EWMA of tick wall
-//! time, and the four levers derived from it.
+//! time.
 //!
 //! When a fixed-step tick no longer fits its budget, a server must shed
 //! optional work instead of spiralling or silently dilating time. The
@@ -12,33 +12,32 @@
 //! increase), and between the two watermarks it holds (hysteresis). The load
 //! factor stays in `[floor, 1]`; 1 means no degradation.
 //!
-//! Four levers are derived from it, each a pure function of the load factor:
-//! the snapshot send interval, the per-client byte budget, the AI-sample
-//! stride and the interest-radius scale. At load factor 1 every lever is a
-//! no-op. The governor never changes the physics rate and never skips
-//! integration; the AI stride skips *sampling* only, through
-//! [`ai_sample_due`], a pure function of (entity, tick, stride), so every
-//! worker count computes the same thing under the same lever sequence.
+//! What the load factor sheds is the caller's policy, not the governor's: a
+//! server maps it onto levers of its own (the `server_tick` example's
+//! `levers.rs` derives a snapshot send interval, a byte budget, an AI-sample
+//! stride and an interest scale from it, each a pure function of the load
+//! factor). The governor reads no clock and never changes the tick rate, so
+//! every worker count computes the same thing under the same sequence of
+//! load factors.
 
-mod levers;
 mod params;
 
 use std::time::Duration;
 
-pub use self::levers::{Levers, ai_sample_due};
 pub use self::params::{GovernorError, GovernorParams};
 
 /// The AIMD overrun governor: step it once per tick with the previous
-/// tick's measured wall time; use the returned [`Levers`] for the tick.
+/// tick's measured wall time; the returned load factor, in `[floor, 1]`,
+/// says how much of its optional work the next tick should do (1 = all).
 ///
 /// Pure and deterministic: the same sequence of samples gives the same
-/// sequence of levers (it reads no clock; the caller measures).
+/// sequence of load factors (it reads no clock; the caller measures).
 ///
 /// # Examples
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr::{GovernorParams, TickGovernor};
+/// use freyr::time::{GovernorParams, TickGovernor};
 ///
 /// let params = GovernorParams { budget: Duration::from_millis(10), ..Default::default() };
 /// let mut governor = TickGovernor::new(params).unwrap();
@@ -47,7 +46,6 @@ pub use self::params::{GovernorError, GovernorParams};
 ///     governor.step(Duration::from_millis(12));
 /// }
 /// assert!((governor.load_factor() - 0.7).abs() < 1e-12);
-/// assert_eq!(governor.levers().ai_stride, 2);
 /// // Ticks of 3 ms: under budget x 0.60, so it recovers additively.
 /// for _ in 0..40 {
 ///     governor.step(Duration::from_millis(3));
@@ -63,7 +61,6 @@ pub struct TickGovernor {
     since_eval: u32,
     decreases: u64,
     increases: u64,
-    levers: Levers,
 }
 
 impl TickGovernor {
@@ -76,7 +73,7 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
+    /// let governor = freyr::time::TickGovernor::new(Default::default()).unwrap();
     /// assert_eq!(governor.load_factor(), 1.0);
     /// assert_eq!(governor.ewma_ms(), None);
     /// ```
@@ -89,12 +86,11 @@ impl TickGovernor {
             since_eval: 0,
             decreases: 0,
             increases: 0,
-            levers: Levers::unloaded(&params),
         })
     }
 
-    /// Feeds the wall time of the tick just finished and returns the levers
-    /// for the next one.
+    /// Feeds the wall time of the tick just finished and returns the load
+    /// factor for the next one.
     ///
     /// The sample updates the EWMA (the first sample sets it). Every
     /// `eval_interval_ticks`-th step compares the EWMA with the budget:
@@ -108,7 +104,7 @@ impl TickGovernor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{GovernorParams, TickGovernor};
+    /// use freyr::time::{GovernorParams, TickGovernor};
     /// let params = GovernorParams {
     ///     budget: Duration::from_millis(10),
     ///     eval_interval_ticks: 1,
@@ -116,11 +112,11 @@ impl TickGovernor {
     ///     ..Default::default()
     /// };
     /// let mut governor = TickGovernor::new(params).unwrap();
-    /// assert_eq!(governor.step(Duration::from_millis(7)).load_factor, 1.0); // in the band
-    /// assert!((governor.step(Duration::from_millis(20)).load_factor - 0.7).abs() < 1e-12);
-    /// assert!((governor.step(Duration::from_millis(1)).load_factor - 0.825).abs() < 1e-12);
+    /// assert_eq!(governor.step(Duration::from_millis(7)), 1.0); // in the band
+    /// assert!((governor.step(Duration::from_millis(20)) - 0.7).abs() < 1e-12);
+    /// assert!((governor.step(Duration::from_millis(1)) - 0.825).abs() < 1e-12);
     /// ```
-    pub fn step(&mut self, last_tick_wall: Duration) -> Levers {
+    pub fn step(&mut self, last_tick_wall: Duration) -> f64 {
         let sample = millis(last_tick_wall);
         let ewma = match self.ewma_ms {
             None => sample,
@@ -130,8 +126,7 @@ impl TickGovernor {
         if !self.params.enabled {
             self.load_factor = 1.0;
             self.since_eval = 0;
-            self.levers = Levers::unloaded(&self.params);
-            return self.levers;
+            return self.load_factor;
         }
         self.since_eval += 1;
         if self.since_eval >= self.params.eval_interval_ticks {
@@ -152,34 +147,19 @@ impl TickGovernor {
                 self.increases += 1;
             }
         }
-        self.levers = Levers::for_load_factor(&self.params, self.load_factor);
-        self.levers
+        self.load_factor
     }
 
-    /// The current load factor, in `[floor, 1]`.
+    /// The current load factor, in `[floor, 1]` (what the last [`step`](Self::step) returned).
     ///
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::TickGovernor::new(Default::default()).unwrap().load_factor(), 1.0);
+    /// assert_eq!(freyr::time::TickGovernor::new(Default::default()).unwrap().load_factor(), 1.0);
     /// ```
     #[must_use]
     pub fn load_factor(&self) -> f64 {
         self.load_factor
-    }
-
-    /// The levers for the current load factor (what the last
-    /// [`step`](Self::step) returned).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
-    /// assert_eq!(governor.levers().snapshot_interval_ticks, 1);
-    /// ```
-    #[must_use]
-    pub fn levers(&self) -> Levers {
-        self.levers
     }
 
     /// The EWMA of tick wall time in milliseconds (`None` before any sample).
@@ -188,7 +168,7 @@ impl TickGovernor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut governor = freyr::TickGovernor::new(Default::default()).unwrap();
+    /// let mut governor = freyr::time::TickGovernor::new(Default::default()).unwrap();
     /// governor.step(Duration::from_millis(4));
     /// assert_eq!(governor.ewma_ms(), Some(4.0));
     /// ```
@@ -206,7 +186,7 @@ impl TickGovernor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{GovernorParams, TickGovernor};
+    /// use freyr::time::{GovernorParams, TickGovernor};
     /// let params = GovernorParams {
     ///     budget: Duration::from_millis(10),
     ///     eval_interval_ticks: 1,
@@ -240,7 +220,7 @@ impl TickGovernor {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{GovernorParams, TickGovernor};
+    /// use freyr::time::{GovernorParams, TickGovernor};
     /// let params = GovernorParams { budget: Duration::from_millis(2), ..Default::default() };
     /// let mut governor = TickGovernor::new(params).unwrap();
     /// for _ in 0..30 {
@@ -267,8 +247,8 @@ impl TickGovernor {
     /// # Examples
     ///
     /// ```
-    /// let governor = freyr::TickGovernor::new(Default::default()).unwrap();
-    /// assert_eq!(governor.params().tick_hz, 60);
+    /// let governor = freyr::time::TickGovernor::new(Default::default()).unwrap();
+    /// assert_eq!(governor.params().min_load_factor, 0.25);
     /// ```
     #[must_use]
     pub fn params(&self) -> &GovernorParams {
@@ -419,7 +399,7 @@ mod tests {
         })
         .unwrap();
         for _ in 0..20 {
-            assert_eq!(g.step(Duration::from_secs(1)), Levers::unloaded(g.params()));
+            assert_eq!(g.step(Duration::from_secs(1)), 1.0);
         }
         assert_eq!(g.decisions(), (0, 0));
     }

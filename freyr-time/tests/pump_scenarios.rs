@@ -6,7 +6,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use freyr_sched::{AsyncPump, Completer, Discard, Launch, PumpError, ThreadPool};
+use freyr_sched::ThreadPool;
+use freyr_time::{AsyncPump, Completer, Discard, Launch, PumpError};
 
 fn external<R, C>(pump: &mut AsyncPump<R, C>, context: C) -> Completer<R>
 where

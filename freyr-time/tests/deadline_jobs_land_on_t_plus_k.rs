@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use freyr_sched::{DeadlineScheduler, ThreadPool};
+use freyr_sched::ThreadPool;
+use freyr_time::DeadlineScheduler;
 
 /// SplitMix64: a well-mixed hash step (Steele, Lea and Flood, 2014).
 fn mix(mut z: u64) -> u64 {

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// # Examples
 ///
 /// ```
-/// let stats = freyr::DeadlineStats::default();
+/// let stats = freyr::time::deadline::DeadlineStats::default();
 /// assert_eq!((stats.requested, stats.applied, stats.late_jobs), (0, 0, 0));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -45,7 +45,7 @@ impl DeadlineStats {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::DeadlineStats;
+    /// use freyr::time::deadline::DeadlineStats;
     /// let one = DeadlineStats { late_jobs: 1, stall: Duration::from_millis(3), max_stall: Duration::from_millis(3), ..Default::default() };
     /// let mut total = DeadlineStats::default();
     /// total.add(&one);

@@ -12,9 +12,9 @@
 use core::fmt;
 use std::time::Duration;
 
-use crate::time::clamp::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
-use crate::time::clock::{Clock, MonotonicClock, nanos_of};
-use crate::time::gate::{Gate, GateId, Gates};
+use crate::clamp::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
+use crate::clock::{Clock, MonotonicClock, nanos_of};
+use crate::gate::{Gate, GateId, Gates};
 
 /// The longest tick a [`FixedStep`] accepts: one hour.
 ///
@@ -27,7 +27,7 @@ use crate::time::gate::{Gate, GateId, Gates};
 /// # Examples
 ///
 /// ```
-/// use freyr::{FixedStep, FixedStepError, MAX_FIXED_DT};
+/// use freyr::time::{FixedStep, FixedStepError, MAX_FIXED_DT};
 /// assert!(FixedStep::new(MAX_FIXED_DT).is_ok());
 /// let too_long = MAX_FIXED_DT + std::time::Duration::from_nanos(1);
 /// assert_eq!(FixedStep::new(too_long).unwrap_err(), FixedStepError::DtTooLong { dt: too_long });
@@ -40,7 +40,7 @@ pub const MAX_FIXED_DT: Duration = Duration::from_secs(3600);
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr::{FixedStep, FixedStepError};
+/// use freyr::time::{FixedStep, FixedStepError};
 /// assert_eq!(FixedStep::new(Duration::ZERO).unwrap_err(), FixedStepError::ZeroDt);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +83,7 @@ impl std::error::Error for FixedStepError {}
 /// # Examples
 ///
 /// ```
-/// let report = freyr::FrameReport::default();
+/// let report = freyr::time::FrameReport::default();
 /// assert_eq!((report.ran, report.dropped, report.held), (0, 0, false));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,7 +120,7 @@ pub struct FrameReport {
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr::{FixedStep, ManualClock};
+/// use freyr::time::{FixedStep, ManualClock};
 ///
 /// let clock = ManualClock::new();
 /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
@@ -172,7 +172,7 @@ impl FixedStep<MonotonicClock> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let fixed = freyr::FixedStep::new(Duration::from_secs(1) / 60).unwrap();
+    /// let fixed = freyr::time::FixedStep::new(Duration::from_secs(1) / 60).unwrap();
     /// assert_eq!(fixed.dt(), Duration::from_nanos(16_666_666));
     /// assert_eq!(fixed.next_tick(), 0);
     /// ```
@@ -194,7 +194,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, FixedStepError, ManualClock};
+    /// use freyr::time::{FixedStep, FixedStepError, ManualClock};
     /// let fixed = FixedStep::with_clock(Duration::from_millis(20), ManualClock::new()).unwrap();
     /// assert_eq!(fixed.max_catchup_ticks(), 8);
     /// let err = FixedStep::with_clock(Duration::MAX, ManualClock::new()).unwrap_err();
@@ -234,7 +234,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, FixedStepError, ManualClock};
+    /// use freyr::time::{FixedStep, FixedStepError, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// fixed.set_max_catchup_ticks(2).unwrap();
@@ -259,7 +259,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(30));
@@ -299,7 +299,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
     /// fixed.add_gate(|next: u64| next < 1); // only tick 0 may run
@@ -334,7 +334,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(16), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(33));
@@ -358,7 +358,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// fixed.set_next_tick(100);
@@ -377,7 +377,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// let gate = fixed.add_gate(|_: u64| false);
@@ -396,7 +396,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let mut fixed = freyr::FixedStep::new(Duration::from_millis(1)).unwrap();
+    /// let mut fixed = freyr::time::FixedStep::new(Duration::from_millis(1)).unwrap();
     /// let gate = fixed.add_gate(|_: u64| true);
     /// assert!(fixed.remove_gate(gate));
     /// ```
@@ -410,7 +410,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let fixed = freyr::FixedStep::new(Duration::from_millis(5)).unwrap();
+    /// let fixed = freyr::time::FixedStep::new(Duration::from_millis(5)).unwrap();
     /// assert_eq!(fixed.dt(), Duration::from_millis(5));
     /// ```
     #[must_use]
@@ -425,7 +425,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(4));
@@ -443,8 +443,8 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let fixed = freyr::FixedStep::new(Duration::from_millis(1)).unwrap();
-    /// assert_eq!(fixed.max_catchup_ticks(), freyr::DEFAULT_MAX_CATCHUP_TICKS);
+    /// let fixed = freyr::time::FixedStep::new(Duration::from_millis(1)).unwrap();
+    /// assert_eq!(fixed.max_catchup_ticks(), freyr::time::DEFAULT_MAX_CATCHUP_TICKS);
     /// ```
     #[must_use]
     pub fn max_catchup_ticks(&self) -> u64 {
@@ -457,7 +457,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(10));
@@ -479,7 +479,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// fixed.add_gate(|_: u64| false);
@@ -500,7 +500,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(2));
@@ -522,7 +522,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{FixedStep, ManualClock};
+    /// use freyr::time::{FixedStep, ManualClock};
     /// let clock = ManualClock::new();
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(4), clock.clone()).unwrap();
     /// clock.advance(Duration::from_millis(5));
@@ -540,7 +540,7 @@ impl<C: Clock> FixedStep<C> {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{Clock, FixedStep, ManualClock};
+    /// use freyr::time::{Clock, FixedStep, ManualClock};
     /// let mut fixed = FixedStep::with_clock(Duration::from_millis(1), ManualClock::new()).unwrap();
     /// assert_eq!(fixed.clock_mut().now(), Duration::ZERO);
     /// ```
@@ -566,7 +566,7 @@ impl<C> fmt::Debug for FixedStep<C> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::clock::ManualClock;
+    use crate::clock::ManualClock;
 
     const MS: Duration = Duration::from_millis(1);
 

@@ -24,9 +24,9 @@ use std::sync::Arc;
 mod completer;
 mod outcome;
 
-use crate::payload::keep_first;
-use crate::pool::ThreadPool;
-use crate::time::pool_job::{PoolJob, drop_quietly, pool_id};
+use crate::pool_job::{PoolJob, drop_quietly, pool_id};
+use freyr_sched::ThreadPool;
+use freyr_sched::keep_first;
 
 use self::completer::{Slot, SlotState};
 
@@ -78,7 +78,8 @@ struct Entry<R, C, E> {
 /// # Examples
 ///
 /// ```
-/// use freyr::{AsyncPump, Launch, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::pump::{AsyncPump, Launch};
 ///
 /// let pool = ThreadPool::new(2);
 /// let mut pump: AsyncPump<u64, &str> = AsyncPump::with_capacity(2).unwrap();
@@ -107,7 +108,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump: freyr::AsyncPump<u8> = freyr::AsyncPump::new();
+    /// let pump: freyr::time::pump::AsyncPump<u8> = freyr::time::pump::AsyncPump::new();
     /// assert_eq!(pump.capacity(), 1);
     /// assert!(pump.is_ready());
     /// ```
@@ -134,7 +135,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump = freyr::AsyncPump::<u8>::with_capacity(3).unwrap();
+    /// let pump = freyr::time::pump::AsyncPump::<u8>::with_capacity(3).unwrap();
     /// assert_eq!(pump.capacity(), 3);
     /// ```
     pub fn with_capacity(capacity: usize) -> Result<Self, PumpError> {
@@ -161,7 +162,8 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Launch, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::{AsyncPump, Launch};
     /// let pool = ThreadPool::new(2);
     /// let mut pump: AsyncPump<String> = AsyncPump::new();
     /// let launch = pump.launch(&pool, (), 42, |n: i32| Ok(n.to_string())).unwrap();
@@ -202,7 +204,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Launch};
+    /// use freyr::time::pump::{AsyncPump, Launch};
     /// let mut pump: AsyncPump<Vec<u8>, &str> = AsyncPump::new();
     /// let Launch::External(file) = pump.launch_external("level.bin").unwrap() else {
     ///     unreachable!()
@@ -235,12 +237,13 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// drain, so each settled result still reaches `apply` or `discard`
     /// exactly once (a result whose `is_live` test panicked is dropped and
     /// counted discarded, as [`drain_one`](Self::drain_one) says). A later
-    /// panic is dropped with [`drop_payload`](crate::drop_payload).
+    /// panic is dropped with [`drop_payload`](freyr_sched::drop_payload).
     ///
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Discard, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::{AsyncPump, Discard};
     /// // Targets are (index, generation) handles; slot 1 was reused.
     /// let generations = [0u32, 1];
     /// let is_live = |&(index, generation): &(usize, u32)| generations[index] == generation;
@@ -306,7 +309,8 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Discard, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::{AsyncPump, Discard};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8, u32> = AsyncPump::with_capacity(2).unwrap();
     /// pump.launch(&pool, 7, (), |()| Ok(1)).unwrap();
@@ -368,7 +372,8 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::AsyncPump;
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), 5u8, |x| Ok(x + 1)).unwrap();
@@ -403,12 +408,13 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
     ///
     /// Re-raises the first panic of `discard` once every launch was handed
     /// to it (each exactly once); a later panic is dropped with
-    /// [`drop_payload`](crate::drop_payload).
+    /// [`drop_payload`](freyr_sched::drop_payload).
     ///
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Discard, PumpError, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::{AsyncPump, Discard, PumpError};
     /// let pool = ThreadPool::new(1); // runs each launch before `launch` returns
     /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
     /// pump.launch(&pool, (), (), |()| Ok(1)).unwrap();
@@ -512,7 +518,8 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::AsyncPump;
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(0)).unwrap();
@@ -530,7 +537,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump: freyr::AsyncPump<u8> = freyr::AsyncPump::new();
+    /// let pump: freyr::time::pump::AsyncPump<u8> = freyr::time::pump::AsyncPump::new();
     /// assert_eq!(pump.in_flight(), 0);
     /// ```
     #[must_use]
@@ -546,7 +553,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Launch};
+    /// use freyr::time::pump::{AsyncPump, Launch};
     /// let mut pump: AsyncPump<u8> = AsyncPump::with_capacity(2).unwrap();
     /// let Ok(Launch::External(a)) = pump.launch_external(()) else { unreachable!() };
     /// let Ok(Launch::External(b)) = pump.launch_external(()) else { unreachable!() };
@@ -568,7 +575,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::AsyncPump::<u8>::new().capacity(), 1);
+    /// assert_eq!(freyr::time::pump::AsyncPump::<u8>::new().capacity(), 1);
     /// ```
     #[must_use]
     pub fn capacity(&self) -> usize {
@@ -582,7 +589,8 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::AsyncPump;
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(0)).unwrap();
@@ -604,7 +612,8 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Discard, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::{AsyncPump, Discard};
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Ok(9)).unwrap();
@@ -623,7 +632,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::AsyncPump::<u8>::new().epoch(), 0);
+    /// assert_eq!(freyr::time::pump::AsyncPump::<u8>::new().epoch(), 0);
     /// ```
     #[must_use]
     pub fn epoch(&self) -> u64 {
@@ -635,7 +644,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// let pump = freyr::AsyncPump::<u8>::new();
+    /// let pump = freyr::time::pump::AsyncPump::<u8>::new();
     /// assert!(!pump.is_settled());
     /// ```
     #[must_use]
@@ -648,7 +657,8 @@ impl<R, C, E> AsyncPump<R, C, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::AsyncPump;
     /// let pool = ThreadPool::new(1);
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// pump.launch(&pool, (), (), |()| Err(String::from("no"))).unwrap();

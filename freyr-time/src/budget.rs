@@ -14,8 +14,8 @@ use core::num::NonZeroU64;
 use std::collections::VecDeque;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::payload::keep_first;
-use crate::time::pool_job::{JobPanic, panic_message};
+use crate::pool_job::{JobPanic, panic_message};
+use freyr_sched::keep_first;
 
 /// The work units a job may still spend this tick. A job calls
 /// [`try_spend`](Self::try_spend) before each unit of work.
@@ -23,7 +23,7 @@ use crate::time::pool_job::{JobPanic, panic_message};
 /// # Examples
 ///
 /// ```
-/// let mut budget = freyr::WorkBudget::new(2);
+/// let mut budget = freyr::time::budget::WorkBudget::new(2);
 /// assert!(budget.try_spend());
 /// assert!(budget.try_spend());
 /// assert!(!budget.try_spend());
@@ -42,7 +42,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::WorkBudget::new(5).remaining(), 5);
+    /// assert_eq!(freyr::time::budget::WorkBudget::new(5).remaining(), 5);
     /// ```
     #[must_use]
     pub fn new(units: u64) -> Self {
@@ -57,7 +57,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// let mut budget = freyr::WorkBudget::new(1);
+    /// let mut budget = freyr::time::budget::WorkBudget::new(1);
     /// assert!(budget.try_spend());
     /// assert!(!budget.try_spend());
     /// ```
@@ -74,7 +74,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// let mut budget = freyr::WorkBudget::new(3);
+    /// let mut budget = freyr::time::budget::WorkBudget::new(3);
     /// budget.try_spend();
     /// assert_eq!(budget.remaining(), 2);
     /// ```
@@ -88,7 +88,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// let mut budget = freyr::WorkBudget::new(3);
+    /// let mut budget = freyr::time::budget::WorkBudget::new(3);
     /// budget.try_spend();
     /// assert_eq!(budget.spent(), 1);
     /// ```
@@ -102,7 +102,7 @@ impl WorkBudget {
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr::WorkBudget::new(0).is_exhausted());
+    /// assert!(freyr::time::budget::WorkBudget::new(0).is_exhausted());
     /// ```
     #[must_use]
     pub fn is_exhausted(&self) -> bool {
@@ -115,7 +115,7 @@ impl WorkBudget {
 /// # Examples
 ///
 /// ```
-/// use freyr::Progress;
+/// use freyr::time::budget::Progress;
 /// let p: Progress<u8> = Progress::Done(3);
 /// assert_eq!(p.done(), Some(3));
 /// assert_eq!(Progress::<u8>::Pending.done(), None);
@@ -134,7 +134,7 @@ impl<T> Progress<T> {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::Progress::Done("x").done(), Some("x"));
+    /// assert_eq!(freyr::time::budget::Progress::Done("x").done(), Some("x"));
     /// ```
     pub fn done(self) -> Option<T> {
         match self {
@@ -158,7 +158,7 @@ impl<T> Progress<T> {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Incremental, Progress, WorkBudget, advance_by};
+/// use freyr::time::budget::{Incremental, Progress, WorkBudget, advance_by};
 ///
 /// /// Sums 1..=n, one addition per unit.
 /// struct SumTo { next: u64, n: u64, sum: u64 }
@@ -201,7 +201,7 @@ pub trait Incremental {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Incremental, Progress, WorkBudget, advance_by};
+/// use freyr::time::budget::{Incremental, Progress, WorkBudget, advance_by};
 /// struct Lazy;
 /// impl Incremental for Lazy {
 ///     type Output = ();
@@ -238,12 +238,12 @@ fn contract_breach<T>(progress: &Progress<T>, budget: &WorkBudget) -> Option<Str
 /// # Examples
 ///
 /// ```
-/// use freyr::{BudgetQueue, ZeroBudget};
+/// use freyr::time::budget::{BudgetQueue, ZeroBudget};
 /// struct Never;
-/// impl freyr::Incremental for Never {
+/// impl freyr::time::budget::Incremental for Never {
 ///     type Output = ();
-///     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-///         freyr::Progress::Done(())
+///     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+///         freyr::time::budget::Progress::Done(())
 ///     }
 /// }
 /// assert_eq!(BudgetQueue::<Never>::new(0).unwrap_err(), ZeroBudget);
@@ -267,7 +267,7 @@ impl std::error::Error for ZeroBudget {}
 /// # Examples
 ///
 /// ```
-/// let work = freyr::TickWork::default();
+/// let work = freyr::time::budget::TickWork::default();
 /// assert_eq!((work.spent, work.finished, work.panicked), (0, 0, 0));
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -288,7 +288,7 @@ pub struct TickWork {
 /// # Examples
 ///
 /// ```
-/// use freyr::{BudgetQueue, Incremental, Progress, WorkBudget};
+/// use freyr::time::budget::{BudgetQueue, Incremental, Progress, WorkBudget};
 /// /// Needs `0` units of work.
 /// struct Chores(u64);
 /// impl Incremental for Chores {
@@ -333,10 +333,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         freyr::Progress::Done(()) } }
-    /// let queue = freyr::BudgetQueue::<J>::new(500).unwrap();
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         freyr::time::budget::Progress::Done(()) } }
+    /// let queue = freyr::time::budget::BudgetQueue::<J>::new(500).unwrap();
     /// assert_eq!(queue.per_tick(), 500);
     /// ```
     pub fn new(per_tick: u64) -> Result<Self, ZeroBudget> {
@@ -355,10 +355,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         freyr::Progress::Done(()) } }
-    /// let mut queue = freyr::BudgetQueue::new(1).unwrap();
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         freyr::time::budget::Progress::Done(()) } }
+    /// let mut queue = freyr::time::budget::BudgetQueue::new(1).unwrap();
     /// assert_eq!(queue.push(J), 0);
     /// assert_eq!(queue.push(J), 1);
     /// assert_eq!(queue.len(), 2);
@@ -391,17 +391,17 @@ impl<J: Incremental> BudgetQueue<J> {
     /// [`Progress::Pending`] with units left. A panicking call never stops
     /// the tick; the queue's state (jobs removed, units spent) is already
     /// updated when the panic is re-raised. Later panics of the tick are
-    /// dropped with [`drop_payload`](crate::drop_payload).
+    /// dropped with [`drop_payload`](freyr_sched::drop_payload).
     ///
     /// # Examples
     ///
     /// ```
     /// # struct J(u64);
-    /// # impl freyr::Incremental for J { type Output = u64;
-    /// #     fn advance(&mut self, b: &mut freyr::WorkBudget) -> freyr::Progress<u64> {
-    /// #         while self.0 > 0 { if !b.try_spend() { return freyr::Progress::Pending; } self.0 -= 1; }
-    /// #         freyr::Progress::Done(7) } }
-    /// let mut queue = freyr::BudgetQueue::new(3).unwrap();
+    /// # impl freyr::time::budget::Incremental for J { type Output = u64;
+    /// #     fn advance(&mut self, b: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<u64> {
+    /// #         while self.0 > 0 { if !b.try_spend() { return freyr::time::budget::Progress::Pending; } self.0 -= 1; }
+    /// #         freyr::time::budget::Progress::Done(7) } }
+    /// let mut queue = freyr::time::budget::BudgetQueue::new(3).unwrap();
     /// queue.push(J(4));
     /// assert_eq!(queue.tick(|_, _| {}).spent, 3);
     /// let work = queue.tick(|_, out| assert_eq!(out, 7));
@@ -411,7 +411,7 @@ impl<J: Incremental> BudgetQueue<J> {
     /// A job that panics is removed; the job behind it gets the rest of the budget:
     ///
     /// ```
-    /// use freyr::{BudgetQueue, Incremental, Progress, WorkBudget};
+    /// use freyr::time::budget::{BudgetQueue, Incremental, Progress, WorkBudget};
     /// enum Job { Crash, Count(u64) }
     /// impl Incremental for Job {
     ///     type Output = ();
@@ -505,10 +505,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         freyr::Progress::Done(()) } }
-    /// let mut queue = freyr::BudgetQueue::<J>::new(1).unwrap();
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         freyr::time::budget::Progress::Done(()) } }
+    /// let mut queue = freyr::time::budget::BudgetQueue::<J>::new(1).unwrap();
     /// assert!(queue.take_failed().is_empty());
     /// ```
     pub fn take_failed(&mut self) -> Vec<(u64, JobPanic)> {
@@ -521,10 +521,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         freyr::Progress::Done(()) } }
-    /// assert_eq!(freyr::BudgetQueue::<J>::new(8).unwrap().per_tick(), 8);
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         freyr::time::budget::Progress::Done(()) } }
+    /// assert_eq!(freyr::time::budget::BudgetQueue::<J>::new(8).unwrap().per_tick(), 8);
     /// ```
     #[must_use]
     pub fn per_tick(&self) -> u64 {
@@ -537,10 +537,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         freyr::Progress::Done(()) } }
-    /// assert_eq!(freyr::BudgetQueue::<J>::new(8).unwrap().len(), 0);
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         freyr::time::budget::Progress::Done(()) } }
+    /// assert_eq!(freyr::time::budget::BudgetQueue::<J>::new(8).unwrap().len(), 0);
     /// ```
     #[must_use]
     pub fn len(&self) -> usize {
@@ -553,10 +553,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, _: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         freyr::Progress::Done(()) } }
-    /// assert!(freyr::BudgetQueue::<J>::new(8).unwrap().is_empty());
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, _: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         freyr::time::budget::Progress::Done(()) } }
+    /// assert!(freyr::time::budget::BudgetQueue::<J>::new(8).unwrap().is_empty());
     /// ```
     #[must_use]
     pub fn is_empty(&self) -> bool {
@@ -570,10 +570,10 @@ impl<J: Incremental> BudgetQueue<J> {
     ///
     /// ```
     /// # struct J;
-    /// # impl freyr::Incremental for J { type Output = ();
-    /// #     fn advance(&mut self, b: &mut freyr::WorkBudget) -> freyr::Progress<()> {
-    /// #         b.try_spend(); freyr::Progress::Done(()) } }
-    /// let mut queue = freyr::BudgetQueue::new(8).unwrap();
+    /// # impl freyr::time::budget::Incremental for J { type Output = ();
+    /// #     fn advance(&mut self, b: &mut freyr::time::budget::WorkBudget) -> freyr::time::budget::Progress<()> {
+    /// #         b.try_spend(); freyr::time::budget::Progress::Done(()) } }
+    /// let mut queue = freyr::time::budget::BudgetQueue::new(8).unwrap();
     /// queue.push(J);
     /// queue.tick(|_, _| {});
     /// assert_eq!(queue.total_spent(), 1);

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr::Clock;
+/// use freyr::time::Clock;
 ///
 /// /// A clock that advances 5 ms per reading.
 /// struct Stepping(Duration);
@@ -45,7 +45,7 @@ impl<C: Clock + ?Sized> Clock for Box<C> {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Clock, MonotonicClock};
+/// use freyr::time::{Clock, MonotonicClock};
 /// let mut clock = MonotonicClock::new();
 /// let a = clock.now();
 /// let b = clock.now();
@@ -62,7 +62,7 @@ impl MonotonicClock {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Clock, MonotonicClock};
+    /// use freyr::time::{Clock, MonotonicClock};
     /// assert!(MonotonicClock::new().now() < std::time::Duration::from_secs(60));
     /// ```
     #[must_use]
@@ -95,7 +95,7 @@ impl Clock for MonotonicClock {
 ///
 /// ```
 /// use std::time::Duration;
-/// use freyr::{Clock, ManualClock};
+/// use freyr::time::{Clock, ManualClock};
 /// let clock = ManualClock::new();
 /// let mut seen_by_loop = clock.clone();
 /// assert_eq!(seen_by_loop.now(), Duration::ZERO);
@@ -115,7 +115,7 @@ impl ManualClock {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Clock, ManualClock};
+    /// use freyr::time::{Clock, ManualClock};
     /// assert_eq!(ManualClock::new().now(), std::time::Duration::ZERO);
     /// ```
     #[must_use]
@@ -129,7 +129,7 @@ impl ManualClock {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{Clock, ManualClock};
+    /// use freyr::time::{Clock, ManualClock};
     /// let mut clock = ManualClock::new();
     /// clock.advance(Duration::from_micros(3));
     /// clock.advance(Duration::from_micros(4));
@@ -159,7 +159,7 @@ impl ManualClock {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{Clock, ManualClock};
+    /// use freyr::time::{Clock, ManualClock};
     /// let mut clock = ManualClock::new();
     /// clock.set(Duration::from_millis(250));
     /// assert_eq!(clock.now(), Duration::from_millis(250));

@@ -13,11 +13,11 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::group::TaskGroup;
-use crate::job::IndexedJob;
-use crate::payload::drop_payload;
-use crate::pool::ThreadPool;
-use crate::sync;
+use freyr_sched::IndexedJob;
+use freyr_sched::TaskGroup;
+use freyr_sched::ThreadPool;
+use freyr_sched::drop_payload;
+use freyr_sched::shim as sync;
 
 /// A job that panicked: the panic's message, delivered in place of its
 /// result.
@@ -25,7 +25,8 @@ use crate::sync;
 /// # Examples
 ///
 /// ```
-/// use freyr::{DeadlineScheduler, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::deadline::DeadlineScheduler;
 /// let pool = ThreadPool::new(2);
 /// let mut jobs = DeadlineScheduler::new(1).unwrap();
 /// jobs.request(&pool, 0, (), |()| -> u32 { panic!("no path") }).unwrap();
@@ -53,7 +54,8 @@ impl JobPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// jobs.request(&pool, 0, 7, |n: i32| -> i32 { panic!("bad input {n}") }).unwrap();
@@ -229,14 +231,7 @@ impl<R> fmt::Debug for PoolJob<R> {
     }
 }
 
-/// A pool's identity: a multi-threaded pool is named by its shared state's
-/// address, unique while it lives (a dropped pool ran all its tasks, so a
-/// later pool reusing the address cannot strand a waiter). Every pool of one
-/// is 0: it runs each job before `spawn` returns, so nothing waits on it.
-pub(crate) fn pool_id(pool: &ThreadPool) -> usize {
-    pool.shared()
-        .map_or(0, |shared| core::ptr::from_ref(shared) as usize)
-}
+pub(crate) use freyr_sched::pool_hooks::pool_id;
 
 /// The text of a panic payload.
 pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {

@@ -6,7 +6,7 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_sched::{Grid, GridPathSearch, advance_by};
+use freyr_time::{Grid, GridPathSearch, advance_by};
 
 /// Counts the bytes allocated (never subtracts frees: the total a piece of code asked for).
 struct Counting;

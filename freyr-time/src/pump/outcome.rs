@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::time::pool_job::JobPanic;
+use crate::pool_job::JobPanic;
 
 use super::Completer;
 
@@ -12,7 +12,7 @@ use super::Completer;
 /// # Examples
 ///
 /// ```
-/// use freyr::{AsyncPump, PumpError};
+/// use freyr::time::pump::{AsyncPump, PumpError};
 /// let err = AsyncPump::<u8>::with_capacity(0).unwrap_err();
 /// assert_eq!(err, PumpError::ZeroCapacity);
 /// assert!(err.to_string().contains("capacity of at least 1"));
@@ -53,7 +53,8 @@ impl std::error::Error for PumpError {}
 /// # Examples
 ///
 /// ```
-/// use freyr::{AsyncPump, Launch, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::pump::{AsyncPump, Launch};
 /// let pool = ThreadPool::new(1);
 /// let mut pump: AsyncPump<u32> = AsyncPump::new(); // capacity 1
 /// assert!(matches!(pump.launch(&pool, (), 1, |x: u32| Ok(x)), Ok(Launch::Started(_))));
@@ -77,7 +78,8 @@ pub enum Launch<R, E = String> {
 /// # Examples
 ///
 /// ```
-/// use freyr::{AsyncPump, Discard, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::pump::{AsyncPump, Discard};
 /// let pool = ThreadPool::new(1);
 /// let mut pump: AsyncPump<u8> = AsyncPump::new();
 /// pump.launch(&pool, (), (), |()| -> Result<u8, String> { panic!("decoder crashed") }).unwrap();
@@ -113,7 +115,7 @@ pub enum Discard<R, E = String> {
 /// # Examples
 ///
 /// ```
-/// let stats = freyr::PumpStats::default();
+/// let stats = freyr::time::pump::PumpStats::default();
 /// assert_eq!(stats.launched + stats.coalesced + stats.applied, 0);
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

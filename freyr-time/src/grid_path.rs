@@ -20,7 +20,7 @@ use core::hash::{BuildHasherDefault, Hasher};
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use crate::time::budget::{Incremental, Progress, WorkBudget};
+use crate::budget::{Incremental, Progress, WorkBudget};
 
 /// Cost of a straight step.
 const STRAIGHT: u64 = 10;
@@ -32,7 +32,7 @@ const DIAGONAL: u64 = 14;
 /// # Examples
 ///
 /// ```
-/// use freyr::{Grid, GridError};
+/// use freyr::time::path::{Grid, GridError};
 /// let err = Grid::from_rows(&["...", ".."]).unwrap_err();
 /// assert_eq!(err, GridError::RaggedRow { row: 1, cells: 2, expected: 3 });
 /// assert_eq!(
@@ -89,7 +89,7 @@ impl std::error::Error for GridError {}
 /// # Examples
 ///
 /// ```
-/// use freyr::Grid;
+/// use freyr::time::path::Grid;
 /// let grid = Grid::from_rows(&["..#", "..."]).unwrap();
 /// assert_eq!((grid.width(), grid.height()), (3, 2));
 /// assert!(grid.is_blocked(2, 0));
@@ -113,7 +113,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// let grid = freyr::Grid::new(4, 3);
+    /// let grid = freyr::time::path::Grid::new(4, 3);
     /// assert!(!grid.is_blocked(3, 2));
     /// ```
     #[must_use]
@@ -143,7 +143,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Grid, GridError};
+    /// use freyr::time::path::{Grid, GridError};
     /// assert!(matches!(Grid::from_rows(&["..", "."]), Err(GridError::RaggedRow { row: 1, .. })));
     /// assert_eq!(Grid::from_rows(&[]).unwrap().width(), 0);
     /// ```
@@ -185,7 +185,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// let mut grid = freyr::Grid::new(2, 2);
+    /// let mut grid = freyr::time::path::Grid::new(2, 2);
     /// grid.set_blocked(1, 1, true);
     /// assert!(grid.is_blocked(1, 1));
     /// ```
@@ -205,7 +205,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert!(freyr::Grid::new(1, 1).is_blocked(0, 5));
+    /// assert!(freyr::time::path::Grid::new(1, 1).is_blocked(0, 5));
     /// ```
     #[must_use]
     pub fn is_blocked(&self, x: u32, y: u32) -> bool {
@@ -217,7 +217,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::Grid::new(7, 2).width(), 7);
+    /// assert_eq!(freyr::time::path::Grid::new(7, 2).width(), 7);
     /// ```
     #[must_use]
     pub fn width(&self) -> u32 {
@@ -229,7 +229,7 @@ impl Grid {
     /// # Examples
     ///
     /// ```
-    /// assert_eq!(freyr::Grid::new(7, 2).height(), 2);
+    /// assert_eq!(freyr::time::path::Grid::new(7, 2).height(), 2);
     /// ```
     #[must_use]
     pub fn height(&self) -> u32 {
@@ -255,7 +255,7 @@ impl Grid {
 /// # Examples
 ///
 /// ```
-/// use freyr::octile_distance;
+/// use freyr::time::path::octile_distance;
 /// assert_eq!(octile_distance((0, 0), (3, 0)), 30);
 /// assert_eq!(octile_distance((0, 0), (3, 3)), 42);
 /// assert_eq!(octile_distance((5, 1), (1, 3)), 48); // 2 diagonal + 2 straight
@@ -274,7 +274,8 @@ pub fn octile_distance(a: (u32, u32), b: (u32, u32)) -> u64 {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Grid, GridPathSearch, advance_by};
+/// use freyr::time::budget::advance_by;
+/// use freyr::time::path::{Grid, GridPathSearch};
 /// let mut search = GridPathSearch::new(Grid::new(3, 1).into(), (0, 0), (2, 0));
 /// let path = advance_by(&mut search, 100).0.done().unwrap().unwrap();
 /// assert_eq!(path.cells, [(0, 0), (1, 0), (2, 0)]);
@@ -370,7 +371,8 @@ impl Search {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Grid, GridPathSearch, Progress, advance_by};
+/// use freyr::time::budget::{Progress, advance_by};
+/// use freyr::time::path::{Grid, GridPathSearch};
 ///
 /// let grid = Grid::from_rows(&[
 ///     ".....",
@@ -404,7 +406,7 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// let search = freyr::GridPathSearch::new(freyr::Grid::new(2, 2).into(), (0, 0), (1, 1));
+    /// let search = freyr::time::path::GridPathSearch::new(freyr::time::path::Grid::new(2, 2).into(), (0, 0), (1, 1));
     /// assert_eq!(search.expanded(), 0);
     /// ```
     #[must_use]
@@ -423,7 +425,8 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Grid, GridPathSearch, advance_by};
+    /// use freyr::time::budget::advance_by;
+    /// use freyr::time::path::{Grid, GridPathSearch};
     /// let mut s = GridPathSearch::new(Grid::new(5, 1).into(), (0, 0), (4, 0));
     /// advance_by(&mut s, 100);
     /// assert_eq!(s.expanded(), 5); // a straight corridor: one expansion per cell
@@ -438,7 +441,7 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// let s = freyr::GridPathSearch::new(freyr::Grid::new(3, 3).into(), (0, 1), (2, 2));
+    /// let s = freyr::time::path::GridPathSearch::new(freyr::time::path::Grid::new(3, 3).into(), (0, 1), (2, 2));
     /// assert_eq!(s.endpoints(), ((0, 1), (2, 2)));
     /// ```
     #[must_use]
@@ -453,7 +456,8 @@ impl GridPathSearch {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Grid, GridPathSearch, advance_by};
+    /// use freyr::time::budget::advance_by;
+    /// use freyr::time::path::{Grid, GridPathSearch};
     /// let grid = std::sync::Arc::new(Grid::new(2000, 2000)); // 4 million cells
     /// let mut search = GridPathSearch::new(grid, (10, 10), (11, 10));
     /// assert_eq!(search.state_bytes(), 0);
@@ -621,7 +625,7 @@ impl fmt::Debug for GridPathSearch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::time::budget::advance_by;
+    use crate::budget::advance_by;
 
     fn solve(
         grid: &Arc<Grid>,

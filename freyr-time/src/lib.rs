@@ -1,5 +1,7 @@
-//! Time and deferred work: the tools around a deterministic tick that know
-//! nothing of the ECS.
+//! Freyr time tools: the tools around a deterministic tick that know nothing
+//! of the ECS, built on `freyr-sched`'s thread pool. Through the facade they
+//! are `freyr::time` (with `freyr::time::deadline`, `freyr::time::pump` and
+//! `freyr::time::budget`).
 //!
 //! | file | concept |
 //! |---|---|
@@ -11,7 +13,7 @@
 //! | `pump/` | [`AsyncPump`]: latency-tolerant work drained by its owner |
 //! | `budget.rs` | [`Incremental`] jobs advanced by a fixed number of work units per tick |
 //! | `grid_path.rs` | [`GridPathSearch`]: a resumable A* whose work unit is a node expansion |
-//! | `governor/` | [`TickGovernor`]: the AIMD overrun governor and its four levers |
+//! | `governor/` | [`TickGovernor`]: the AIMD overrun governor's load factor |
 //! | `pool_job.rs` | an owned closure run on the pool, shared by deadlines and the pump |
 //!
 //! The rule that ties them together: the machine's speed may change how
@@ -41,7 +43,7 @@ pub use deadline::{
 };
 pub use fixed_step::{FixedStep, FixedStepError, FrameReport, MAX_FIXED_DT};
 pub use gate::{Gate, GateId, Gates};
-pub use governor::{GovernorError, GovernorParams, Levers, TickGovernor, ai_sample_due};
+pub use governor::{GovernorError, GovernorParams, TickGovernor};
 pub use grid_path::{Grid, GridError, GridPath, GridPathSearch, octile_distance};
 pub use pool_job::JobPanic;
 pub use pump::{AsyncPump, Completer, Discard, Launch, PumpError, PumpStats};

@@ -77,7 +77,7 @@ impl<R, E> Slot<R, E> {
 /// # Examples
 ///
 /// ```
-/// use freyr::{AsyncPump, Launch};
+/// use freyr::time::pump::{AsyncPump, Launch};
 /// let mut pump: AsyncPump<u32> = AsyncPump::new();
 /// let Ok(Launch::External(completer)) = pump.launch_external(()) else { unreachable!() };
 /// let io = std::thread::spawn(move || completer.complete(7));
@@ -104,7 +104,7 @@ impl<R, E> Completer<R, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Launch};
+    /// use freyr::time::pump::{AsyncPump, Launch};
     /// let mut pump: AsyncPump<&str> = AsyncPump::new();
     /// let Ok(Launch::External(c)) = pump.launch_external(()) else { unreachable!() };
     /// assert_eq!(c.complete("done"), Ok(()));
@@ -127,7 +127,7 @@ impl<R, E> Completer<R, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Discard, Launch};
+    /// use freyr::time::pump::{AsyncPump, Discard, Launch};
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// let Ok(Launch::External(c)) = pump.launch_external(()) else { unreachable!() };
     /// c.reject(String::from("socket closed")).unwrap();
@@ -148,7 +148,8 @@ impl<R, E> Completer<R, E> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{AsyncPump, Launch, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::pump::{AsyncPump, Launch};
     /// let mut pump: AsyncPump<u8> = AsyncPump::new();
     /// let Ok(Launch::External(c)) = pump.launch_external(()) else { unreachable!() };
     /// assert!(c.is_wanted());

@@ -5,7 +5,8 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use freyr_sched::{DeadlineScheduler, ThreadPool};
+use freyr_sched::ThreadPool;
+use freyr_time::DeadlineScheduler;
 
 #[test]
 fn a_deliberately_late_job_is_counted_with_its_stall() {
@@ -49,7 +50,7 @@ fn a_job_done_in_time_costs_no_stall() {
     let pool = ThreadPool::new(2);
     let mut jobs = DeadlineScheduler::new(3).unwrap();
     let ticket = jobs.request(&pool, 0, 1u8, |x| x + 1).unwrap();
-    while jobs.status(&ticket).unwrap() != freyr_sched::JobStatus::Finished {
+    while jobs.status(&ticket).unwrap() != freyr_time::JobStatus::Finished {
         std::thread::yield_now();
     }
     for now in 1..=3 {

@@ -1,7 +1,8 @@
 //! A job that panics: its result is a typed error delivered at T + K, in
 //! request order, and the pool stays usable.
 
-use freyr_sched::{DeadlineScheduler, ThreadPool};
+use freyr_sched::ThreadPool;
+use freyr_time::DeadlineScheduler;
 
 #[test]
 fn a_panic_takes_its_place_in_the_order_on_every_worker_count() {

@@ -15,19 +15,16 @@ use std::time::Duration;
 /// | `increase_step` | 0.125 | additive increase |
 /// | `eval_interval_ticks` | 10 | ticks between decisions (hysteresis) |
 /// | `ewma_alpha` | 0.1 | weight of the newest sample |
-/// | `tick_hz` | 60 | the fixed tick rate |
-/// | `min_snapshot_hz` | 15 | send-rate floor; `min_snapshot_hz / tick_hz` is the load-factor floor |
-/// | `max_ai_stride` | 4 | the largest AI-sample stride |
-/// | `base_budget_bytes` | 1200 | per-client snapshot byte budget at load factor 1 |
-/// | `budget_floor_bytes` | 400 | the byte budget never goes below this |
-/// | `min_interest_fraction` | 0.5 | the interest radius never shrinks below this fraction (1.0 = lever off) |
+/// | `min_load_factor` | 0.25 | the load factor never goes below this |
+///
+/// What a load factor means is the caller's policy: a server maps it onto its own levers (send
+/// rates, byte budgets, sampling strides), as the `server_tick` example's `levers.rs` does.
 ///
 /// # Examples
 ///
 /// ```
-/// let params = freyr::GovernorParams::default();
-/// assert_eq!(params.floor(), 0.25); // 15 Hz of 60
-/// assert_eq!(params.max_snapshot_interval(), 4);
+/// let params = freyr::time::GovernorParams::default();
+/// assert_eq!(params.floor(), 0.25);
 /// assert!(params.validate().is_ok());
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -48,19 +45,8 @@ pub struct GovernorParams {
     pub eval_interval_ticks: u32,
     /// The EWMA's weight of the newest sample, in `(0, 1]`.
     pub ewma_alpha: f64,
-    /// The fixed tick rate.
-    pub tick_hz: u32,
-    /// The lowest snapshot send rate; sets the load-factor floor and caps
-    /// the send interval at `tick_hz / min_snapshot_hz` ticks.
-    pub min_snapshot_hz: u32,
-    /// The largest AI-sample stride.
-    pub max_ai_stride: u32,
-    /// Per-client snapshot byte budget at load factor 1.
-    pub base_budget_bytes: u32,
-    /// The smallest per-client byte budget.
-    pub budget_floor_bytes: u32,
-    /// The smallest interest-radius scale, in `(0, 1]`.
-    pub min_interest_fraction: f64,
+    /// The lowest load factor, in `(0, 1]`.
+    pub min_load_factor: f64,
 }
 
 impl Default for GovernorParams {
@@ -74,42 +60,23 @@ impl Default for GovernorParams {
             increase_step: 0.125,
             eval_interval_ticks: 10,
             ewma_alpha: 0.1,
-            tick_hz: 60,
-            min_snapshot_hz: 15,
-            max_ai_stride: 4,
-            base_budget_bytes: 1200,
-            budget_floor_bytes: 400,
-            min_interest_fraction: 0.5,
+            min_load_factor: 0.25,
         }
     }
 }
 
 impl GovernorParams {
-    /// The lowest load factor: `min_snapshot_hz / tick_hz`.
+    /// The lowest load factor: [`min_load_factor`](Self::min_load_factor).
     ///
     /// # Examples
     ///
     /// ```
-    /// let params = freyr::GovernorParams { min_snapshot_hz: 30, ..Default::default() };
+    /// let params = freyr::time::GovernorParams { min_load_factor: 0.5, ..Default::default() };
     /// assert_eq!(params.floor(), 0.5);
     /// ```
     #[must_use]
     pub fn floor(&self) -> f64 {
-        f64::from(self.min_snapshot_hz) / f64::from(self.tick_hz.max(1))
-    }
-
-    /// The longest snapshot send interval: `tick_hz / min_snapshot_hz` ticks
-    /// (at least 1).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let params = freyr::GovernorParams { min_snapshot_hz: 20, ..Default::default() };
-    /// assert_eq!(params.max_snapshot_interval(), 3);
-    /// ```
-    #[must_use]
-    pub fn max_snapshot_interval(&self) -> u32 {
-        (self.tick_hz / self.min_snapshot_hz.max(1)).max(1)
+        self.min_load_factor
     }
 
     /// Checks that the parameters make a working governor.
@@ -121,7 +88,7 @@ impl GovernorParams {
     /// # Examples
     ///
     /// ```
-    /// use freyr::GovernorParams;
+    /// use freyr::time::GovernorParams;
     /// let bad = GovernorParams { low_watermark: 0.95, ..Default::default() };
     /// let err = bad.validate().unwrap_err();
     /// assert!(err.to_string().contains("low_watermark"));
@@ -154,20 +121,8 @@ impl GovernorParams {
         if !unit_half_open(self.ewma_alpha) {
             return fail("ewma_alpha", "must lie in (0, 1]");
         }
-        if self.tick_hz == 0 {
-            return fail("tick_hz", "must be at least 1");
-        }
-        if self.min_snapshot_hz == 0 || self.min_snapshot_hz > self.tick_hz {
-            return fail("min_snapshot_hz", "must lie in 1..=tick_hz");
-        }
-        if self.max_ai_stride == 0 {
-            return fail("max_ai_stride", "must be at least 1");
-        }
-        if self.budget_floor_bytes > self.base_budget_bytes {
-            return fail("budget_floor_bytes", "must not exceed base_budget_bytes");
-        }
-        if !unit_half_open(self.min_interest_fraction) {
-            return fail("min_interest_fraction", "must lie in (0, 1]");
+        if !unit_half_open(self.min_load_factor) {
+            return fail("min_load_factor", "must lie in (0, 1]");
         }
         Ok(())
     }
@@ -178,7 +133,7 @@ impl GovernorParams {
 /// # Examples
 ///
 /// ```
-/// use freyr::{GovernorParams, TickGovernor};
+/// use freyr::time::{GovernorParams, TickGovernor};
 /// let err = TickGovernor::new(GovernorParams { eval_interval_ticks: 0, ..Default::default() })
 ///     .unwrap_err();
 /// assert_eq!(err.field(), "eval_interval_ticks");
@@ -195,8 +150,8 @@ impl GovernorError {
     /// # Examples
     ///
     /// ```
-    /// let bad = freyr::GovernorParams { max_ai_stride: 0, ..Default::default() };
-    /// assert_eq!(bad.validate().unwrap_err().field(), "max_ai_stride");
+    /// let bad = freyr::time::GovernorParams { min_load_factor: 0.0, ..Default::default() };
+    /// assert_eq!(bad.validate().unwrap_err().field(), "min_load_factor");
     /// ```
     #[must_use]
     pub fn field(&self) -> &'static str {
@@ -249,24 +204,17 @@ mod tests {
             ),
             (
                 GovernorParams {
-                    min_snapshot_hz: 61,
+                    min_load_factor: 0.0,
                     ..Default::default()
                 },
-                "min_snapshot_hz",
+                "min_load_factor",
             ),
             (
                 GovernorParams {
-                    budget_floor_bytes: 2000,
+                    min_load_factor: 1.5,
                     ..Default::default()
                 },
-                "budget_floor_bytes",
-            ),
-            (
-                GovernorParams {
-                    min_interest_fraction: 0.0,
-                    ..Default::default()
-                },
-                "min_interest_fraction",
+                "min_load_factor",
             ),
             (
                 GovernorParams {

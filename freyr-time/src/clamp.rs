@@ -14,7 +14,7 @@ pub const DEFAULT_MAX_CATCHUP_TICKS: u64 = 8;
 /// # Examples
 ///
 /// ```
-/// use freyr::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
+/// use freyr::time::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
 /// let mut dropped = 0;
 /// assert_eq!(clamp_catchup_ticks(3, DEFAULT_MAX_CATCHUP_TICKS, &mut dropped), 3);
 /// assert_eq!(dropped, 0);

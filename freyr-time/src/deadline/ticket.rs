@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::time::pool_job::JobPanic;
+use crate::pool_job::JobPanic;
 
 /// The tick a job requested at `requested_at` is applied on: `requested_at +
 /// latency`, or `None` if that overflows `u64`.
@@ -11,7 +11,7 @@ use crate::time::pool_job::JobPanic;
 /// # Examples
 ///
 /// ```
-/// use freyr::due_tick;
+/// use freyr::time::deadline::due_tick;
 /// assert_eq!(due_tick(10, 3), Some(13));
 /// assert_eq!(due_tick(u64::MAX - 1, 2), None);
 /// ```
@@ -26,7 +26,8 @@ pub const fn due_tick(requested_at: u64, latency: u64) -> Option<u64> {
 /// # Examples
 ///
 /// ```
-/// use freyr::{DeadlineScheduler, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::deadline::DeadlineScheduler;
 /// let pool = ThreadPool::new(1);
 /// let mut jobs = DeadlineScheduler::new(3).unwrap();
 /// let ticket = jobs.request(&pool, 5, (), |()| ()).unwrap();
@@ -46,7 +47,8 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// jobs.request(&pool, 0, (), |()| ()).unwrap();
@@ -62,7 +64,8 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(1).unwrap();
     /// assert_eq!(jobs.request(&pool, 4, (), |()| ()).unwrap().requested_at(), 4);
@@ -77,7 +80,8 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// assert_eq!(jobs.request(&pool, 4, (), |()| ()).unwrap().due(), 6);
@@ -92,7 +96,8 @@ impl JobTicket {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{DeadlineScheduler, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
     /// let pool = ThreadPool::new(1);
     /// let mut jobs = DeadlineScheduler::new(2).unwrap();
     /// assert_eq!(jobs.request(&pool, 0, (), |()| ()).unwrap().scheduler(), jobs.id());
@@ -108,7 +113,8 @@ impl JobTicket {
 /// # Examples
 ///
 /// ```
-/// use freyr::{DeadlineScheduler, JobStatus, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::deadline::{DeadlineScheduler, JobStatus};
 /// let pool = ThreadPool::new(1); // inline: the job runs at request time
 /// let mut jobs = DeadlineScheduler::new(1).unwrap();
 /// let ticket = jobs.request(&pool, 0, 2, |x: u32| x * 2).unwrap();
@@ -131,7 +137,8 @@ pub enum JobStatus {
 /// # Examples
 ///
 /// ```
-/// use freyr::{DeadlineScheduler, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::time::deadline::DeadlineScheduler;
 /// let pool = ThreadPool::new(2);
 /// let mut jobs = DeadlineScheduler::new(1).unwrap();
 /// jobs.request(&pool, 0, vec![3, 1, 2], |mut v: Vec<i32>| { v.sort(); v }).unwrap();

@@ -7,7 +7,7 @@ use core::fmt;
 /// # Examples
 ///
 /// ```
-/// use freyr::{DeadlineError, DeadlineScheduler};
+/// use freyr::time::deadline::{DeadlineError, DeadlineScheduler};
 /// let err = DeadlineScheduler::<()>::new(0).unwrap_err();
 /// assert_eq!(err, DeadlineError::ZeroLatency);
 /// assert!(err.to_string().contains("latency of at least 1 tick"));

@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_sched::{BudgetQueue, Incremental, Progress, WorkBudget};
+use freyr_time::{BudgetQueue, Incremental, Progress, WorkBudget};
 
 /// Spends `spend_then_panic` units and panics, every call; or needs `.need` units and finishes.
 struct Job {
