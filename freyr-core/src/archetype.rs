@@ -607,18 +607,27 @@ impl Archetype {
     }
 
     /// Number of allocated chunks, including empty ones.
+    ///
+    /// Test support (feature `test-support`), not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn allocated_chunks(&self) -> usize {
         self.rows.chunks.list.len()
     }
 
     /// Number of slab allocations holding the chunks.
+    ///
+    /// Test support (feature `test-support`), not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn allocated_slabs(&self) -> usize {
         self.rows.chunks.slab_count()
     }
 
     /// Number of trailing slabs with no live row.
+    ///
+    /// Test support (feature `test-support`), not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn empty_slabs(&self) -> usize {
         self.rows.chunks.empty_slabs(self.chunk_count())
