@@ -189,7 +189,7 @@ pub use freyr_derive::StableHash;
 /// struct Pos(f32);
 /// let mut registry = Registry::with_workers(1);
 /// let e: Entity = registry.spawn((Pos(1.0),));
-/// registry.query::<&mut Pos>().each(|p| p.0 += 1.0);
+/// registry.query::<&mut Pos>().each(|_, p| p.0 += 1.0);
 /// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
 /// ```
 pub mod prelude {

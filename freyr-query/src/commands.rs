@@ -75,7 +75,9 @@ impl<'a> Commands<'a> {
         self.buffer.spawn(bundle)
     }
 
-    /// Records a despawn of `entity`.
+    /// Records a despawn of `entity`, applied at the next sync point. Outside a callback,
+    /// [`Registry::despawn`](crate::Registry::despawn) despawns now and
+    /// [`Registry::destroy_entity`](crate::Registry::destroy_entity) queues for the sync point.
     pub fn despawn(&mut self, entity: Entity) {
         self.buffer.despawn(entity);
     }
@@ -124,6 +126,7 @@ impl<'a> Commands<'a> {
 ///     });
 /// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
 /// ```
+#[doc(alias = "Context")]
 pub struct EachContext<'a, V: ViewSet = ()> {
     views: V::Item<'a>,
     commands: Commands<'a>,

@@ -23,9 +23,12 @@ use crate::error::QueryError;
 use crate::resources::Resources;
 
 /// View marker: read-only random access to every entity's `T`, as a [`ComponentView<T>`].
+#[doc(alias = "Read")]
+#[doc(alias = "Lookup")]
 pub struct View<T>(PhantomData<fn() -> T>);
 
 /// View marker: read-only access to the resource `T`, as `&T`.
+#[doc(alias = "Resource")]
 pub struct Res<T>(PhantomData<fn() -> T>);
 
 /// Read-only random access to the `T` component of any entity.

@@ -268,6 +268,8 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// assert_eq!(order, [0, 1, 2, 3, 4]);
     /// ```
     #[inline]
+    #[doc(alias = "for_each")]
+    #[doc(alias = "iter")]
     pub fn each<C>(self, mut f: C)
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>),
@@ -354,6 +356,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// assert!(!registry.contains(dead));
     /// assert!(registry.contains(alive));
     /// ```
+    #[doc(alias = "for_each_with")]
     pub fn each_with<C>(self, mut f: C)
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
@@ -425,6 +428,8 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// registry.query::<&Pos>().each(|_, p| ok &= p.0 == 3.0);
     /// assert!(ok);
     /// ```
+    #[doc(alias = "par_iter")]
+    #[doc(alias = "par_for_each")]
     pub fn each_async<C>(self, f: C)
     where
         C: for<'w> Fn(Entity, Q::Item<'w>) + Send + Sync + 'static,
@@ -464,6 +469,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// registry.execute_tasks();
     /// assert_eq!(registry.len(), 50);
     /// ```
+    #[doc(alias = "par_for_each_with")]
     pub fn each_async_with<C>(self, f: C)
     where
         C: for<'w> Fn(Entity, Q::Item<'w>, &mut EachContext<'w, V>) + Send + Sync + 'static,

@@ -89,6 +89,7 @@ impl Registry {
     /// registry.update(0.016);
     /// assert_eq!(registry.resource::<Log>().unwrap().0, ["update a", "update b", "post"]);
     /// ```
+    #[doc(alias = "add_systems")]
     pub fn add_system<S: System>(&mut self, phase: Phase, system: S) {
         self.systems[phase.index()].push(Box::new(system));
     }
@@ -140,6 +141,8 @@ impl Registry {
     /// }
     /// assert_eq!(registry.get::<Age>(e).unwrap().0, 3);
     /// ```
+    #[doc(alias = "run_schedule")]
+    #[doc(alias = "run")]
     pub fn update(&mut self, dt: f32) {
         self.guard("Registry::update");
         assert!(
