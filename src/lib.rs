@@ -134,8 +134,9 @@ pub mod time {
 /// reports, traces).
 pub mod profile {
     pub use freyr_query::{
-        LabelStats, LabelTick, PhaseStats, ProfileReport, TickExtras, TickProfile,
-        TickProfileConfig, TickRecord, TickReport, TraceEvent, TraceKind, WindowStats,
+        CALLER_ROW, LabelMs, LabelStats, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs,
+        PhaseStats, PhaseSummary, ProfileReport, Summary, TICK_ROW, TickExtras, TickJson,
+        TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent, TraceKind, WindowStats,
     };
 }
 

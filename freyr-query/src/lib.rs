@@ -100,8 +100,9 @@ pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
 pub use crate::state::QueryState;
 pub use crate::tick::{
-    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
-    TraceKind, WindowStats,
+    CALLER_ROW, LabelMs, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs, PhaseSummary,
+    Summary, TICK_ROW, TickExtras, TickJson, TickProfile, TickProfileConfig, TickRecord,
+    TickReport, TraceEvent, TraceKind, WindowStats,
 };
 #[doc(hidden)]
 pub use crate::view::SharedPtr;

@@ -19,8 +19,11 @@ use std::time::{Duration, Instant};
 
 use crate::profiler::ProfileReport;
 
-pub use self::report::{TickReport, WindowStats};
-pub use self::trace::{TraceEvent, TraceKind};
+pub use self::report::{
+    LabelMs, LabelSummary, LoadFactorSummary, PhaseMs, PhaseSummary, Summary, TickJson, TickReport,
+    WindowStats,
+};
+pub use self::trace::{CALLER_ROW, TICK_ROW, TraceEvent, TraceKind};
 
 use self::trace::TraceLog;
 
