@@ -63,8 +63,8 @@ pub mod storage {
     };
 }
 
-/// Queries: [`Query`](query::Query) (what `Registry::query` returns), the [`QueryData`]
-/// (query::QueryData) and [`QueryFilter`](query::QueryFilter) traits with their items, views
+/// Queries: [`Query`](query::Query) (what `Registry::query` returns), the
+/// [`QueryData`](query::QueryData) and [`QueryFilter`](query::QueryFilter) traits with their items, views
 /// of other entities ([`ComponentView`](query::ComponentView)) and resources, cached
 /// [`QueryState`](query::QueryState)s, the row path, and the access sets that decide what may
 /// run in parallel.
@@ -123,7 +123,7 @@ pub mod time {
     }
 
     /// A resumable, budgeted A* on an 8-connected grid: an
-    /// [`Incremental`](super::budget::Incremental) job whose work unit is one node expansion.
+    /// [`Incremental`](budget::Incremental) job whose work unit is one node expansion.
     pub mod path {
         pub use freyr_time::{Grid, GridError, GridPath, GridPathSearch, octile_distance};
     }

@@ -65,8 +65,8 @@ impl LeverParams {
         (self.tick_hz / self.min_snapshot_hz.max(1)).max(1)
     }
 
-    /// The governor's parameters for this policy: `base` with its floor set to [`floor`]
-    /// (Self::floor).
+    /// The governor's parameters for this policy: `base` with its floor set to
+    /// [`floor`](Self::floor).
     #[must_use]
     pub fn governor(&self, base: freyr::time::GovernorParams) -> freyr::time::GovernorParams {
         freyr::time::GovernorParams {

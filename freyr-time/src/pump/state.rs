@@ -98,7 +98,7 @@ impl<R, C, E> AsyncPump<R, C, E> {
     }
 
     /// Invalidates every launch made so far: their results will be
-    /// discarded as [`Discard::Stale`] (use it when the state they were
+    /// discarded as [`Discard::Stale`](super::Discard::Stale) (use it when the state they were
     /// computed from was replaced, e.g. a world reset). They still count
     /// against the capacity until drained.
     ///
