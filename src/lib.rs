@@ -25,7 +25,7 @@
 //! `execute_tasks`, [`Registry`], the [`Phase`]s and `spawn_batch` (search the docs for the
 //! bevy or hecs name, `for_each`, `par_iter`, `apply_deferred`, ...: those are aliases). Two
 //! names were changed so that a glob import never collides with std: the read-only view of
-//! other entities' components is [`View<T>`] (not `Read<T>`, which would shadow or clash with
+//! other entities' components is [`View<T>`] (formerly `Read`, which would shadow or clash with
 //! `std::io::Read` in any module that also reads files or sockets), and the callback context of
 //! `each_with` / `each_async_with` is [`EachContext`] (not `Context`, which every `Future` impl
 //! imports from `std::task`).
