@@ -28,8 +28,37 @@ grep -q "path = \"$repo\"" "$work/falling-balls/Cargo.toml" ||
 grep -q "fn main()" "$work/falling-balls/src/main.rs" ||
     { echo "getting-started.md has no rust block starting with // src/main.rs" >&2; exit 1; }
 
+# Ordinary code beside Freyr: inference through `Sum` must not depend on what Freyr's
+# dependencies implement. A default dependency with impls such as serde_json's
+# `impl PartialEq<Value> for u64` makes `assert_eq!(total, xs.iter().sum())` ambiguous (E0283)
+# the moment Freyr is added; this binary fails to build if one comes back.
+mkdir -p "$work/falling-balls/src/bin"
+cat >"$work/falling-balls/src/bin/inference.rs" <<'RUST'
+use freyr::prelude::*;
+
+struct Score(u64);
+
+fn main() {
+    let xs = [1u64, 2, 3];
+    let total: u64 = 6;
+    assert_eq!(total, xs.iter().sum());
+    let mut registry = Registry::with_workers(2);
+    registry.spawn_batch(xs.iter().map(|&x| (Score(x),)));
+    let mut scores = Vec::new();
+    registry.query::<&Score>().each(|_, s| scores.push(s.0));
+    assert_eq!(total, scores.iter().sum());
+    assert_eq!(registry.len() as u64, xs.iter().map(|_| 1).sum());
+    println!("sums infer beside freyr");
+}
+RUST
+
 cd "$work/falling-balls"
-env -u RUSTFLAGS -u CARGO_ENCODED_RUSTFLAGS -u CARGO_BUILD_RUSTFLAGS \
-    CARGO_TARGET_DIR="$work/target" cargo run --release 2>&1 | tee "$work/out.txt"
+run() {
+    env -u RUSTFLAGS -u CARGO_ENCODED_RUSTFLAGS -u CARGO_BUILD_RUSTFLAGS \
+        CARGO_TARGET_DIR="$work/target" cargo run --release "$@"
+}
+run --bin falling-balls 2>&1 | tee "$work/out.txt"
 grep -q "balls have landed" "$work/out.txt"
 grep -q "world hash 0x" "$work/out.txt"
+run --bin inference 2>&1 | tee "$work/inference.txt"
+grep -q "sums infer beside freyr" "$work/inference.txt"

@@ -29,7 +29,8 @@ mod sim;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use freyr::{MAX_WORKERS, Phase, resolve_worker_count};
+use freyr::Phase;
+use freyr::sched::{MAX_WORKERS, resolve_worker_count};
 
 const USAGE: &str = "usage: million [--ticks N] [--workers N] [--entities N] [--churn N]
   --ticks N     ticks to run (default 300, at least 1)

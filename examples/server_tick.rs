@@ -32,6 +32,8 @@ mod ai;
 mod args;
 #[path = "server_tick/grid.rs"]
 mod grid;
+#[path = "server_tick/levers.rs"]
+mod levers;
 #[path = "server_tick/outputs.rs"]
 mod outputs;
 #[path = "server_tick/peer.rs"]
@@ -58,7 +60,7 @@ mod equivalence;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use freyr::TickProfile;
+use freyr::profile::TickProfile;
 
 use crate::args::{Args, ArgsError};
 use crate::outputs::Outputs;

@@ -1,13 +1,41 @@
 //! Freyr: an archetype-chunk ECS with a work-stealing scheduler and a deterministic tick.
 //!
-//! This facade re-exports the three crates' public API and a [`prelude`]:
+//! # A map of the library
 //!
-//! | crate | what it holds |
+//! The root holds the names almost every program uses; [`prelude`] brings them in with one
+//! `use freyr::prelude::*;`. Everything else lives in a module named for what it is about:
+//!
+//! | path | what it holds |
 //! |---|---|
-//! | [`freyr_core`] | storage: [`Entity`], [`World`], archetypes of 512-entity chunks, [`CommandBuffer`] |
-//! | [`freyr_sched`] | scheduling: [`ThreadPool`], [`TaskGroup`], `scope`, `parallel_for`; time: [`FixedStep`], [`DeadlineScheduler`], [`AsyncPump`], [`BudgetQueue`], [`TickGovernor`] |
-//! | [`freyr_query`] | the two joined: [`Registry`], queries, `each` / `each_async`, phases, systems |
-//! | `freyr_derive` | `#[derive(StableHash)]`, re-exported as [`StableHash`](macro@StableHash) (feature `derive`, on by default) |
+//! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`]; the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
+//! | [`storage`] | the world's layout: archetypes, 512-entity chunks, component ids, the command buffer's report |
+//! | [`query`] | queries and their parts: [`Query`](query::Query), [`QueryData`](query::QueryData), filters, views, [`QueryState`](query::QueryState), access sets |
+//! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
+//! | [`time`] | the tools around a deterministic tick: [`FixedStep`](time::FixedStep), clocks, gates, the overrun governor; [`time::deadline`], [`time::pump`], [`time::budget`], [`time::path`] |
+//! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
+//! | [`hash`] | deterministic world hashes: [`StableHash`], [`StableHasher`](hash::StableHasher), component sets |
+//!
+//! The crates underneath (`freyr-core` storage, `freyr-sched` the pool, `freyr-time` the time
+//! tools, `freyr-query` queries and the registry, `freyr-derive` the derive) are an
+//! implementation detail: use these paths.
+//!
+//! # Names
+//!
+//! Freyr keeps its own vocabulary where it is the design's: `each`, `each_async`,
+//! `execute_tasks`, [`Registry`], the [`Phase`]s and `spawn_batch` (search the docs for the
+//! bevy or hecs name, `for_each`, `par_iter`, `apply_deferred`, ...: those are aliases). Two
+//! names were changed so that a glob import never collides with std: the read-only view of
+//! other entities' components is [`View<T>`] (formerly `Read`, which would shadow or clash with
+//! `std::io::Read` in any module that also reads files or sockets), and the callback context of
+//! `each_with` / `each_async_with` is [`EachContext`] (not `Context`, which every `Future` impl
+//! imports from `std::task`).
+//!
+//! # Features
+//!
+//! | feature | default | what it adds |
+//! |---|---|---|
+//! | `derive` | on | `#[derive(StableHash)]` ([`StableHash`](macro@StableHash)) |
+//! | `json` | off | the tick profiler's JSON report and Chrome trace (`write_json`, `write_chrome_trace`; serde derives on the report types). Off by default so serde_json's impls (`impl PartialEq<Value> for u64`, ...) never reach a dependent's code |
 //!
 //! The guide (`docs/` in the repository, an mdBook) starts from a new crate that depends on
 //! `freyr`; every example in it is compiled and run as a doctest of this crate.
@@ -15,48 +43,112 @@
 //! The README below is compiled and run as a doctest, so its example cannot go stale.
 #![doc = include_str!("../README.md")]
 
-pub use freyr_core;
-pub use freyr_query;
-pub use freyr_sched;
-
-// Storage.
+// The everyday names.
 pub use freyr_core::{
-    ApplyReport, Archetype, ArchetypeId, Bundle, CHUNK_CAPACITY, ChunkRef, CommandBuffer,
-    Component, ComponentError, ComponentId, ComponentInfo, Entity, NoSuchEntity, World, WorldId,
+    Bundle, CommandBuffer, Component, ComponentError, Entity, NoSuchEntity, World,
 };
-
-// Scheduling.
-pub use freyr_sched::{
-    GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
-    ThreadPoolBuilder, WorkerMetrics, current_worker_index, drop_payload, resolve_worker_count,
-};
-
-// Time and deferred work.
-pub use freyr_sched::{
-    AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
-    DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,
-    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridError, GridPath, GridPathSearch,
-    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, MAX_FIXED_DT, ManualClock,
-    MonotonicClock, Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget,
-    advance_by, ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
-};
-
-// Queries, the registry, systems and profiling.
 pub use freyr_query::{
-    BoxedClock, ColumnPtr, Commands, ComponentView, Context, HashComponents, LabelStats, Phase,
-    PhaseStats, ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryItem, QueryState,
-    ROW_PATH_ENV, Read, Reduction, Registry, Res, Resources, RowPath, SharedPtr, StableHash,
-    StableHasher, System, TimeStats, UnhashedComponents, ViewSet, With, Without,
+    AsyncSystem, Commands, EachContext, Phase, QueryError, Reduction, Registry, Res, StableHash,
+    System, View, With, Without,
 };
+pub use freyr_sched::ThreadPool;
 
-// The registry's loop: async systems, tick timing.
-pub use freyr_query::{AsyncSystem, Launched, Process, TickTiming};
+/// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world
+/// ids) and the deferred structural changes of a [`CommandBuffer`].
+pub mod storage {
+    pub use freyr_core::{
+        ApplyReport, Archetype, ArchetypeId, Bundle, CHUNK_CAPACITY, ChunkRef, CommandBuffer,
+        Component, ComponentError, ComponentId, ComponentInfo, Entity, NoSuchEntity, World,
+        WorldId,
+    };
+}
 
-// The tick profiler.
-pub use freyr_query::{
-    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
-    TraceKind, WindowStats,
-};
+/// Queries: [`Query`](query::Query) (what `Registry::query` returns), the
+/// [`QueryData`](query::QueryData) and [`QueryFilter`](query::QueryFilter) traits with their items, views
+/// of other entities ([`ComponentView`](query::ComponentView)) and resources, cached
+/// [`QueryState`](query::QueryState)s, the row path, and the access sets that decide what may
+/// run in parallel.
+pub mod query {
+    pub use freyr_query::access;
+    pub use freyr_query::{
+        Commands, ComponentView, EachContext, Query, QueryData, QueryError, QueryFilter, QueryItem,
+        QueryState, ROW_PATH_ENV, Reduction, Res, RowPath, View, ViewSet, With, Without,
+    };
+}
+
+/// The work-stealing thread pool: [`ThreadPool`] and its builder, task groups, scopes, the
+/// allocation-free [`IndexedJob`](sched::IndexedJob) path, pool metrics, worker counts and
+/// the panic-payload helpers.
+pub mod sched {
+    pub use freyr_sched::{
+        GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
+        ThreadPoolBuilder, WorkerMetrics, current_worker_index, drop_payload, keep_first,
+        resolve_worker_count,
+    };
+}
+
+/// The tools around a deterministic tick: the fixed step ([`FixedStep`](time::FixedStep),
+/// catch-up clamp), clocks, gates, the overrun governor's load factor, and in submodules the
+/// deadline jobs, the async pump, work budgets and the budgeted A*.
+pub mod time {
+    pub use freyr_query::{BoxedClock, TickTiming, TimeStats};
+    pub use freyr_time::{
+        Clock, DEFAULT_MAX_CATCHUP_TICKS, FixedStep, FixedStepError, FrameReport, Gate, GateId,
+        Gates, GovernorError, GovernorParams, JobPanic, MAX_FIXED_DT, ManualClock, MonotonicClock,
+        TickGovernor, clamp_catchup_ticks,
+    };
+
+    /// Deadline jobs: requested at tick T on the pool, applied at exactly T + K.
+    pub mod deadline {
+        pub use freyr_time::{
+            DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobPanic, JobStatus,
+            JobTicket, due_tick,
+        };
+    }
+
+    /// The async pump: latency-tolerant work launched on the tick, run on the pool or any
+    /// thread, drained by its owner in launch order; and the parts of an
+    /// [`AsyncSystem`](crate::AsyncSystem), the system that owns one.
+    pub mod pump {
+        pub use freyr_query::{Launched, Process};
+        pub use freyr_time::{
+            AsyncPump, Completer, Discard, JobPanic, Launch, PumpError, PumpStats,
+        };
+    }
+
+    /// Work budgets: [`Incremental`](budget::Incremental) jobs advanced by a fixed number of
+    /// work units per tick, alone or in a [`BudgetQueue`](budget::BudgetQueue).
+    pub mod budget {
+        pub use freyr_time::{
+            BudgetQueue, Incremental, Progress, TickWork, WorkBudget, ZeroBudget, advance_by,
+        };
+    }
+
+    /// A resumable, budgeted A* on an 8-connected grid: an
+    /// [`Incremental`](budget::Incremental) job whose work unit is one node expansion.
+    pub mod path {
+        pub use freyr_time::{Grid, GridError, GridPath, GridPathSearch, octile_distance};
+    }
+}
+
+/// Profiling: the phase profiler's [`ProfileReport`](profile::ProfileReport) and the tick
+/// profiler ([`TickProfile`](profile::TickProfile): per-tick records, window statistics,
+/// reports, traces).
+pub mod profile {
+    pub use freyr_query::{
+        CALLER_ROW, LabelMs, LabelStats, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs,
+        PhaseStats, PhaseSummary, ProfileReport, Summary, TICK_ROW, TickExtras, TickJson,
+        TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent, TraceKind, WindowStats,
+    };
+}
+
+/// Deterministic hashing: [`StableHash`] (the trait, and its derive), the
+/// [`StableHasher`](hash::StableHasher), and the component sets a world hash covers.
+pub mod hash {
+    #[cfg(feature = "derive")]
+    pub use freyr_derive::StableHash;
+    pub use freyr_query::{HashComponents, StableHash, StableHasher, UnhashedComponents};
+}
 
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for
 /// an enum, so a component joins [`Registry::world_hash`] without a hand-written impl.
@@ -89,11 +181,24 @@ pub use freyr_query::{
 #[cfg(feature = "derive")]
 pub use freyr_derive::StableHash;
 
-/// The names almost every Freyr program uses: `use freyr::prelude::*;`.
+/// The names almost every Freyr program uses: `use freyr::prelude::*;`. None of them collides
+/// with std's prelude or a name std programs commonly glob-import (see the crate docs' *Names*).
+///
+/// # Examples
+///
+/// ```
+/// use freyr::prelude::*;
+///
+/// struct Pos(f32);
+/// let mut registry = Registry::with_workers(1);
+/// let e: Entity = registry.spawn((Pos(1.0),));
+/// registry.query::<&mut Pos>().each(|_, p| p.0 += 1.0);
+/// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
+/// ```
 pub mod prelude {
     pub use freyr_core::{Bundle, CommandBuffer, Component, Entity, World};
     pub use freyr_query::{
-        Commands, ComponentView, Context, Phase, Read, Registry, Res, System, With, Without,
+        Commands, ComponentView, EachContext, Phase, Registry, Res, System, View, With, Without,
     };
     pub use freyr_sched::ThreadPool;
 }

@@ -2,7 +2,8 @@
 
 use core::hash::Hasher;
 
-use freyr::{Entity, Registry, StableHash, StableHasher};
+use freyr::hash::StableHasher;
+use freyr::{Entity, Registry, StableHash};
 
 fn hash(v: &impl StableHash) -> u64 {
     let mut h = StableHasher::new();
@@ -81,7 +82,7 @@ enum Partly {
 
 /// The path a sub-crate of Freyr would use, which does not depend on the facade.
 #[derive(StableHash)]
-#[stable_hash(crate = "freyr::freyr_query")]
+#[stable_hash(crate = "freyr_query")]
 struct OtherPath(u8);
 
 #[test]

@@ -5,11 +5,14 @@
 
 use std::error::Error;
 
-use freyr::{
-    ComponentError, DeadlineError, DeadlineScheduler, Entity, FixedStepError, GovernorParams,
-    Grid, GridError, GroupPanic, JobPanic, NoSuchEntity, PumpError, QueryError, Registry, TaskGroup, ThreadPool,
-    UnhashedComponents, ZeroBudget,
-};
+use freyr::hash::UnhashedComponents;
+use freyr::sched::{GroupPanic, TaskGroup};
+use freyr::time::budget::ZeroBudget;
+use freyr::time::deadline::{DeadlineError, DeadlineScheduler};
+use freyr::time::path::{Grid, GridError};
+use freyr::time::pump::PumpError;
+use freyr::time::{FixedStepError, GovernorParams, JobPanic};
+use freyr::{ComponentError, Entity, NoSuchEntity, QueryError, Registry, ThreadPool};
 
 /// Compiles only for error types.
 fn is_error<E: Error + 'static>() {}
@@ -47,7 +50,7 @@ fn every_public_error_type_is_an_error() {
     is_error::<GroupPanic>();
     is_error::<JobPanic>();
     is_error::<PumpError>();
-    is_error::<freyr::GovernorError>();
+    is_error::<freyr::time::GovernorError>();
     is_error::<ZeroBudget>();
     is_error::<DeadlineError>();
     is_error::<FixedStepError>();
@@ -177,7 +180,7 @@ fn every_error_text_follows_the_convention() {
         ),
     ];
     let bad = GovernorParams {
-        max_ai_stride: 0,
+        min_load_factor: 0.0,
         ..Default::default()
     };
     errors.push(("GovernorError", Box::new(bad.validate().unwrap_err())));

@@ -1,7 +1,8 @@
 //! `Registry::world_hash_all`: hashing every registered type without listing them, and refusing
 //! to hash a world with a component type that was neither registered nor excluded.
 
-use freyr::{Registry, StableHash, UnhashedComponents, World};
+use freyr::hash::UnhashedComponents;
+use freyr::{Registry, StableHash, World};
 
 #[derive(Clone, Copy, StableHash)]
 struct Pos(f32);

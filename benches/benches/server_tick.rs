@@ -24,6 +24,9 @@
 mod ai;
 #[path = "../../examples/server_tick/grid.rs"]
 mod grid;
+#[path = "../../examples/server_tick/levers.rs"]
+#[allow(dead_code)] // the bench uses the unloaded levers only
+mod levers;
 #[path = "../../examples/server_tick/peer.rs"]
 mod peer;
 #[path = "../../examples/server_tick/physics.rs"]
@@ -40,7 +43,8 @@ mod world;
 use std::time::Duration;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use freyr::{Registry, TickExtras, TickProfileConfig};
+use freyr::Registry;
+use freyr::profile::{TickExtras, TickProfileConfig};
 
 use crate::server::{Server, Settings};
 

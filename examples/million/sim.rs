@@ -20,7 +20,8 @@
 
 use std::time::{Duration, Instant};
 
-use freyr::{Phase, ProfileReport, Registry, StableHash};
+use freyr::profile::ProfileReport;
+use freyr::{Phase, Registry, StableHash};
 
 /// Fixed time step of the simulation, in seconds.
 pub const DT: f32 = 1.0 / 60.0;

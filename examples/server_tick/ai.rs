@@ -16,7 +16,8 @@
 
 use core::f32::consts::{PI, TAU};
 
-use freyr::{ComponentView, Entity};
+use freyr::Entity;
+use freyr::query::ComponentView;
 
 use crate::grid::{SpatialGrid, dist2};
 use crate::world::{ALT_MAX, ALT_MIN, Ai, AiKind, Flight, Input, mix, unit};
@@ -182,7 +183,7 @@ fn scripted(
 
 #[cfg(test)]
 mod tests {
-    use freyr::{Read, Registry, Res};
+    use freyr::{Registry, Res, View};
 
     use super::*;
     use crate::grid::GridEntry;
@@ -214,7 +215,7 @@ mod tests {
         registry.insert_resource(grid);
         registry
             .query::<(&Flight, &mut Ai, &mut Input)>()
-            .views::<(Res<SpatialGrid>, Read<Flight>)>()
+            .views::<(Res<SpatialGrid>, View<Flight>)>()
             .each_async_with(move |e, (f, ai, input), ctx| {
                 let (grid, flights) = ctx.views();
                 sample(e, f, ai, input, grid, flights, tick);

@@ -6,7 +6,9 @@ use core::ops::Range;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use freyr::{GovernorParams, MAX_WORKERS, TickProfileConfig};
+use freyr::profile::TickProfileConfig;
+use freyr::sched::MAX_WORKERS;
+use freyr::time::GovernorParams;
 
 use crate::grid::{cells_per_side, min_cell_size};
 use crate::run::{LeverSource, Pace};
@@ -578,7 +580,7 @@ mod tests {
         for ms in ["0.001", "16.667", "60000"] {
             let args = parse_str(&format!("{BASE} --budget-ms {ms}")).unwrap();
             assert!(
-                freyr::TickGovernor::new(args.governor_params()).is_ok(),
+                freyr::time::TickGovernor::new(args.governor_params()).is_ok(),
                 "{ms}"
             );
         }

@@ -10,9 +10,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use freyr::{
-    AsyncSystem, Delivered, GovernorParams, Launched, Phase, Process, Registry, TickProfileConfig,
-};
+use freyr::profile::TickProfileConfig;
+use freyr::time::GovernorParams;
+use freyr::time::deadline::Delivered;
+use freyr::time::pump::{Launched, Process};
+use freyr::{AsyncSystem, Phase, Registry};
 
 use crate::world::Flight;
 

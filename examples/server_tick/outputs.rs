@@ -6,7 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use freyr::TickProfile;
+use freyr::profile::TickProfile;
 
 use crate::args::Args;
 use crate::timeline;
@@ -141,7 +141,8 @@ fn write_one(o: Output, profile: &TickProfile) -> Result<String, String> {
 
 #[cfg(test)]
 mod tests {
-    use freyr::{Registry, TickExtras, TickProfileConfig};
+    use freyr::Registry;
+    use freyr::profile::{TickExtras, TickProfileConfig};
 
     use super::*;
     use crate::args::parse;

@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use freyr::{
-    GovernorParams, Levers, ManualClock, MonotonicClock, Phase, Registry, TickGovernor,
-    TickProfileConfig,
-};
+use freyr::profile::TickProfileConfig;
+use freyr::time::{GovernorParams, ManualClock, MonotonicClock, TickGovernor};
+use freyr::{Phase, Registry};
 
+use crate::levers::{LeverParams, Levers};
 use crate::server::Server;
 use crate::world::mix;
 
@@ -99,7 +99,8 @@ pub fn lever_digest(h: u64, tick: u64, l: &Levers) -> u64 {
 /// reports about them.
 struct Governing {
     governor: TickGovernor,
-    params: GovernorParams,
+    /// How a load factor maps onto this server's levers.
+    policy: LeverParams,
     levers: LeverSource,
     raise_budget: Option<(u64, Duration)>,
     /// The first tick of the run: a tick before it (a warm-up) is not the run's.
@@ -129,8 +130,8 @@ fn govern(registry: &mut Registry, _dt: f32) {
     }
     let levers = match &g.levers {
         LeverSource::Governor { .. } => match last_wall {
-            Some(wall) => g.governor.step(wall),
-            None => g.governor.levers(),
+            Some(wall) => Levers::for_load_factor(&g.policy, g.governor.step(wall)),
+            None => Levers::for_load_factor(&g.policy, g.governor.load_factor()),
         },
         LeverSource::Forced(schedule) => {
             let lf = schedule
@@ -138,7 +139,7 @@ fn govern(registry: &mut Registry, _dt: f32) {
                 .rev()
                 .find(|(from, _)| *from <= tick)
                 .map_or(1.0, |(_, lf)| *lf);
-            Levers::for_load_factor(&g.params, lf)
+            Levers::for_load_factor(&g.policy, lf)
         }
     };
     g.digest = lever_digest(g.digest, tick, &levers);
@@ -216,12 +217,14 @@ fn install_governor(registry: &mut Registry, config: &RunConfig, first_tick: u64
         // A disabled governor still tracks the EWMA, but holds every lever at no-op.
         params.enabled = false;
     }
-    let governor = TickGovernor::new(params)
+    // This server's lever policy; the governor's floor is the policy's floor (0.25).
+    let policy = LeverParams::default();
+    let governor = TickGovernor::new(policy.governor(params))
         .unwrap_or_else(|e| panic!("{e}; see --help for the governor's flags"));
     let fresh = registry
         .insert_resource(Governing {
             governor,
-            params,
+            policy,
             levers: config.levers.clone(),
             raise_budget: config.raise_budget,
             first_tick,

@@ -4,7 +4,7 @@
 //! | system (phase) | runs | reads | writes |
 //! |---|---|---|---|
 //! | `grid` (PreUpdate) | serial | every `Flight` | the spatial grid (a resource, buffers kept) |
-//! | `ai` (Update) | `each_async`, label `AI` | the grid, `Read<Flight>` (pre-step) | own `Ai`, `Input` |
+//! | `ai` (Update) | `each_async`, label `AI` | the grid, `View<Flight>` (pre-step) | own `Ai`, `Input` |
 //! | `integrate` (Update) | `each_async`, label `Integrate` | own `Input` | own `Flight` |
 //! | `peers`: `gather` (Update) | serial | every `Flight`, the peers' send state | the snapshot table, the work list |
 //! | `peers`: `serialize` | `parallel_for` over peers, grain 1 | the frozen table | each peer's own state |
@@ -19,10 +19,12 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
-use freyr::{Entity, GovernorParams, Levers, Phase, Read, Registry, Res, TraceKind, ai_sample_due};
+use freyr::profile::TraceKind;
+use freyr::{Entity, Phase, Registry, Res, View};
 
 use crate::ai;
 use crate::grid::{GridEntry, SpatialGrid};
+use crate::levers::{LeverParams, Levers, ai_sample_due};
 use crate::peer::{Peer, StreamDigest};
 use crate::physics;
 use crate::snapshot::{self, SnapshotLevers, SnapshotTable};
@@ -133,7 +135,7 @@ impl Server {
             kills: Vec::new(),
             killed: 0,
         });
-        registry.insert_resource(Levers::unloaded(&GovernorParams::default()));
+        registry.insert_resource(Levers::unloaded(&LeverParams::default()));
         registry.insert_resource(settings.clone());
         registry.add_system(Phase::PreUpdate, rebuild_grid);
         registry.add_system(Phase::Update, ai_pass);
@@ -262,7 +264,7 @@ fn ai_pass(registry: &mut Registry, _dt: f32) {
     let stride = levers(registry).ai_stride;
     registry
         .query::<(&Flight, &mut Ai, &mut Input)>()
-        .views::<(Res<SpatialGrid>, Read<Flight>)>()
+        .views::<(Res<SpatialGrid>, View<Flight>)>()
         .with_label("AI")
         .each_async_with(move |entity, (flight, ai, input), ctx| {
             if !ai_sample_due(u64::from(entity.index()), tick, stride) {
@@ -334,7 +336,7 @@ fn serialize(registry: &mut Registry, state: &Peers, tick: u64, levers: Snapshot
         let mut peer = peers[work[w]].lock().expect("no peer build panicked");
         let start = traced.then(Instant::now);
         snapshot::build(&mut peer, table, levers, tick);
-        peer.build_span = start.map(|s| (s, Instant::now(), freyr::current_worker_index()));
+        peer.build_span = start.map(|s| (s, Instant::now(), freyr::sched::current_worker_index()));
     });
 }
 

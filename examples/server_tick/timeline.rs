@@ -2,7 +2,7 @@
 //! one bar per batch of tasks coloured by label, sync points as a thin grey bar under the tasks
 //! the waiting thread ran meanwhile, the tick's phases along the top row.
 
-use freyr::{TraceEvent, TraceKind};
+use freyr::profile::{TraceEvent, TraceKind};
 use plotters::prelude::*;
 
 /// The grey of sync points.
@@ -185,7 +185,8 @@ fn draw_into(svg: &mut String, events: &[TraceEvent], tick: u64) -> Result<usize
 
 #[cfg(test)]
 mod tests {
-    use freyr::{Registry, TickExtras, TickProfileConfig};
+    use freyr::Registry;
+    use freyr::profile::{TickExtras, TickProfileConfig};
 
     use super::*;
 

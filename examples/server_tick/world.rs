@@ -6,7 +6,8 @@
 //! the AI pass (see `ai.rs`): most patrol (cheap), a quarter pursue a neighbour found through
 //! the spatial grid, and one in twenty runs a small interpreted script, the expensive kind.
 
-use freyr::{Entity, StableHash, StableHasher};
+use freyr::hash::StableHasher;
+use freyr::{Entity, StableHash};
 
 /// The fixed tick length, in seconds (60 Hz).
 pub const DT: f32 = 1.0 / 60.0;

@@ -302,7 +302,8 @@ impl Drop for Rows {
 ///
 /// # Examples
 /// ```
-/// use freyr::{World, CHUNK_CAPACITY};
+/// use freyr::World;
+/// use freyr::storage::CHUNK_CAPACITY;
 /// let mut world = World::new();
 /// world.spawn_batch((0..CHUNK_CAPACITY + 1).map(|i| (i as u32, 0.5f32)));
 /// let (a, b) = (world.component_id::<u32>().unwrap(), world.component_id::<f32>().unwrap());
@@ -572,7 +573,7 @@ impl Archetype {
     ///
     /// # Examples
     /// ```
-    /// use freyr::CHUNK_CAPACITY;
+    /// use freyr::storage::CHUNK_CAPACITY;
     /// let mut world = freyr::World::new();
     /// world.spawn_batch((0..3000u32).map(|i| (i,)));
     /// let id = world.component_id::<u32>().unwrap();
@@ -606,18 +607,27 @@ impl Archetype {
     }
 
     /// Number of allocated chunks, including empty ones.
+    ///
+    /// Test support (feature `test-support`), not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn allocated_chunks(&self) -> usize {
         self.rows.chunks.list.len()
     }
 
     /// Number of slab allocations holding the chunks.
+    ///
+    /// Test support (feature `test-support`), not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn allocated_slabs(&self) -> usize {
         self.rows.chunks.slab_count()
     }
 
     /// Number of trailing slabs with no live row.
+    ///
+    /// Test support (feature `test-support`), not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn empty_slabs(&self) -> usize {
         self.rows.chunks.empty_slabs(self.chunk_count())

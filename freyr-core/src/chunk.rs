@@ -144,11 +144,13 @@ impl ChunkList {
     }
 
     /// Number of slabs.
+    #[cfg(any(test, feature = "test-support"))]
     pub(crate) fn slab_count(&self) -> usize {
         self.slabs.len()
     }
 
     /// Number of trailing slabs none of whose chunks is below `used` (the non-empty chunks).
+    #[cfg(any(test, feature = "test-support"))]
     pub(crate) fn empty_slabs(&self, used: usize) -> usize {
         self.slabs
             .iter()
@@ -158,6 +160,7 @@ impl ChunkList {
     }
 
     /// Checks that the slabs tile the chunk list and every chunk's window matches its slab.
+    #[cfg(any(test, feature = "test-support"))]
     pub(crate) fn check(&self) {
         let mut next = 0;
         for slab in &self.slabs {

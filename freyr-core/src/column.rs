@@ -12,6 +12,8 @@ use crate::entity::Entity;
 /// (a slab of `k` chunks scales every offset by `k`).
 #[derive(Clone, Debug)]
 pub(crate) struct Column {
+    /// Read by the test-support invariant check only.
+    #[cfg_attr(not(any(test, feature = "test-support")), allow(dead_code))]
     pub(crate) id: ComponentId,
     pub(crate) type_id: TypeId,
     pub(crate) name: &'static str,

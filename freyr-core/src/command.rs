@@ -147,6 +147,8 @@ pub struct ApplyReport {
 /// assert_eq!(world.get::<&str>(real), Ok(&"tag"));
 /// assert!(commands.is_empty());
 /// ```
+#[doc(alias = "Commands")]
+#[doc(alias = "Deferred")]
 pub struct CommandBuffer {
     /// The recorded commands, in order. Every bundle they carry is live in `arena`.
     commands: Vec<Command>,

@@ -1081,6 +1081,10 @@ impl World {
     /// the chunks, chunk-table entries point back at their chunks, every stored entity's slot
     /// locates its row; the
     /// world length is the sum of archetype lengths.
+    ///
+    /// Exists only with the `test-support` feature, which the workspace's test builds turn on;
+    /// not part of the API.
+    #[cfg(any(test, feature = "test-support"))]
     #[doc(hidden)]
     pub fn check_invariants(&self) {
         let mut total = 0;

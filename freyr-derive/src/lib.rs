@@ -21,7 +21,7 @@
 //!
 //! - `#[stable_hash(skip)]` on a field leaves it out (a cache, a debug counter);
 //! - `#[stable_hash(crate = "path")]` on the type names the crate that exports `StableHash` and
-//!   `StableHasher`, for code that reaches them by another path (default `::freyr`; inside
+//!   `StableHasher`, for code that reaches them by another path (default `::freyr::hash`; inside
 //!   Freyr's own sub-crates, `freyr_query`).
 //!
 //! Each type parameter `T` gets a `T: StableHash` bound. Unions are rejected: which field is
@@ -30,7 +30,8 @@
 //! # Examples
 //!
 //! ```
-//! use freyr::{StableHash, StableHasher};
+//! use freyr::StableHash;
+//! use freyr::hash::StableHasher;
 //!
 //! #[derive(StableHash)]
 //! struct Position {
@@ -125,7 +126,7 @@ struct ContainerOptions {
 }
 
 fn container_options(attrs: &[Attribute]) -> syn::Result<ContainerOptions> {
-    let mut krate: Path = parse_quote!(::freyr);
+    let mut krate: Path = parse_quote!(::freyr::hash);
     for attr in attrs.iter().filter(|a| a.path().is_ident("stable_hash")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("crate") {

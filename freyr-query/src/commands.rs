@@ -1,4 +1,4 @@
-//! Structural changes recorded from callbacks: [`Commands`], and the [`Context`] that carries them
+//! Structural changes recorded from callbacks: [`Commands`], and the [`EachContext`] that carries them
 //! together with a callback's read-only views.
 //!
 //! # Ordering
@@ -75,7 +75,9 @@ impl<'a> Commands<'a> {
         self.buffer.spawn(bundle)
     }
 
-    /// Records a despawn of `entity`.
+    /// Records a despawn of `entity`, applied at the next sync point. Outside a callback,
+    /// [`Registry::despawn`](crate::Registry::despawn) despawns now and
+    /// [`Registry::destroy_entity`](crate::Registry::destroy_entity) queues for the sync point.
     pub fn despawn(&mut self, entity: Entity) {
         self.buffer.despawn(entity);
     }
@@ -124,14 +126,15 @@ impl<'a> Commands<'a> {
 ///     });
 /// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
 /// ```
-pub struct Context<'a, V: ViewSet = ()> {
+#[doc(alias = "Context")]
+pub struct EachContext<'a, V: ViewSet = ()> {
     views: V::Item<'a>,
     commands: Commands<'a>,
 }
 
-impl<'a, V: ViewSet> Context<'a, V> {
+impl<'a, V: ViewSet> EachContext<'a, V> {
     pub(crate) fn new(views: V::Item<'a>, buffer: &'a mut CommandBuffer) -> Self {
-        Context {
+        EachContext {
             views,
             commands: Commands::new(buffer),
         }

@@ -16,7 +16,7 @@ use crate::access::{Access, AccessKind, TypeAccess};
 ///
 /// ```
 /// use core::hash::Hasher;
-/// use freyr::StableHasher;
+/// use freyr::hash::StableHasher;
 ///
 /// let mut a = StableHasher::new();
 /// a.write(b"freyr");
@@ -66,7 +66,8 @@ impl core::hash::Hasher for StableHasher {
 ///
 /// ```
 /// use core::hash::Hasher;
-/// use freyr::{StableHash, StableHasher};
+/// use freyr::StableHash;
+/// use freyr::hash::StableHasher;
 ///
 /// struct Pos {
 ///     x: f32,

@@ -80,9 +80,14 @@ pub mod loom_handoff {
     pub use crate::launch::handoff::{Countdown, TaskSlots};
 }
 
-pub use crate::commands::{Commands, Context};
+pub use crate::commands::{Commands, EachContext};
 pub use crate::error::QueryError;
-pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};
+pub use crate::fetch::{QueryData, QueryItem};
+// The three internals below appear in the signatures of the `QueryData` and `ViewSet` impls (their
+// associated `Ptrs` / `Fetch` types and `ViewSet::fetch`), so they stay nameable here, but they are
+// not part of the API: hidden from the docs, and not exported by the `freyr` facade.
+#[doc(hidden)]
+pub use crate::fetch::ColumnPtr;
 pub use crate::filter::{QueryFilter, With, Without};
 pub use crate::hash::{HashComponents, StableHash, StableHasher};
 pub use crate::hashable::UnhashedComponents;
@@ -91,13 +96,17 @@ pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
 pub use crate::query::{Query, Reduction};
 pub use crate::registry::{AsyncSystem, Launched, Process, TickTiming};
 pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
+#[doc(hidden)]
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
 pub use crate::state::QueryState;
 pub use crate::tick::{
-    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
-    TraceKind, WindowStats,
+    CALLER_ROW, LabelMs, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs, PhaseSummary,
+    Summary, TICK_ROW, TickExtras, TickJson, TickProfile, TickProfileConfig, TickRecord,
+    TickReport, TraceEvent, TraceKind, WindowStats,
 };
-pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
+#[doc(hidden)]
+pub use crate::view::SharedPtr;
+pub use crate::view::{ComponentView, Res, View, ViewSet};
 
 pub use freyr_core::Entity;

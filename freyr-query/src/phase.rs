@@ -15,6 +15,9 @@
 /// assert_eq!(Phase::PostUpdate.name(), "PostUpdate");
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[doc(alias = "Stage")]
+#[doc(alias = "SystemSet")]
+#[doc(alias = "ScheduleLabel")]
 pub enum Phase {
     /// Runs first: input, tick-start structures (spatial grids), AI sampling.
     PreUpdate,

@@ -14,7 +14,9 @@ use hashbrown::HashMap;
 /// # Examples
 ///
 /// ```
-/// use freyr::Resources;
+/// // Internal: the facade does not export it; the registry's `insert_resource` and `resource`
+/// // are the API.
+/// use freyr_query::Resources;
 ///
 /// struct Gravity(f32);
 ///

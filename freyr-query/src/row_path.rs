@@ -49,7 +49,7 @@ static PATH: AtomicU8 = AtomicU8::new(UNSET);
 /// # Examples
 ///
 /// ```
-/// assert_eq!(freyr::ROW_PATH_ENV, "FREYR_ROW_PATH");
+/// assert_eq!(freyr::query::ROW_PATH_ENV, "FREYR_ROW_PATH");
 /// // FREYR_ROW_PATH=baseline ./server  runs every row loop on the baseline copy.
 /// ```
 pub const ROW_PATH_ENV: &str = "FREYR_ROW_PATH";
@@ -68,7 +68,7 @@ pub const ROW_PATH_ENV: &str = "FREYR_ROW_PATH";
 /// # Examples
 ///
 /// ```
-/// use freyr::RowPath;
+/// use freyr::query::RowPath;
 ///
 /// let path = RowPath::current();
 /// assert!(path == RowPath::Baseline || path == RowPath::detected());
@@ -90,10 +90,10 @@ impl RowPath {
     /// # Examples
     ///
     /// ```
-    /// use freyr::RowPath;
+    /// use freyr::query::RowPath;
     ///
     /// // Without an override, the best copy this CPU supports.
-    /// if std::env::var_os(freyr::ROW_PATH_ENV).is_none() {
+    /// if std::env::var_os(freyr::query::ROW_PATH_ENV).is_none() {
     ///     assert_eq!(RowPath::current(), RowPath::detected());
     /// }
     /// ```
@@ -112,7 +112,7 @@ impl RowPath {
     /// # Examples
     ///
     /// ```
-    /// use freyr::RowPath;
+    /// use freyr::query::RowPath;
     ///
     /// if cfg!(not(target_arch = "x86_64")) {
     ///     assert_eq!(RowPath::detected(), RowPath::Baseline);
@@ -141,7 +141,8 @@ impl RowPath {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Registry, RowPath};
+    /// use freyr::Registry;
+    /// use freyr::query::RowPath;
     ///
     /// struct X(f32);
     ///

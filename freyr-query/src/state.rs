@@ -153,7 +153,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// ```
     /// use freyr::World;
-    /// use freyr::QueryState;
+    /// use freyr::query::QueryState;
     ///
     /// struct A(u32);
     /// struct B(u64);

@@ -1,4 +1,4 @@
-//! Read-only views handed to callbacks next to their own entity's items: [`Read<T>`] gives a
+//! Read-only views handed to callbacks next to their own entity's items: [`View<T>`] gives a
 //! [`ComponentView<T>`] (random access to *other* entities' `T`), [`Res<T>`] gives `&T` of a
 //! resource.
 //!
@@ -23,9 +23,12 @@ use crate::error::QueryError;
 use crate::resources::Resources;
 
 /// View marker: read-only random access to every entity's `T`, as a [`ComponentView<T>`].
-pub struct Read<T>(PhantomData<fn() -> T>);
+#[doc(alias = "Read")]
+#[doc(alias = "Lookup")]
+pub struct View<T>(PhantomData<fn() -> T>);
 
 /// View marker: read-only access to the resource `T`, as `&T`.
+#[doc(alias = "Resource")]
 pub struct Res<T>(PhantomData<fn() -> T>);
 
 /// Read-only random access to the `T` component of any entity.
@@ -33,7 +36,7 @@ pub struct Res<T>(PhantomData<fn() -> T>);
 /// # Examples
 ///
 /// ```
-/// use freyr::{Read, Registry};
+/// use freyr::{Registry, View};
 ///
 /// #[derive(Clone, Copy)]
 /// struct Pos(f32);
@@ -45,7 +48,7 @@ pub struct Res<T>(PhantomData<fn() -> T>);
 /// let b = registry.spawn((Target(a), Seen(0.0)));
 /// registry
 ///     .query::<(&Target, &mut Seen)>()
-///     .views::<(Read<Pos>,)>()
+///     .views::<(View<Pos>,)>()
 ///     .each_async_with(|_, (target, seen), ctx| {
 ///         let (positions,) = ctx.views();
 ///         seen.0 = positions.get(target.0).map_or(-1.0, |p| p.0);
@@ -108,7 +111,7 @@ unsafe impl<T: ?Sized + Sync> Send for SharedPtr<T> {}
 // SAFETY: as above.
 unsafe impl<T: ?Sized + Sync> Sync for SharedPtr<T> {}
 
-/// A set of read-only views: `()`, [`Read<T>`], [`Res<T>`] and tuples of these up to 8.
+/// A set of read-only views: `()`, [`View<T>`], [`Res<T>`] and tuples of these up to 8.
 ///
 /// Users do not implement this trait; it is public so that bounds can name it.
 ///
@@ -157,7 +160,7 @@ unsafe impl ViewSet for () {
 }
 
 // SAFETY: reports a read of `T` and the world reference; `ComponentView` only reads.
-unsafe impl<T: Component> ViewSet for Read<T> {
+unsafe impl<T: Component> ViewSet for View<T> {
     type Item<'w> = ComponentView<'w, T>;
     type Fetch = (SharedPtr<World>, Option<ComponentId>);
     fn type_access(out: &mut TypeAccess) {

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use freyr_query::{
     AsyncSystem, Entity, Launched, Phase, Process, Registry, StableHash, StableHasher, Without,
 };
-use freyr_sched::{Completer, Discard};
+use freyr_time::{Completer, Discard};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Pos {

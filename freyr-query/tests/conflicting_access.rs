@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_query::{QueryError, Read, Registry};
+use freyr_query::{QueryError, Registry, View};
 
 struct Health;
 struct Armor;
@@ -77,7 +77,7 @@ fn viewing_a_type_the_query_writes_is_rejected() {
     let mut registry = registry();
     let err = registry
         .query::<(&mut Health, &Armor)>()
-        .try_views::<(Read<Health>,)>()
+        .try_views::<(View<Health>,)>()
         .err()
         .unwrap();
     assert!(err.to_string().contains("Health"), "{err}");
@@ -85,7 +85,7 @@ fn viewing_a_type_the_query_writes_is_rejected() {
     assert!(
         registry
             .query::<(&mut Health, &Armor)>()
-            .try_views::<(Read<Armor>,)>()
+            .try_views::<(View<Armor>,)>()
             .is_ok()
     );
 }
@@ -94,7 +94,7 @@ fn viewing_a_type_the_query_writes_is_rejected() {
 #[should_panic(expected = "Health")]
 fn views_panics_on_conflict() {
     let mut registry = registry();
-    let _ = registry.query::<&mut Health>().views::<(Read<Health>,)>();
+    let _ = registry.query::<&mut Health>().views::<(View<Health>,)>();
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! spawns, despawns, inserts and removes all come from `each_async` callbacks, and a float
 //! reduction over a million entities.
 
-use freyr_query::{Entity, Phase, Read, Registry, Res, StableHash, StableHasher};
+use freyr_query::{Entity, Phase, Registry, Res, StableHash, StableHasher, View};
 
 #[derive(Clone, Copy)]
 struct Pos {
@@ -91,7 +91,7 @@ fn simulate(workers: usize, ticks: u32) -> (u64, Vec<u32>, usize) {
     // PreUpdate, AI pass: read other entities' positions, write only your own `Seen`.
     registry.add_system(Phase::PreUpdate, |r: &mut Registry, _dt: f32| {
         r.query::<(&Target, &mut Seen)>()
-            .views::<(Read<Pos>,)>()
+            .views::<(View<Pos>,)>()
             .with_label("AI")
             .each_async_with(|_, (target, seen), ctx| {
                 let (positions,) = ctx.views();
@@ -142,7 +142,7 @@ fn simulate(workers: usize, ticks: u32) -> (u64, Vec<u32>, usize) {
             }
         });
         r.query::<&Target>()
-            .views::<(Read<Pos>,)>()
+            .views::<(View<Pos>,)>()
             .each_async_with(|e, target, ctx| {
                 let (positions,) = ctx.views();
                 if !positions.contains(target.0) {

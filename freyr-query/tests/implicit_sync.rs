@@ -255,18 +255,18 @@ fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
 
 #[test]
 fn a_component_view_reaches_every_archetype_so_it_waits() {
-    use freyr_query::{Read, Without};
+    use freyr_query::{View, Without};
     let mut registry = Registry::with_workers(4);
     registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
     registry.spawn_batch((0..600u32).map(|i| (A(i), Tagged)));
     registry
         .query_filtered::<&mut A, With<Tagged>>()
         .each_async(|_, a| a.0 += 1);
-    // Matches only untagged entities, but its `Read<A>` view may look up any entity's `A`,
+    // Matches only untagged entities, but its `View<A>` view may look up any entity's `A`,
     // tagged ones included: it must wait for the writer.
     registry
         .query_filtered::<&B, Without<Tagged>>()
-        .views::<Read<A>>()
+        .views::<View<A>>()
         .each_with(|_, _, _| {});
     assert_eq!(registry.implicit_syncs(), 1);
     registry.execute_tasks();

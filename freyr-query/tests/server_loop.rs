@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use freyr_query::{Entity, Phase, Registry, System, TickProfileConfig};
-use freyr_sched::{AsyncPump, Delivered, FixedStep, ManualClock};
+use freyr_time::{AsyncPump, Delivered, FixedStep, ManualClock};
 
 struct Hp(u64);
 

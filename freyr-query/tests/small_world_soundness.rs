@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use freyr_query::{Entity, Read, Registry, Res};
+use freyr_query::{Entity, Registry, Res, View};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos(f32);
@@ -45,7 +45,7 @@ fn overlapping_launches_views_commands_and_direct_access() {
     // View launch: waits for the Pos writer first, then reads others' positions.
     registry
         .query::<(&Link, &mut Seen)>()
-        .views::<(Read<Pos>, Res<Scale>)>()
+        .views::<(View<Pos>, Res<Scale>)>()
         .each_async_with(|e, (link, seen), ctx| {
             let (positions, scale) = ctx.views();
             seen.0 = positions.get(link.0).unwrap().0 * scale.0;
@@ -94,7 +94,7 @@ fn registry_moved_while_a_view_launch_is_in_flight() {
     let (mut registry, es) = world(3);
     registry
         .query::<(&Link, &mut Seen)>()
-        .views::<(Read<Pos>,)>()
+        .views::<(View<Pos>,)>()
         .each_async_with(|_, (link, seen), ctx| {
             let (positions,) = ctx.views();
             seen.0 = positions.get(link.0).unwrap().0;
@@ -115,7 +115,7 @@ fn split_chunks_and_out_of_line_row_loops() {
         .each_async(|_, (p, v)| p.0 += v.0);
     registry
         .query::<(&Link, &mut Seen)>()
-        .views::<(Read<Pos>,)>()
+        .views::<(View<Pos>,)>()
         .rows_per_task(7)
         .each_async_with(|e, (link, seen), ctx| {
             let (positions,) = ctx.views();

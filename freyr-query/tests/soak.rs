@@ -21,7 +21,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, World};
-use freyr_query::{Entity, Phase, QueryFilter, Read, Registry, With, Without};
+use freyr_query::{Entity, Phase, QueryFilter, Registry, View, With, Without};
 
 // ---- components -------------------------------------------------------------------------------
 
@@ -777,11 +777,11 @@ impl Soak {
         )
     }
 
-    /// `each_async_with` + `Read<Val>` view: every linked entity looks at its target's `Val`.
+    /// `each_async_with` + `View<Val>` view: every linked entity looks at its target's `Val`.
     fn op_look(&mut self) -> String {
         self.registry
             .query::<(&Link, &mut Seen)>()
-            .views::<(Read<Val>,)>()
+            .views::<(View<Val>,)>()
             .with_label("Look")
             .each_async_with(|_, (link, seen), ctx| {
                 let (vals,) = ctx.views();

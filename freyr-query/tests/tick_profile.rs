@@ -7,7 +7,8 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::collections::BTreeMap;
 
-use freyr::{Registry, TickExtras, TickProfileConfig, TickReport};
+use freyr::Registry;
+use freyr::profile::{TickExtras, TickProfileConfig, TickReport};
 
 /// Counts the allocations of the thread that turned counting on.
 struct Counting;
@@ -241,7 +242,10 @@ fn the_chrome_trace_parses_and_its_events_cover_every_task_of_the_traced_ticks()
 fn a_late_deadline_job_shows_as_a_stall_in_the_tick_that_waited_for_it() {
     let mut registry = Registry::with_workers(2);
     registry
-        .add_deadline_jobs(1, |_: &mut Registry, _: freyr::Delivered<()>| {})
+        .add_deadline_jobs(
+            1,
+            |_: &mut Registry, _: freyr::time::deadline::Delivered<()>| {},
+        )
         .unwrap();
     registry.enable_tick_profile(TickProfileConfig::default());
     registry.begin_tick(0);

@@ -7,7 +7,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use freyr_query::{Phase, Registry};
-use freyr_sched::{DeadlineError, Delivered, JobStatus};
+use freyr_time::{DeadlineError, Delivered, JobStatus};
 
 struct Log(Vec<String>);
 

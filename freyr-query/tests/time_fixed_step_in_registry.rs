@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use freyr_query::{Phase, Registry};
-use freyr_sched::ManualClock;
+use freyr_time::ManualClock;
 
 struct Ticks(Vec<u64>);
 
@@ -105,7 +105,7 @@ fn a_tick_that_panics_ends_the_frame_but_keeps_its_telemetry() {
 
 #[test]
 fn an_absurd_tick_length_is_refused_by_the_registry() {
-    use freyr_sched::{FixedStepError, MAX_FIXED_DT};
+    use freyr_time::{FixedStepError, MAX_FIXED_DT};
     let mut r = Registry::with_workers(1);
     assert_eq!(
         r.set_fixed_step(Duration::MAX, ManualClock::new()),

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use freyr_query::{Entity, Phase, Registry, TimeStats, With, Without};
-use freyr_sched::{AsyncPump, BudgetQueue, Delivered, ManualClock};
+use freyr_time::{AsyncPump, BudgetQueue, Delivered, ManualClock};
 use time_common::{
     Age, Agent, Board, Label, PathRequest, Pos, Route, Vel, mix, pause, rand, test_grid,
 };

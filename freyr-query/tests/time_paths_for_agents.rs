@@ -7,7 +7,7 @@ mod time_common;
 use std::sync::Arc;
 
 use freyr_query::{Entity, Phase, Registry};
-use freyr_sched::{BudgetQueue, GridPathSearch, Progress, advance_by};
+use freyr_time::{BudgetQueue, GridPathSearch, Progress, advance_by};
 use time_common::{Agent, PathRequest, Route, mix, pause, test_grid};
 
 const AGENTS: u32 = 200;

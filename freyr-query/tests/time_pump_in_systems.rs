@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
 use freyr_query::{Entity, Phase, Registry, System};
-use freyr_sched::{AsyncPump, Completer, Discard, Launch};
+use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
 #[derive(Debug, PartialEq)]
 struct Hp(u32);

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
 use freyr_query::{Entity, Phase, Registry, System};
-use freyr_sched::{AsyncPump, Completer, Discard, Launch};
+use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
 #[derive(Debug, PartialEq)]
 struct Hp(u32);
@@ -138,7 +138,7 @@ struct Despawner {
     pump: AsyncPump<u32, Entity>,
     victim: Entity,
     tally: Arc<Mutex<Tally>>,
-    stats: Arc<Mutex<Option<freyr_sched::PumpStats>>>,
+    stats: Arc<Mutex<Option<freyr_time::PumpStats>>>,
 }
 
 impl System for Despawner {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use freyr_query::{Phase, Registry};
-use freyr_sched::{Clock, Delivered, ManualClock, MonotonicClock};
+use freyr_time::{Clock, Delivered, ManualClock, MonotonicClock};
 use time_common::{Age, Board, Pos, Vel, mix, pause, rand};
 
 /// What arrives from outside the simulation.

@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr_query::Registry;
-use freyr_sched::{DeadlineError, Delivered};
+use freyr_time::{DeadlineError, Delivered};
 
 static DROPPED: [AtomicUsize; 3] = [
     AtomicUsize::new(0),

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use freyr_query::{Entity, Read, Registry, Res};
+use freyr_query::{Entity, Registry, Res, View};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 struct Pos(f32);
@@ -29,7 +29,7 @@ fn ai_pass_reads_other_entities_while_writing_its_own_input() {
     let (mut registry, es) = world(8);
     registry
         .query::<(&Pos, &Chase, &mut Input)>()
-        .views::<(Read<Pos>,)>()
+        .views::<(View<Pos>,)>()
         .each_async_with(|_, (pos, chase, input), ctx| {
             let (positions,) = ctx.views();
             input.0 = positions.get(chase.0).unwrap().0 - pos.0;
@@ -49,7 +49,7 @@ fn views_of_stale_or_missing_entities_are_none() {
     let r = Arc::clone(&results);
     registry
         .query::<&Input>()
-        .views::<(Read<Pos>,)>()
+        .views::<(View<Pos>,)>()
         .each_with(move |e, _, ctx| {
             if e == es[0] {
                 let (positions,) = ctx.views();
@@ -72,7 +72,7 @@ fn a_view_launch_waits_for_writers_of_the_viewed_type_and_blocks_later_writers()
     // Reading Pos through a view conflicts with the in-flight writer: waited for first.
     registry
         .query::<(&Chase, &mut Input)>()
-        .views::<(Read<Pos>,)>()
+        .views::<(View<Pos>,)>()
         .each_async_with(|_, (chase, input), ctx| {
             let (positions,) = ctx.views();
             input.0 = positions.get(chase.0).unwrap().0;
@@ -92,7 +92,7 @@ fn resource_views_and_captured_structures_compose() {
     let scale = Arc::new(3.0f32); // a structure built at tick start, captured
     registry
         .query::<(&Pos, &mut Input)>()
-        .views::<(Res<Grid>, Read<Pos>)>()
+        .views::<(Res<Grid>, View<Pos>)>()
         .each_async_with(move |e, (pos, input), ctx| {
             let (grid, positions) = ctx.views();
             assert_eq!(positions.get(e), Some(pos));

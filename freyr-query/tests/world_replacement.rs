@@ -6,7 +6,7 @@
 use core::mem;
 
 use freyr_core::World;
-use freyr_query::{Read, Registry};
+use freyr_query::{Registry, View};
 
 /// A component that knows when it is read as something else: `check` is always `!value`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -174,7 +174,7 @@ fn views_after_a_replacement_read_the_new_world() {
         let mut r = warmed(workers);
         let target = r.spawn((Checked::new(9),));
         r.query::<&Name>()
-            .views::<(Read<Checked>,)>()
+            .views::<(View<Checked>,)>()
             .each_async_with(move |_, _, ctx| {
                 let (checked,) = ctx.views();
                 assert_eq!(checked.get(target).unwrap().assert_intact(), 9);
@@ -185,7 +185,7 @@ fn views_after_a_replacement_read_the_new_world() {
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let out = seen.clone();
         r.query::<&Name>()
-            .views::<(Read<Checked>,)>()
+            .views::<(View<Checked>,)>()
             .each_async_with(move |e, n, ctx| {
                 let (checked,) = ctx.views();
                 let c = checked.get(e).unwrap();

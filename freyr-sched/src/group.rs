@@ -187,7 +187,8 @@ impl GroupInner {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use freyr::{TaskGroup, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::sched::TaskGroup;
 ///
 /// fn add(sum: &AtomicUsize, i: usize) {
 ///     sum.fetch_add(i, Ordering::Relaxed);
@@ -211,7 +212,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr::TaskGroup::new();
+    /// let group = freyr::sched::TaskGroup::new();
     /// assert!(group.is_done());
     /// assert_eq!(group.panicked(), 0);
     /// ```
@@ -247,7 +248,8 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// fn boom(_: &(), i: usize) {
     ///     if i == 3 {
     ///         panic!("task 3 failed");
@@ -280,7 +282,8 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// fn boom(_: &(), i: usize) {
     ///     if i % 2 == 0 {
     ///         panic!("even");
@@ -314,7 +317,7 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// let group = freyr::TaskGroup::new();
+    /// let group = freyr::sched::TaskGroup::new();
     /// assert!(group.is_done());
     /// ```
     #[must_use]
@@ -328,7 +331,8 @@ impl TaskGroup {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// fn boom(_: &(), _: usize) {
     ///     panic!("boom");
     /// }
@@ -380,7 +384,8 @@ impl Drop for TaskGroup {
 /// # Examples
 ///
 /// ```
-/// use freyr::{TaskGroup, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::sched::TaskGroup;
 /// fn fail(_: &(), _: usize) {
 ///     std::panic::panic_any(7_u32);
 /// }
@@ -422,7 +427,8 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -443,7 +449,8 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }
@@ -464,7 +471,8 @@ impl GroupPanic {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// fn fail(_: &(), _: usize) {
     ///     panic!("x");
     /// }

@@ -29,7 +29,8 @@ use crate::task::Task;
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use freyr::{IndexedJob, TaskGroup, ThreadPool};
+/// use freyr::ThreadPool;
+/// use freyr::sched::{IndexedJob, TaskGroup};
 ///
 /// struct Squares(Vec<AtomicUsize>);
 /// impl IndexedJob for Squares {
@@ -68,7 +69,8 @@ pub trait IndexedJob: Sync {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use freyr::{IndexedJob, TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::{IndexedJob, TaskGroup};
     ///
     /// // Counts how many batches ran; every index is still marked once.
     /// struct Marks { seen: Vec<AtomicUsize>, batches: AtomicUsize }

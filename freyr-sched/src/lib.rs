@@ -15,18 +15,16 @@
 //! 3. **No surprises**: a pool of one runs everything inline; `grain == 0`
 //!    is a clear panic, never a hang; dropping a pool joins its threads.
 //!
-//! Around the tick, the time tools keep the machine's speed out of the
-//! outcome: [`FixedStep`] (fixed `dt`, catch-up clamp, gates),
-//! [`DeadlineScheduler`] (jobs applied at exactly T + K),
-//! [`AsyncPump`] (results drained by their owner, in launch order),
-//! [`BudgetQueue`] of [`Incremental`] jobs (work units per tick, e.g.
-//! [`GridPathSearch`]) and the [`TickGovernor`] (overrun shedding).
+//! This crate is the pool only. The time tools around the tick (fixed step,
+//! deadline jobs, the async pump, work budgets, the overrun governor) live in
+//! `freyr-time`, which builds on it.
 //!
 //! # Example
 //!
 //! ```
 //! use std::sync::atomic::{AtomicUsize, Ordering};
-//! use freyr::{TaskGroup, ThreadPool};
+//! use freyr::ThreadPool;
+//! use freyr::sched::TaskGroup;
 //!
 //! let pool = ThreadPool::new(4); // the calling thread + 3 workers
 //!
@@ -84,7 +82,6 @@ mod sleep;
 mod spin;
 mod sync;
 mod task;
-mod time;
 mod worker_count;
 
 #[doc = include_str!("../PROTOCOL.md")]
@@ -94,9 +91,17 @@ pub mod protocol {}
 /// hand-off (`freyr-query/src/launch/handoff.rs`), so that its loom models in
 /// `loom-tests/` check it with the same cfg as this crate: `std` normally
 /// (the cell a zero-cost wrapper with loom's `with`/`with_mut` API), `loom`
-/// under `--cfg freyr_loom`. Not part of the API.
+/// under `--cfg freyr_loom`; and the blocking backoff step that
+/// `freyr-time`'s pool jobs use where no pool is at hand. Not part of the API.
 #[doc(hidden)]
 pub mod shim {
+    /// One step of the blocking backoff used where no pool is at hand: a few
+    /// yields, then short sleeps (every step a yield under loom).
+    #[inline]
+    pub fn backoff(step: u32) {
+        crate::sync::backoff(step);
+    }
+
     #[cfg(not(freyr_loom))]
     pub use crate::sync::cell::UnsafeCell;
     #[cfg(freyr_loom)]
@@ -105,6 +110,31 @@ pub mod shim {
     pub use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
     #[cfg(not(freyr_loom))]
     pub use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+}
+
+/// Two views of a pool's internals for `freyr-time` (its deadline stall telemetry and its
+/// pool-job ownership checks). Not part of the API.
+#[doc(hidden)]
+pub mod pool_hooks {
+    use crate::ThreadPool;
+
+    /// A pool's identity: a multi-threaded pool is named by its shared state's address, unique
+    /// while it lives (a dropped pool ran all its tasks, so a later pool reusing the address
+    /// cannot strand a waiter). Every pool of one is 0: it runs each job before `spawn`
+    /// returns, so nothing waits on it.
+    #[must_use]
+    pub fn pool_id(pool: &ThreadPool) -> usize {
+        pool.shared()
+            .map_or(0, |shared| core::ptr::from_ref(shared) as usize)
+    }
+
+    /// The tasks the calling thread's slot of `pool` has run so far.
+    #[must_use]
+    pub fn tasks_run_here(pool: &ThreadPool) -> u64 {
+        pool.current_counters()
+            .tasks_run
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// The queue stand-in of the loom build, for the queue models in
@@ -118,16 +148,8 @@ pub mod loom_queue {
 pub use group::{GroupPanic, TaskGroup};
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
-pub use payload::drop_payload;
+pub use payload::{drop_payload, keep_first};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use shared::current_worker_index;
-pub use time::{
-    AsyncPump, BudgetQueue, Clock, Completer, DEFAULT_MAX_CATCHUP_TICKS, DeadlineError,
-    DeadlineScheduler, DeadlineStats, Delivered, Discard, FixedStep, FixedStepError, FrameReport,
-    Gate, GateId, Gates, GovernorError, GovernorParams, Grid, GridError, GridPath, GridPathSearch,
-    Incremental, JobPanic, JobStatus, JobTicket, Launch, Levers, MAX_FIXED_DT, ManualClock,
-    MonotonicClock, Progress, PumpError, PumpStats, TickGovernor, TickWork, WorkBudget, ZeroBudget,
-    advance_by, ai_sample_due, clamp_catchup_ticks, due_tick, octile_distance,
-};
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};

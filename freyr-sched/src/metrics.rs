@@ -87,7 +87,7 @@ impl BusyClock {
 /// # Examples
 ///
 /// ```
-/// let m = freyr::WorkerMetrics::default();
+/// let m = freyr::sched::WorkerMetrics::default();
 /// assert_eq!(m.tasks_run + m.tasks_stolen + m.parks + m.wakeups, 0);
 /// assert_eq!(m.busy, std::time::Duration::ZERO);
 /// ```
@@ -137,7 +137,7 @@ impl PoolMetrics {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{PoolMetrics, WorkerMetrics};
+    /// use freyr::sched::{PoolMetrics, WorkerMetrics};
     /// use std::time::Duration;
     /// let one = WorkerMetrics {
     ///     tasks_run: 2,

@@ -21,7 +21,7 @@ use std::panic::{self, AssertUnwindSafe};
 ///     }
 /// }
 /// let payload = std::panic::catch_unwind(|| std::panic::panic_any(Nasty)).unwrap_err();
-/// freyr::drop_payload(payload); // returns normally
+/// freyr::sched::drop_payload(payload); // returns normally
 /// ```
 pub fn drop_payload(payload: Box<dyn Any + Send + 'static>) {
     let mut payload = payload;
@@ -47,8 +47,18 @@ pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
 }
 
 /// Keeps the first of several caught panics in `first`, dropping later ones with
-/// [`drop_payload`].
-pub(crate) fn keep_first(
+/// [`drop_payload`]: the rule every Freyr tool follows when several callbacks of one call panic
+/// (the first is re-raised, the others are dropped without unwinding).
+///
+/// # Examples
+/// ```
+/// use freyr::sched::keep_first;
+/// let mut first = None;
+/// keep_first(&mut first, Box::new("first"));
+/// keep_first(&mut first, Box::new("second"));
+/// assert_eq!(first.unwrap().downcast_ref::<&str>(), Some(&"first"));
+/// ```
+pub fn keep_first(
     first: &mut Option<Box<dyn Any + Send + 'static>>,
     payload: Box<dyn Any + Send + 'static>,
 ) {

@@ -86,7 +86,7 @@ impl ThreadPoolBuilder {
     /// # Examples
     ///
     /// ```
-    /// let pool = freyr::ThreadPoolBuilder::new().workers(1).build();
+    /// let pool = freyr::sched::ThreadPoolBuilder::new().workers(1).build();
     /// assert_eq!(pool.workers(), 1);
     /// ```
     pub fn new() -> Self {
@@ -287,7 +287,8 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicU64, Ordering};
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     ///
     /// struct Job {
     ///     sums: Vec<AtomicU64>,
@@ -372,7 +373,8 @@ impl ThreadPool {
     ///
     /// ```
     /// use std::sync::atomic::{AtomicUsize, Ordering};
-    /// use freyr::{IndexedJob, TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::{IndexedJob, TaskGroup};
     ///
     /// struct Tally(Vec<AtomicUsize>);
     /// impl IndexedJob for Tally {
@@ -510,7 +512,8 @@ impl ThreadPool {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{TaskGroup, ThreadPool};
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
     /// let pool = ThreadPool::new(2);
     /// let group = TaskGroup::new();
     /// fn nop(_: &(), _: usize) {}

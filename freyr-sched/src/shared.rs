@@ -46,12 +46,12 @@ sync::thread_local! {
 ///
 /// ```
 /// use std::sync::Mutex;
-/// assert_eq!(freyr::current_worker_index(), None); // the test's own thread
+/// assert_eq!(freyr::sched::current_worker_index(), None); // the test's own thread
 /// let pool = freyr::ThreadPool::new(2);
 /// let seen = Mutex::new(Vec::new());
 /// pool.scope(|s| {
 ///     for _ in 0..64 {
-///         s.spawn(|_| seen.lock().unwrap().push(freyr::current_worker_index()));
+///         s.spawn(|_| seen.lock().unwrap().push(freyr::sched::current_worker_index()));
 ///     }
 /// });
 /// // Each task ran on the pool's one background worker or, helping, on this thread.

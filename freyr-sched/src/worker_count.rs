@@ -20,7 +20,7 @@ pub const MAX_WORKERS: usize = 256;
 /// # Examples
 ///
 /// ```
-/// use freyr::{MAX_WORKERS, resolve_worker_count};
+/// use freyr::sched::{MAX_WORKERS, resolve_worker_count};
 /// assert_eq!(resolve_worker_count(0, 8), 8); // auto
 /// assert_eq!(resolve_worker_count(1, 8), 1); // inline
 /// assert_eq!(resolve_worker_count(3, 8), 3); // oversubscription is allowed

@@ -133,7 +133,7 @@ impl TypeAccess {
 /// `reads` and `writes` are disjoint: a component both read and written is recorded as written.
 /// They may be *confined* to a set of archetypes (a query touches only the rows of the archetypes
 /// it matched; [`confine_to`](Access::confine_to)), or apply to every archetype (the default, and
-/// what component views need: `Read<T>` may look at any entity). `resources` lists the resource
+/// what component views need: `View<T>` may look at any entity). `resources` lists the resource
 /// types read. `world_ref` records that the work holds a shared reference to the world itself
 /// (component views do), so nothing may take the world exclusively while it runs; structural
 /// changes take it exclusively and conflict with every launch anyway.
@@ -429,7 +429,7 @@ mod tests {
         let mut b = confined(false, 1);
         b.extend(&res);
         assert_eq!(b.archetypes().map(|s| s.contains(x[1])), Some(true));
-        // An unconfined component access (a `Read<T>` view) makes the whole access unconfined.
+        // An unconfined component access (a `View<T>` view) makes the whole access unconfined.
         let mut view = Access::new();
         view.add_read(c[1]);
         view.set_world_ref();

@@ -10,7 +10,7 @@
 
 use freyr_core::{CommandBuffer, Entity, World};
 
-use crate::commands::Context;
+use crate::commands::EachContext;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::row_path::row_loop;
@@ -118,7 +118,7 @@ row_loop! {
     }
 }
 
-/// Calls `f` for every matched row with a [`Context`] holding `views` and one command buffer.
+/// Calls `f` for every matched row with a [`EachContext`] holding `views` and one command buffer.
 ///
 /// # Safety
 ///
@@ -135,11 +135,11 @@ pub(crate) unsafe fn each_row_with<Q, F, V, C>(
     Q: QueryData,
     F: QueryFilter,
     V: ViewSet,
-    C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
+    C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
 {
     // SAFETY: caller contract.
     let views = unsafe { V::item(views) };
-    let mut ctx = Context::new(views, commands);
+    let mut ctx = EachContext::new(views, commands);
     for matched in state.matched() {
         let archetype = world.archetype(matched.id);
         for chunk in archetype.chunks() {
@@ -161,11 +161,11 @@ row_loop! {
         ptrs: Q::Ptrs,
         entities: &[Entity],
         f: &mut C,
-        ctx: &mut Context<'_, V>,
+        ctx: &mut EachContext<'_, V>,
     ) where {
         Q: QueryData,
         V: ViewSet,
-        C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
+        C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
     } {
         for (row, &entity) in entities.iter().enumerate() {
             // SAFETY: as in `rows`.

@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 use freyr_core::{CommandBuffer, Entity};
 use freyr_sched::{IndexedJob, TaskGroup};
 
-use crate::commands::Context;
+use crate::commands::EachContext;
 use crate::fetch::{ColumnPtr, QueryData};
 use crate::launch::callback::CallbackScope;
 use crate::launch::handoff::{Countdown, TaskSlots};
@@ -148,14 +148,14 @@ where
     }
 }
 
-/// `each_async_with`: a per-row callback with a [`Context`] (views + per-task commands).
+/// `each_async_with`: a per-row callback with a [`EachContext`] (views + per-task commands).
 pub(crate) struct WithContext<F>(pub(crate) F);
 
 impl<Q, V, F> Kernel<Q, V> for WithContext<F>
 where
     Q: QueryData,
     V: ViewSet,
-    F: for<'w> Fn(Entity, Q::Item<'w>, &mut Context<'w, V>) + Send + Sync + 'static,
+    F: for<'w> Fn(Entity, Q::Item<'w>, &mut EachContext<'w, V>) + Send + Sync + 'static,
 {
     type Slot = CommandBuffer;
 
@@ -290,14 +290,14 @@ row_loop! {
     ) where {
         Q: QueryData,
         V: ViewSet,
-        F: for<'w> Fn(Entity, Q::Item<'w>, &mut Context<'w, V>),
+        F: for<'w> Fn(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
     } {
         let (ptrs, entities) = run.ptrs;
         // SAFETY: as in `plain_tasks`.
         unsafe {
             for_each_task(run, slots, next, stop, |task, slot| {
                 // SAFETY: views are valid while the launch is registered (caller contract).
-                let mut ctx = Context::new(V::item(views), slot);
+                let mut ctx = EachContext::new(V::item(views), slot);
                 // SAFETY: as in `plain_tasks`.
                 for (row, entity) in rows(entities, task) {
                     // SAFETY: as in `plain_tasks`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, Entity};
 
-use crate::commands::Context;
+use crate::commands::EachContext;
 use crate::error::QueryError;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
@@ -37,9 +37,9 @@ type QueryTypes<Q, F, V> = fn() -> (Q, F, V);
 /// |-----------------------|------------------------------------|---------------------------------------|
 /// | [`each`](Query::each)             | calling thread, in order | entity, items                         |
 /// | [`each_chunk`](Query::each_chunk) | calling thread, in order | entities slice, column slices         |
-/// | [`each_with`](Query::each_with)   | calling thread, in order | entity, items, [`Context`]            |
+/// | [`each_with`](Query::each_with)   | calling thread, in order | entity, items, [`EachContext`]            |
 /// | [`each_async`](Query::each_async) | one task per chunk       | entity, items                         |
-/// | [`each_async_with`](Query::each_async_with) | one task per chunk | entity, items, [`Context`]      |
+/// | [`each_async_with`](Query::each_async_with) | one task per chunk | entity, items, [`EachContext`]      |
 /// | [`each_async_reduce`](Query::each_async_reduce) | one task per chunk | accumulator, entity, items  |
 ///
 /// The `each_async*` methods run one task per chunk, or per [`rows_per_task`](Query::rows_per_task)
@@ -157,7 +157,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         self
     }
 
-    /// Adds read-only views for the `*_with` callbacks: a tuple of [`Read<T>`](crate::Read)
+    /// Adds read-only views for the `*_with` callbacks: a tuple of [`View<T>`](crate::View)
     /// (random access to any entity's `T`) and [`Res<T>`](crate::Res) (a resource).
     ///
     /// # Panics
@@ -168,7 +168,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Read, Registry};
+    /// use freyr::{Registry, View};
     ///
     /// struct Pos(f32);
     /// struct Chase(freyr::Entity);
@@ -179,7 +179,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// let hunter = registry.spawn((Pos(4.0), Chase(target), Gap(0.0)));
     /// registry
     ///     .query::<(&Pos, &Chase, &mut Gap)>()
-    ///     .views::<(Read<Pos>,)>()
+    ///     .views::<(View<Pos>,)>()
     ///     .each_with(|_, (pos, chase, gap), ctx| {
     ///         let (positions,) = ctx.views();
     ///         gap.0 = positions.get(chase.0).unwrap().0 - pos.0;
@@ -202,14 +202,14 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Read, Registry};
+    /// use freyr::{Registry, View};
     ///
     /// struct Pos(f32);
     ///
     /// let mut registry = Registry::with_workers(1);
     /// let err = registry
     ///     .query::<&mut Pos>()
-    ///     .try_views::<(Read<Pos>,)>()
+    ///     .try_views::<(View<Pos>,)>()
     ///     .err()
     ///     .unwrap();
     /// assert!(err.to_string().contains("Pos"));
@@ -268,6 +268,8 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// assert_eq!(order, [0, 1, 2, 3, 4]);
     /// ```
     #[inline]
+    #[doc(alias = "for_each")]
+    #[doc(alias = "iter")]
     pub fn each<C>(self, mut f: C)
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>),
@@ -326,7 +328,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
             });
     }
 
-    /// Like [`each`](Query::each), with a [`Context`] giving the views `V` and a commands handle.
+    /// Like [`each`](Query::each), with a [`EachContext`] giving the views `V` and a commands handle.
     /// The commands apply at the next sync point, after those of earlier launches.
     ///
     /// # Panics
@@ -354,9 +356,10 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// assert!(!registry.contains(dead));
     /// assert!(registry.contains(alive));
     /// ```
+    #[doc(alias = "for_each_with")]
     pub fn each_with<C>(self, mut f: C)
     where
-        C: for<'w> FnMut(Entity, Q::Item<'w>, &mut Context<'w, V>),
+        C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
     {
         let label = self.label;
         self.registry
@@ -425,6 +428,8 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// registry.query::<&Pos>().each(|_, p| ok &= p.0 == 3.0);
     /// assert!(ok);
     /// ```
+    #[doc(alias = "par_iter")]
+    #[doc(alias = "par_for_each")]
     pub fn each_async<C>(self, f: C)
     where
         C: for<'w> Fn(Entity, Q::Item<'w>) + Send + Sync + 'static,
@@ -432,7 +437,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         self.launch(Plain(f));
     }
 
-    /// Like [`each_async`](Query::each_async), with a [`Context`] giving the views `V` and a
+    /// Like [`each_async`](Query::each_async), with a [`EachContext`] giving the views `V` and a
     /// per-chunk commands handle. Commands apply at the sync point in (launch, chunk, row, record)
     /// order; a panicking chunk's commands are discarded.
     ///
@@ -464,9 +469,10 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// registry.execute_tasks();
     /// assert_eq!(registry.len(), 50);
     /// ```
+    #[doc(alias = "par_for_each_with")]
     pub fn each_async_with<C>(self, f: C)
     where
-        C: for<'w> Fn(Entity, Q::Item<'w>, &mut Context<'w, V>) + Send + Sync + 'static,
+        C: for<'w> Fn(Entity, Q::Item<'w>, &mut EachContext<'w, V>) + Send + Sync + 'static,
     {
         self.launch(WithContext(f));
     }

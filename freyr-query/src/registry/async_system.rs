@@ -6,7 +6,7 @@ use core::fmt;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
-use freyr_sched::{AsyncPump, Completer, Discard, Launch};
+use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
 use crate::first_panic::keep_first;
 use crate::phase::Phase;
@@ -19,7 +19,7 @@ use super::systems::System;
 /// # Examples
 ///
 /// ```
-/// use freyr::Process;
+/// use freyr::time::pump::Process;
 /// let on_pool: Process<u32, String> = Process::on_pool(|| Ok(6 * 7));
 /// assert!(matches!(on_pool, Process::Pool(_)));
 /// let elsewhere: Process<u32, String> = Process::elsewhere(|done| drop(done.complete(42)));
@@ -90,7 +90,8 @@ pub struct Launched<Q> {
 ///
 /// ```
 /// use std::sync::Arc;
-/// use freyr::{AsyncSystem, Launched, Phase, Process, Registry};
+/// use freyr::{AsyncSystem, Phase, Registry};
+/// use freyr::time::pump::{Launched, Process};
 ///
 /// struct Total(u64);
 ///

@@ -5,8 +5,9 @@
 use core::any::{Any, TypeId};
 use std::panic::{self, AssertUnwindSafe};
 
-use freyr_sched::{
-    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, ThreadPool,
+use freyr_sched::ThreadPool;
+use freyr_time::{
+    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket,
 };
 use hashbrown::HashMap;
 
@@ -132,7 +133,7 @@ impl Registry {
     ///
     /// ```
     /// use freyr::Registry;
-    /// use freyr::Delivered;
+    /// use freyr::time::deadline::Delivered;
     ///
     /// struct Score(u64);
     ///
@@ -198,7 +199,7 @@ impl Registry {
     /// ```
     /// use freyr::Registry;
     /// let mut registry = Registry::with_workers(2);
-    /// registry.add_deadline_jobs(3, |_: &mut Registry, _: freyr::Delivered<u8>| {}).unwrap();
+    /// registry.add_deadline_jobs(3, |_: &mut Registry, _: freyr::time::deadline::Delivered<u8>| {}).unwrap();
     /// registry.update(0.1);
     /// let ticket = registry.request_job((), |()| 7u8).unwrap();
     /// assert_eq!((ticket.requested_at(), ticket.due()), (1, 4));
@@ -234,7 +235,7 @@ impl Registry {
     ///
     /// ```
     /// use freyr::Registry;
-    /// use freyr::{DeadlineError, Delivered, JobStatus};
+    /// use freyr::time::deadline::{DeadlineError, Delivered, JobStatus};
     /// let mut a = Registry::with_workers(1);
     /// let mut b = Registry::with_workers(1);
     /// for r in [&mut a, &mut b] {
@@ -274,7 +275,7 @@ impl Registry {
     ///
     /// ```
     /// use freyr::Registry;
-    /// use freyr::{DeadlineError, Delivered};
+    /// use freyr::time::deadline::{DeadlineError, Delivered};
     /// let mut registry = Registry::with_workers(2);
     /// registry.add_deadline_jobs(2, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
     /// registry.request_job((), |()| 1u8).unwrap();

@@ -207,7 +207,9 @@ impl Registry {
     }
 
     /// Queues `entity` for destruction at the next sync point (after that sync point's commands).
-    /// A handle that is stale by then is skipped and counted as a stale command.
+    /// A handle that is stale by then is skipped and counted as a stale command. To despawn now
+    /// instead (waiting for in-flight work first), use [`despawn`](Registry::despawn); to record
+    /// a despawn from inside a callback, [`Commands::despawn`](crate::Commands::despawn).
     ///
     /// # Examples
     ///

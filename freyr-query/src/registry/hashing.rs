@@ -26,7 +26,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash};
+    /// use freyr::hash::StableHasher;
     ///
     /// struct Pos(f32);
     /// impl StableHash for Pos {
@@ -92,7 +93,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash};
+    /// use freyr::hash::StableHasher;
     ///
     /// struct Health(u32);
     /// impl StableHash for Health {

@@ -112,6 +112,8 @@ static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 /// registry.execute_tasks();
 /// assert_eq!(registry.profile().implicit_syncs, 1);
 /// ```
+#[doc(alias = "App")]
+#[doc(alias = "Schedule")]
 pub struct Registry {
     // In-flight work is retired in `Drop::drop`, before any field drops.
     /// The world, the resources, the pool and the in-flight launches, reachable only through

@@ -45,7 +45,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Registry, StableHash, StableHasher};
+    /// use freyr::{Registry, StableHash};
+    /// use freyr::hash::StableHasher;
     ///
     /// struct Pos(f32);
     /// impl StableHash for Pos {

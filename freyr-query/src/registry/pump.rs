@@ -8,7 +8,7 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use freyr_core::Entity;
-use freyr_sched::{AsyncPump, Discard};
+use freyr_time::{AsyncPump, Discard};
 
 use crate::first_panic::keep_first;
 
@@ -40,7 +40,7 @@ impl Registry {
     /// ```
     /// use freyr::Entity;
     /// use freyr::{Phase, Registry, System};
-    /// use freyr::AsyncPump;
+    /// use freyr::time::pump::AsyncPump;
     ///
     /// struct Label(String);
     ///

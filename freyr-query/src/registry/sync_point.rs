@@ -44,6 +44,9 @@ impl Registry {
     /// assert_eq!(registry.query::<&Tree>().count(), 1);
     /// assert_eq!(registry.query::<&Seed>().count(), 0);
     /// ```
+    #[doc(alias = "apply_deferred")]
+    #[doc(alias = "flush")]
+    #[doc(alias = "maintain")]
     pub fn execute_tasks(&mut self) {
         self.guard("Registry::execute_tasks");
         if let Some(panic) = self.sync_point() {

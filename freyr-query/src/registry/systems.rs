@@ -98,6 +98,7 @@ impl Registry {
     /// registry.update(0.016);
     /// assert_eq!(registry.resource::<Log>().unwrap().0, ["update a", "update b", "post"]);
     /// ```
+    #[doc(alias = "add_systems")]
     pub fn add_system<S: System>(&mut self, phase: Phase, system: S) {
         self.systems[phase.index()].push(Box::new(system));
     }
@@ -127,7 +128,8 @@ impl Registry {
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use freyr::{AsyncSystem, Discard, Launched, Phase, Process, Registry};
+    /// use freyr::{AsyncSystem, Phase, Registry};
+    /// use freyr::time::pump::{Discard, Launched, Process};
     ///
     /// struct Never; // its work is handed to a thread that never answers
     /// impl AsyncSystem for Never {
@@ -213,6 +215,8 @@ impl Registry {
     /// }
     /// assert_eq!(registry.get::<Age>(e).unwrap().0, 3);
     /// ```
+    #[doc(alias = "run_schedule")]
+    #[doc(alias = "run")]
     pub fn update(&mut self, dt: f32) {
         self.guard("Registry::update");
         assert!(

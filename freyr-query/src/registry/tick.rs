@@ -65,7 +65,9 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{ManualClock, Phase, Registry, TickProfileConfig};
+    /// use freyr::{Phase, Registry};
+    /// use freyr::profile::TickProfileConfig;
+    /// use freyr::time::ManualClock;
     ///
     /// struct Pos(f32);
     ///
@@ -134,7 +136,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Registry, TickProfileConfig};
+    /// use freyr::Registry;
+    /// use freyr::profile::TickProfileConfig;
     /// let mut registry = Registry::with_workers(1);
     /// assert!(!registry.is_tracing());
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 3..4, ..Default::default() });
@@ -156,7 +159,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use freyr::{Registry, TickProfileConfig, TraceKind};
+    /// use freyr::Registry;
+    /// use freyr::profile::{TickProfileConfig, TraceKind};
     ///
     /// let mut registry = Registry::with_workers(2);
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
@@ -164,7 +168,7 @@ impl Registry {
     /// let stamps = std::sync::Mutex::new(Vec::new());
     /// registry.pool().parallel_for(4, 1, |_| {
     ///     let start = Instant::now();
-    ///     let worker = freyr::current_worker_index();
+    ///     let worker = freyr::sched::current_worker_index();
     ///     stamps.lock().unwrap().push((start, Instant::now(), worker));
     /// });
     /// for (start, end, worker) in stamps.into_inner().unwrap() {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use freyr_sched::{Clock, DeadlineStats, FixedStep, FixedStepError, FrameReport, Gate, GateId};
+use freyr_time::{Clock, DeadlineStats, FixedStep, FixedStepError, FrameReport, Gate, GateId};
 
 use super::Registry;
 use super::deadlines::Deadlines;
@@ -118,14 +118,14 @@ impl Registry {
     ///
     /// [`FixedStepError::ZeroDt`] if `dt` is under a nanosecond;
     /// [`FixedStepError::DtTooLong`] if it is longer than
-    /// [`MAX_FIXED_DT`](freyr_sched::MAX_FIXED_DT) (one hour).
+    /// [`MAX_FIXED_DT`](freyr_time::MAX_FIXED_DT) (one hour).
     ///
     /// # Examples
     ///
     /// ```
     /// use std::time::Duration;
     /// use freyr::Registry;
-    /// use freyr::ManualClock;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(2);
@@ -166,7 +166,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.set_fixed_step(Duration::from_millis(5), freyr::ManualClock::new()).unwrap();
+    /// registry.set_fixed_step(Duration::from_millis(5), freyr::time::ManualClock::new()).unwrap();
     /// registry.fixed_step_mut().unwrap().set_max_catchup_ticks(2).unwrap();
     /// assert_eq!(registry.fixed_step().unwrap().max_catchup_ticks(), 2);
     /// ```
@@ -191,7 +191,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// use freyr::Registry;
-    /// use freyr::ManualClock;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(2);
@@ -241,7 +241,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{ManualClock, Registry};
+    /// use freyr::Registry;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(1);
@@ -278,7 +279,8 @@ impl Registry {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use freyr::{GovernorParams, Phase, Registry, TickGovernor};
+    /// use freyr::{Phase, Registry};
+    /// use freyr::time::{GovernorParams, TickGovernor};
     ///
     /// let mut registry = Registry::with_workers(1);
     /// let mut governor = TickGovernor::new(GovernorParams::default()).unwrap();
@@ -312,7 +314,8 @@ impl Registry {
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Phase, Registry, TickProfileConfig};
+    /// use freyr::{Phase, Registry};
+    /// use freyr::profile::TickProfileConfig;
     ///
     /// let mut registry = Registry::with_workers(1);
     /// registry.enable_tick_profile(TickProfileConfig::default());
@@ -360,7 +363,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// use freyr::Registry;
-    /// use freyr::ManualClock;
+    /// use freyr::time::ManualClock;
     ///
     /// let clock = ManualClock::new();
     /// let mut registry = Registry::with_workers(1);
@@ -382,7 +385,7 @@ impl Registry {
     /// ```
     /// use std::time::Duration;
     /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.set_fixed_step(Duration::from_millis(1), freyr::ManualClock::new()).unwrap();
+    /// registry.set_fixed_step(Duration::from_millis(1), freyr::time::ManualClock::new()).unwrap();
     /// let gate = registry.add_gate(|_: u64| true);
     /// assert!(registry.remove_gate(gate));
     /// ```

@@ -4,7 +4,7 @@
 //! # The soundness argument
 //!
 //! `each_async` tasks run on pool threads while the registry goes on with other work. They hold
-//! raw pointers into the world (archetypes, chunk columns, the world itself for `Read<T>`
+//! raw pointers into the world (archetypes, chunk columns, the world itself for `View<T>`
 //! views) and into the resources (`Res<T>` views). The one rule that keeps this free of data
 //! races and use-after-free:
 //!

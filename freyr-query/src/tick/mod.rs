@@ -19,8 +19,11 @@ use std::time::{Duration, Instant};
 
 use crate::profiler::ProfileReport;
 
-pub use self::report::{TickReport, WindowStats};
-pub use self::trace::{TraceEvent, TraceKind};
+pub use self::report::{
+    LabelMs, LabelSummary, LoadFactorSummary, PhaseMs, PhaseSummary, Summary, TickJson, TickReport,
+    WindowStats,
+};
+pub use self::trace::{CALLER_ROW, TICK_ROW, TraceEvent, TraceKind};
 
 use self::trace::TraceLog;
 
@@ -36,8 +39,8 @@ use self::trace::TraceLog;
 /// # Examples
 ///
 /// ```
-/// let config = freyr::TickProfileConfig::default();
-/// assert_eq!(config.window, freyr::TickProfileConfig::DEFAULT_WINDOW);
+/// let config = freyr::profile::TickProfileConfig::default();
+/// assert_eq!(config.window, freyr::profile::TickProfileConfig::DEFAULT_WINDOW);
 /// assert_eq!(config.window, 3600); // one minute at 60 Hz
 /// assert!(config.trace_ticks.is_empty());
 /// ```
@@ -76,7 +79,7 @@ impl Default for TickProfileConfig {
 /// # Examples
 ///
 /// ```
-/// let extras = freyr::TickExtras { load_factor: 0.7, ..Default::default() };
+/// let extras = freyr::profile::TickExtras { load_factor: 0.7, ..Default::default() };
 /// assert_eq!(extras.dropped_ticks, 0);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -182,7 +185,8 @@ struct OpenTick {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Registry, TickExtras, TickProfileConfig};
+/// use freyr::Registry;
+/// use freyr::profile::{TickExtras, TickProfileConfig};
 ///
 /// struct Pos(f32);
 ///

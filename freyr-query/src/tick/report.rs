@@ -25,9 +25,11 @@
 //! enabled. Times are milliseconds as numbers; percentiles are nearest-rank over the window. Fields are
 //! only ever added (and `version` raised); none is renamed or removed.
 
+#[cfg(feature = "json")]
 use std::io::{self, Write};
 use std::time::Duration;
 
+#[cfg(feature = "json")]
 use serde::{Deserialize, Serialize};
 
 use super::{TickProfile, TickRecord};
@@ -38,28 +40,29 @@ use super::{TickProfile, TickRecord};
 ///
 /// ```
 /// use std::time::Duration;
-/// let stats = freyr::WindowStats::of((1..=100).map(Duration::from_millis));
+/// let stats = freyr::profile::WindowStats::of((1..=100).map(Duration::from_millis));
 /// assert_eq!(stats.p50_ms, 50.0);
 /// assert_eq!(stats.p99_ms, 99.0);
 /// assert_eq!(stats.max_ms, 100.0);
 /// assert_eq!(stats.mean_ms, 50.5);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct WindowStats {
     /// The EWMA (tick wall time only; 0 elsewhere).
-    #[serde(rename = "ewma")]
+    #[cfg_attr(feature = "json", serde(rename = "ewma"))]
     pub ewma_ms: f64,
     /// The mean.
-    #[serde(rename = "mean")]
+    #[cfg_attr(feature = "json", serde(rename = "mean"))]
     pub mean_ms: f64,
     /// The median (nearest rank).
-    #[serde(rename = "p50")]
+    #[cfg_attr(feature = "json", serde(rename = "p50"))]
     pub p50_ms: f64,
     /// The 99th percentile (nearest rank).
-    #[serde(rename = "p99")]
+    #[cfg_attr(feature = "json", serde(rename = "p99"))]
     pub p99_ms: f64,
     /// The largest value.
-    #[serde(rename = "max")]
+    #[cfg_attr(feature = "json", serde(rename = "max"))]
     pub max_ms: f64,
 }
 
@@ -83,7 +86,8 @@ impl WindowStats {
 }
 
 /// A named phase's statistics.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct PhaseSummary {
     /// The phase.
     pub name: String,
@@ -92,7 +96,8 @@ pub struct PhaseSummary {
 }
 
 /// A label's statistics.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct LabelSummary {
     /// The label.
     pub label: String,
@@ -105,7 +110,8 @@ pub struct LabelSummary {
 }
 
 /// The lowest and the latest load factor.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct LoadFactorSummary {
     /// The lowest over the window.
     pub min: f64,
@@ -114,7 +120,8 @@ pub struct LoadFactorSummary {
 }
 
 /// The window's summary.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct Summary {
     /// Tick wall time.
     pub wall_ms: WindowStats,
@@ -143,7 +150,8 @@ pub struct Summary {
 }
 
 /// A phase's share of one tick.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct PhaseMs {
     /// The phase.
     pub name: String,
@@ -152,7 +160,8 @@ pub struct PhaseMs {
 }
 
 /// A label's share of one tick.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct LabelMs {
     /// The label.
     pub label: String,
@@ -165,7 +174,8 @@ pub struct LabelMs {
 }
 
 /// One tick, as the report writes it (see [`TickRecord`](super::TickRecord)).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 #[allow(missing_docs)] // each field is its TickRecord namesake, in milliseconds where timed
 pub struct TickJson {
     pub tick: u64,
@@ -188,7 +198,8 @@ pub struct TickJson {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Registry, TickExtras, TickProfileConfig, TickReport};
+/// use freyr::Registry;
+/// use freyr::profile::{TickExtras, TickProfileConfig, TickReport};
 ///
 /// let mut registry = Registry::with_workers(1);
 /// registry.enable_tick_profile(TickProfileConfig::default());
@@ -203,7 +214,8 @@ pub struct TickJson {
 /// assert_eq!(back.ticks[0].phases[0].name, "idle");
 /// assert_eq!(back.summary.load_factor.min, 0.5);
 /// ```
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
 pub struct TickReport {
     /// Always `"freyr.tick_profile"`.
     pub schema: String,
@@ -312,7 +324,8 @@ impl TickProfile {
         }
     }
 
-    /// Writes [`report`](Self::report) as pretty-printed JSON.
+    /// Writes [`report`](Self::report) as pretty-printed JSON. Needs the `json` feature (of
+    /// `freyr`, or of `freyr-query`), which is off by default.
     ///
     /// # Examples
     ///
@@ -330,6 +343,8 @@ impl TickProfile {
     /// # Errors
     ///
     /// Any error of `out`.
+    #[cfg(feature = "json")]
+    #[doc(alias = "serde")]
     pub fn write_json(&self, out: impl Write) -> io::Result<()> {
         serde_json::to_writer_pretty(out, &self.report()).map_err(io::Error::other)
     }
@@ -338,12 +353,13 @@ impl TickProfile {
     /// `chrome://tracing`): a JSON object whose `traceEvents` hold one thread-name record per
     /// thread row and one complete (`"ph": "X"`) event per span, `ts` and `dur` in
     /// microseconds, `cat` the [`TraceKind`](super::TraceKind), and in `args` the tick and, for
-    /// tasks, the launch and the task range `first_task..end_task`.
+    /// tasks, the launch and the task range `first_task..end_task`. Needs the `json` feature.
     ///
     /// # Examples
     ///
     /// ```
-    /// use freyr::{Registry, TickProfileConfig};
+    /// use freyr::Registry;
+    /// use freyr::profile::TickProfileConfig;
     ///
     /// let mut registry = Registry::with_workers(2);
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
@@ -366,6 +382,7 @@ impl TickProfile {
     /// # Errors
     ///
     /// Any error of `out`.
+    #[cfg(feature = "json")]
     pub fn write_chrome_trace(&self, out: impl Write) -> io::Result<()> {
         self.trace.write_chrome(out)
     }

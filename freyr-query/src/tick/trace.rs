@@ -11,9 +11,11 @@
 //! tid 2.. "worker i"   Integrate 4..20 ████ AI 16..32 ███             the registry helps too
 //! ```
 
+#[cfg(feature = "json")]
 use std::io::{self, Write};
 use std::time::Instant;
 
+#[cfg(feature = "json")]
 use serde::Serialize;
 
 /// What a [`TraceEvent`] shows.
@@ -21,11 +23,15 @@ use serde::Serialize;
 /// # Examples
 ///
 /// ```
-/// let json = serde_json::to_string(&freyr::TraceKind::Sync).unwrap();
-/// assert_eq!(json, "\"sync\""); // the `cat` of a Chrome trace event
+/// # #[cfg(feature = "json")] {
+/// let json = serde_json::to_string(&freyr::profile::TraceKind::Sync).unwrap();
+/// assert_eq!(json, "\"sync\""); // the `cat` of a Chrome trace event (feature `json`)
+/// # }
+/// assert_ne!(freyr::profile::TraceKind::Sync, freyr::profile::TraceKind::Tick);
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "json", derive(Serialize))]
+#[cfg_attr(feature = "json", serde(rename_all = "snake_case"))]
 pub enum TraceKind {
     /// A whole tick.
     Tick,
@@ -54,7 +60,8 @@ pub(crate) fn row_of(worker: Option<usize>) -> u32 {
 /// # Examples
 ///
 /// ```
-/// use freyr::{Registry, TickProfileConfig, TraceKind};
+/// use freyr::Registry;
+/// use freyr::profile::{TickProfileConfig, TraceKind};
 ///
 /// struct Pos(f32);
 ///
@@ -199,6 +206,7 @@ impl TraceLog {
     }
 
     /// Writes the events as a Chrome trace-event JSON object.
+    #[cfg(feature = "json")]
     pub(crate) fn write_chrome(&self, out: impl Write) -> io::Result<()> {
         #[derive(Serialize)]
         struct Args {

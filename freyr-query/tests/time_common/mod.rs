@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use freyr_query::{Entity, StableHash, StableHasher};
-use freyr_sched::{GridPath, GridPathSearch, Incremental, Progress, WorkBudget};
+use freyr_time::{GridPath, GridPathSearch, Incremental, Progress, WorkBudget};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Pos {
@@ -98,8 +98,8 @@ pub fn rand(e: Entity, tick: u64, salt: u64) -> u64 {
 }
 
 /// A 24 x 24 grid with walls that force detours.
-pub fn test_grid() -> freyr_sched::Grid {
-    let mut grid = freyr_sched::Grid::new(24, 24);
+pub fn test_grid() -> freyr_time::Grid {
+    let mut grid = freyr_time::Grid::new(24, 24);
     for y in 2..22 {
         grid.set_blocked(8, y, true);
         grid.set_blocked(16, 23 - y, true);
@@ -119,7 +119,7 @@ pub struct PathRequest {
 impl PathRequest {
     pub fn new(
         agent: Entity,
-        grid: &Arc<freyr_sched::Grid>,
+        grid: &Arc<freyr_time::Grid>,
         from: (u32, u32),
         to: (u32, u32),
     ) -> Self {

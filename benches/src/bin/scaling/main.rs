@@ -25,6 +25,9 @@ mod ai;
 #[path = "../../../../examples/server_tick/grid.rs"]
 mod grid;
 #[allow(dead_code)]
+#[path = "../../../../examples/server_tick/levers.rs"]
+mod levers;
+#[allow(dead_code)]
 #[path = "../../../../examples/server_tick/peer.rs"]
 mod peer;
 #[allow(dead_code)]
