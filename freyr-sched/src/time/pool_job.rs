@@ -17,7 +17,7 @@ use crate::group::TaskGroup;
 use crate::job::IndexedJob;
 use crate::payload::drop_payload;
 use crate::pool::ThreadPool;
-use crate::sync;
+use freyr_sync as sync;
 
 /// A job that panicked: the panic's message, delivered in place of its
 /// result.
