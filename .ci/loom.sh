@@ -17,9 +17,13 @@
 #     patch without a model in the table below, or a model row without a patch.
 #
 # Production sources carry no trace of the mutants. The scratch copy builds
-# into the same target dir, so loom and the rest of the dependency tree are
-# built once; a mutant rebuilds only the crate its patch touches and the ones
-# above it (~20 s on 2 cores).
+# into the same target dir (cargo names a workspace crate's artifacts by its
+# path relative to the workspace root, so the copy shares them), so loom and
+# the rest of the dependency tree are built once; a mutant rebuilds only the
+# crate its patch touches and the ones above it (~20 s on 2 cores). After the
+# last mutant the copy is rebuilt unpatched, so the target dir holds only real
+# code; a run cut short before that leaves a marker, and the next run throws
+# the possibly mutated crates away first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -142,6 +146,16 @@ run_model() {
     fi
 }
 
+# A previous run stopped inside the mutant loop: its last mutant's artifacts
+# may still be in the target dir, with fingerprints newer than the real
+# sources. Drop the workspace crates (loom and the other dependencies stay).
+DIRTY=$CARGO_TARGET_DIR/mutant-artifacts
+if [[ -e $DIRTY ]]; then
+    echo "::: loom: a previous run stopped inside the mutant loop; rebuilding the workspace crates"
+    cargo clean --release --quiet -p freyr-sync -p freyr-sched -p freyr-query -p freyr-loom-tests
+    rm -f "$DIRTY"
+fi
+
 # Fail before the long runs when a patch went stale.
 make_scratch
 for pair in "${PAIRS[@]}"; do
@@ -188,6 +202,7 @@ echo "::: loom: scratch copy in $SCRATCH built in $(($(now) - t0)) s"
 
 failures=0
 table=()
+touch "$DIRTY"
 for pair in "${PAIRS[@]}"; do
     IFS='|' read -r mutant file test <<<"$pair"
     t0=$(now)
@@ -229,6 +244,10 @@ for pair in "${PAIRS[@]}"; do
     table+=("$(printf '%-29s %-13s %-6s %-6s %s' "$mutant" "$file" "${tb}s" "${tr}s" "$verdict")" "    model: $test")
     echo "::: loom: mutant $mutant: $verdict"
 done
+# Every patch is reversed: rebuild the copy so the target dir holds the real
+# code again (the last mutant's crate is the only one still mutated).
+(cd "$SCRATCH" && build)
+rm -f "$DIRTY"
 rm -rf "$SCRATCH"
 
 

@@ -1,6 +1,6 @@
 //! Waiting for a [`TaskGroup`]: the one part of a group that needs its pool.
-//! It lives above both `pool.rs` and `group.rs` (which know nothing of each
-//! other's waiting), so imports point one way.
+//! The pool submits into groups and waiting helps the pool, so this lives
+//! above both `group.rs` and `pool.rs`, and imports point one way.
 
 use std::panic;
 

@@ -531,7 +531,6 @@ mod tests {
     fn pools_and_groups_are_send_and_sync() {
         assert_send_sync::<ThreadPool>();
         assert_send_sync::<TaskGroup>();
-        assert_send_sync::<crate::Scope<'_, '_>>();
     }
 
     #[test]
