@@ -1,31 +1,37 @@
 #!/usr/bin/env bash
 # Loom model checking of freyr-sched's protocol and freyr-query's launch
-# hand-off, plus the mutants that prove
-# each model can fail. Called by .ci/run; runnable on its own from any
-# directory. Prints a per-step timing and a mutant table.
+# hand-off, plus the mutants that prove each model can fail. Called by
+# .ci/run; runnable on its own from any directory. Prints a per-step timing
+# and a mutant table.
 #
 #  1. Builds loom-tests in --release (with debug assertions and overflow
 #     checks on) with RUSTFLAGS="--cfg freyr_loom" in its own target dir and
 #     runs every model, each in its own process
 #     (cargo-nextest; loom aborts the process on a deadlock). All must pass.
-#  2. For each (mutant, model) pair, rebuilds freyr-sched and freyr-query with
-#     --cfg freyr_mutant="<mutant>" and runs that one model, which must FAIL
-#     (an assertion, an abort or a loom-detected deadlock all count). A model
-#     that passes with its mutant planted proves nothing: CI fails.
+#  2. Copies the workspace's sources (not target/) into a scratch directory,
+#     and for each (mutant, model) pair applies loom-tests/mutants/<mutant>.patch
+#     there, runs that one model, which must FAIL (an assertion, an abort or a
+#     loom-detected deadlock all count), and reverses the patch. A model that
+#     passes with its mutant planted proves nothing: CI fails. So does a patch
+#     that no longer applies (a stale mutant proves nothing either), and a
+#     patch without a model in the table below, or a model row without a patch.
 #
-# Cost: the mutant cfg is injected by freyr-sched's and freyr-query's build.rs from
-# FREYR_MUTANT (only under --cfg freyr_loom) rather than through RUSTFLAGS.
-# RUSTFLAGS is part of every crate's fingerprint, so changing it per mutant
-# would rebuild loom and its whole dependency tree (~30 s on 2 cores) once per
-# mutant; FREYR_MUTANT rebuilds only freyr-sched, freyr-query and loom-tests
-# (~20 s).
-# RUSTFLAGS="--cfg freyr_loom --cfg freyr_mutant=\"name\"" works too (the code
-# is gated on the cfg either way), just slower.
+# Production sources carry no trace of the mutants. The scratch copy builds
+# into the same target dir (cargo names a workspace crate's artifacts by its
+# path relative to the workspace root, so the copy shares them), so loom and
+# the rest of the dependency tree are built once; a mutant rebuilds only the
+# crate its patch touches and the ones above it (~20 s on 2 cores). After the
+# last mutant the copy is rebuilt unpatched, so the target dir holds only real
+# code; a run cut short before that leaves a marker, and the next run throws
+# the possibly mutated crates away first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CARGO_TERM_COLOR=never
 export CARGO_TARGET_DIR="${FREYR_LOOM_TARGET_DIR:-$PWD/target/loom}"
+# Absolute: the mutant runs build from a scratch copy into the same dir.
+mkdir -p "$CARGO_TARGET_DIR"
+CARGO_TARGET_DIR=$(cd "$CARGO_TARGET_DIR" && pwd)
 export RUSTFLAGS="--cfg freyr_loom"
 export LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-2}"
 export LOOM_MAX_BRANCHES="${LOOM_MAX_BRANCHES:-10000}"
@@ -35,11 +41,10 @@ export LOOM_MAX_BRANCHES="${LOOM_MAX_BRANCHES:-10000}"
 # cargo's environment so the shared profiles stay as they are.
 export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
-unset FREYR_MUTANT
 # A model or mutant run that takes longer than this is a CI failure.
 MODEL_TIMEOUT="${FREYR_LOOM_MODEL_TIMEOUT:-300}"
 
-# mutant | test file | model (test name)
+# mutant (loom-tests/mutants/<mutant>.patch) | test file | model (test name)
 PAIRS=(
     "decrement_before_run|groups|the_wait_returns_after_every_task_and_sees_their_effects"
     "no_recheck_before_sleep|park|a_worker_parking_during_a_submission_never_misses_the_wake_up"
@@ -58,7 +63,7 @@ PAIRS=(
     "is_done_relaxed|groups|the_wait_returns_after_every_task_and_sees_their_effects"
     "announce_relaxed|groups|two_groups_waited_on_two_threads_each_return_after_their_own_work"
     "queue_publish_relaxed|queues|owner_pop_and_thief_steal_of_the_last_task_take_it_exactly_once"
-    # freyr-query's launch hand-off (planted by freyr-query's build.rs).
+    # freyr-query's launch hand-off.
     "handoff_slot_index_shift|query_handoff|every_task_slot_reaches_the_retiring_thread_exactly_once"
     "handoff_countdown_relaxed|query_handoff|the_last_finisher_is_unique_and_stamps_the_end_after_every_task"
     "handoff_last_check_off_by_one|query_handoff|the_last_finisher_is_unique_and_stamps_the_end_after_every_task"
@@ -78,6 +83,56 @@ build() {
     cargo test --release -p freyr-loom-tests --no-run --quiet
 }
 
+MUTANTS_DIR=$PWD/loom-tests/mutants
+SCRATCH=$CARGO_TARGET_DIR/mutant-src
+
+# Every patch has a row, every row a patch.
+for patch in "$MUTANTS_DIR"/*.patch; do
+    name=$(basename "$patch" .patch)
+    found=0
+    for pair in "${PAIRS[@]}"; do
+        [[ ${pair%%|*} == "$name" ]] && found=1
+    done
+    if [[ $found == 0 ]]; then
+        echo "::: loom: $patch has no model in .ci/loom.sh's PAIRS" >&2
+        exit 1
+    fi
+done
+for pair in "${PAIRS[@]}"; do
+    if [[ ! -f $MUTANTS_DIR/${pair%%|*}.patch ]]; then
+        echo "::: loom: mutant ${pair%%|*} has no patch $MUTANTS_DIR/${pair%%|*}.patch" >&2
+        exit 1
+    fi
+done
+
+# make_scratch: a fresh copy of the workspace's sources (tracked and untracked,
+# not ignored: no target/) in $SCRATCH, with their modification times.
+make_scratch() {
+    rm -rf "$SCRATCH"
+    mkdir -p "$SCRATCH"
+    if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        git ls-files -z --cached --others --exclude-standard |
+            while IFS= read -r -d '' f; do
+                if [[ -e $f ]]; then printf '%s\0' "$f"; fi
+            done |
+            tar --null -T - -cf - | tar -xf - -C "$SCRATCH"
+    else
+        tar --exclude=./target -cf - . | tar -xf - -C "$SCRATCH"
+    fi
+}
+
+# apply_mutant NAME [-R]: applies (or, with -R, reverses) a mutant's patch in
+# $SCRATCH; fails loudly when it does not apply cleanly.
+apply_mutant() {
+    local patch=$MUTANTS_DIR/$1.patch
+    shift
+    if ! (cd "$SCRATCH" && patch -p1 --batch --forward --dry-run -s "$@" <"$patch" >/dev/null &&
+        patch -p1 --batch --forward -s "$@" <"$patch"); then
+        echo "::: loom: $patch does not apply to the sources (stale mutant: update it)" >&2
+        exit 1
+    fi
+}
+
 # run_model FILE TEST: runs one model in its own process; returns its status.
 run_model() {
     local file=$1 test=$2
@@ -90,6 +145,26 @@ run_model() {
             --quiet -- --exact "$test"
     fi
 }
+
+# A previous run stopped inside the mutant loop: its last mutant's artifacts
+# may still be in the target dir, with fingerprints newer than the real
+# sources. Drop the workspace crates (loom and the other dependencies stay).
+DIRTY=$CARGO_TARGET_DIR/mutant-artifacts
+if [[ -e $DIRTY ]]; then
+    echo "::: loom: a previous run stopped inside the mutant loop; rebuilding the workspace crates"
+    cargo clean --release --quiet -p freyr-sync -p freyr-sched -p freyr-query -p freyr-loom-tests
+    rm -f "$DIRTY"
+fi
+
+# Fail before the long runs when a patch went stale.
+make_scratch
+for pair in "${PAIRS[@]}"; do
+    mutant=${pair%%|*}
+    if ! (cd "$SCRATCH" && patch -p1 --batch --forward --dry-run -s <"$MUTANTS_DIR/$mutant.patch" >/dev/null); then
+        echo "::: loom: $MUTANTS_DIR/$mutant.patch does not apply to the sources (stale mutant: update it)" >&2
+        exit 1
+    fi
+done
 
 echo "::: loom: target dir $CARGO_TARGET_DIR, LOOM_MAX_PREEMPTIONS=$LOOM_MAX_PREEMPTIONS LOOM_MAX_BRANCHES=$LOOM_MAX_BRANCHES"
 t0=$(now)
@@ -121,22 +196,29 @@ if [[ ${FREYR_LOOM_DEEP:-1} == 1 && $HAVE_NEXTEST == 1 ]]; then
     echo "::: loom: all models pass at LOOM_MAX_PREEMPTIONS=$((LOOM_MAX_PREEMPTIONS + 1)) in $(($(now) - t0)) s"
 fi
 
+t0=$(now)
+(cd "$SCRATCH" && build)
+echo "::: loom: scratch copy in $SCRATCH built in $(($(now) - t0)) s"
+
 failures=0
 table=()
+touch "$DIRTY"
 for pair in "${PAIRS[@]}"; do
     IFS='|' read -r mutant file test <<<"$pair"
     t0=$(now)
-    if ! FREYR_MUTANT=$mutant build; then
+    apply_mutant "$mutant"
+    if ! (cd "$SCRATCH" && build); then
         echo "::: loom: mutant $mutant does not build" >&2
         exit 1
     fi
     tb=$(($(now) - t0))
     t1=$(now)
     set +e
-    FREYR_MUTANT=$mutant run_model "$file" "$test" >"$CARGO_TARGET_DIR/mutant-$mutant.log" 2>&1
+    (cd "$SCRATCH" && run_model "$file" "$test") >"$CARGO_TARGET_DIR/mutant-$mutant.log" 2>&1
     status=$?
     set -e
     tr=$(($(now) - t1))
+    apply_mutant "$mutant" -R
     if [[ $status == 0 ]]; then
         verdict="SURVIVED (model passed: CI failure)"
         failures=$((failures + 1))
@@ -162,9 +244,12 @@ for pair in "${PAIRS[@]}"; do
     table+=("$(printf '%-29s %-13s %-6s %-6s %s' "$mutant" "$file" "${tb}s" "${tr}s" "$verdict")" "    model: $test")
     echo "::: loom: mutant $mutant: $verdict"
 done
+# Every patch is reversed: rebuild the copy so the target dir holds the real
+# code again (the last mutant's crate is the only one still mutated).
+(cd "$SCRATCH" && build)
+rm -f "$DIRTY"
+rm -rf "$SCRATCH"
 
-# Leave the target dir built without mutants.
-build
 
 echo
 echo "::: loom: mutant table (every model must be killed by its mutant)"

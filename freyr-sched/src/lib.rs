@@ -1,5 +1,5 @@
 //! Freyr scheduling: a work-stealing thread pool, task groups and
-//! `parallel_for`, written against a loom-checkable sync shim.
+//! `parallel_for`, written against the loom-checkable sync shim `freyr-sync`.
 //!
 //! Goals, in order:
 //! 1. **Correct under any interleaving**: every task runs exactly once, a
@@ -63,54 +63,30 @@
 //! # The loom cfg
 //!
 //! Built with `RUSTFLAGS="--cfg freyr_loom"`, every primitive of the protocol
-//! comes from `loom` (see the `sync` module), the queues become lock-free
-//! stand-ins (a slot array on loom's atomics) of
-//! capacity 2, and spinning is off. Mutants
-//! for the models are planted under `cfg(freyr_mutant = "...")` (set through
-//! `RUSTFLAGS` or, cheaper, the `FREYR_MUTANT` variable read by `build.rs`
-//! under `freyr_loom` only). Neither cfg is meant for users.
+//! comes from `loom` (through the `freyr-sync` crate), the queues become
+//! lock-free stand-ins (a slot array on loom's atomics) of capacity 2, and
+//! spinning is off. The cfg is not meant for users. The mutants that prove
+//! each model can fail are patches in `loom-tests/mutants/`, applied by
+//! `.ci/loom.sh` to a scratch copy of the sources: nothing of them is here.
 
 mod group;
+mod group_inner;
+mod group_wait;
 mod job;
 mod lcg;
 mod metrics;
+mod parallel_for;
 mod payload;
 mod pool;
 mod scope;
 mod shared;
 mod sleep;
 mod spin;
-mod sync;
 mod task;
 mod worker_count;
 
 #[doc = include_str!("../PROTOCOL.md")]
 pub mod protocol {}
-
-/// The sync shim's atomics and `UnsafeCell`, for freyr-query's launch
-/// hand-off (`freyr-query/src/launch/handoff.rs`), so that its loom models in
-/// `loom-tests/` check it with the same cfg as this crate: `std` normally
-/// (the cell a zero-cost wrapper with loom's `with`/`with_mut` API), `loom`
-/// under `--cfg freyr_loom`; and the blocking backoff step that
-/// `freyr-time`'s pool jobs use where no pool is at hand. Not part of the API.
-#[doc(hidden)]
-pub mod shim {
-    /// One step of the blocking backoff used where no pool is at hand: a few
-    /// yields, then short sleeps (every step a yield under loom).
-    #[inline]
-    pub fn backoff(step: u32) {
-        crate::sync::backoff(step);
-    }
-
-    #[cfg(not(freyr_loom))]
-    pub use crate::sync::cell::UnsafeCell;
-    #[cfg(freyr_loom)]
-    pub use loom::cell::UnsafeCell;
-    #[cfg(freyr_loom)]
-    pub use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-    #[cfg(not(freyr_loom))]
-    pub use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-}
 
 /// Two views of a pool's internals for `freyr-time` (its deadline stall telemetry and its
 /// pool-job ownership checks). Not part of the API.
@@ -137,15 +113,8 @@ pub mod pool_hooks {
     }
 }
 
-/// The queue stand-in of the loom build, for the queue models in
-/// `loom-tests/`. Exists only under `--cfg freyr_loom`; not part of the API.
-#[cfg(freyr_loom)]
-#[doc(hidden)]
-pub mod loom_queue {
-    pub use crate::sync::loom_impl::Queue;
-}
-
-pub use group::{GroupPanic, TaskGroup};
+pub use group::TaskGroup;
+pub use group_inner::GroupPanic;
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use payload::{drop_payload, keep_first};

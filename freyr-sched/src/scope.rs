@@ -246,6 +246,13 @@ mod tests {
         s.spawn(move |s| fan_out(s, depth - 1, leaves));
     }
 
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn scopes_are_send_and_sync() {
+        assert_send_sync::<super::Scope<'_, '_>>();
+    }
+
     #[test]
     fn nested_spawns_are_all_waited_for() {
         for workers in [1, 2, 4] {

@@ -6,15 +6,16 @@ use core::cell::Cell;
 use core::ptr;
 use std::panic::{self, AssertUnwindSafe};
 
-use crate::group::GroupInner;
+use crate::group_inner::GroupInner;
 use crate::lcg::Lcg;
 use crate::metrics::{BusyClock, CachePadded, Counters, PoolMetrics};
 use crate::sleep::{Sleep, Sleeper};
 use crate::spin::Spin;
-use crate::sync::{
-    self, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue, StartLatch,
-};
 use crate::task::{RunBatch, RunIndex, Task};
+use freyr_sync::{
+    self as sync, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue,
+    StartLatch,
+};
 
 /// Who the current thread is, as far as pools care.
 #[derive(Clone, Copy)]
@@ -177,10 +178,7 @@ impl Shared {
         let queue = &self.queues[lcg.below(self.queues.len())].0;
         if let Err(task) = queue.push(task) {
             // MUTANT `overflow_drop`: a full queue silently loses the task.
-            #[cfg(not(freyr_mutant = "overflow_drop"))]
             self.overflow.push(task);
-            #[cfg(freyr_mutant = "overflow_drop")]
-            let _ = task;
         }
     }
 
@@ -194,11 +192,8 @@ impl Shared {
         // Submit step 1 (count before publishing). MUTANT
         // `increment_after_publish` counts after the push: the task can run
         // and decrement first, and a waiter sees zero too early.
-        #[cfg(not(freyr_mutant = "increment_after_publish"))]
         group.add(1);
         with_producer_lcg(|lcg| self.enqueue(task, lcg));
-        #[cfg(freyr_mutant = "increment_after_publish")]
-        group.add(1);
         self.sleep.new_work(1);
     }
 
@@ -281,11 +276,6 @@ impl Shared {
         let mut next = task.start;
         let mut end = task.end;
         // MUTANT `decrement_before_run`: completes the indices before they ran.
-        #[cfg(freyr_mutant = "decrement_before_run")]
-        // SAFETY: (mutant) the group is alive while its count is non-zero.
-        unsafe {
-            self.complete(task.group, end - next);
-        }
         loop {
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
                 self.run_range(&task, &mut next, &mut end, lcg)
@@ -298,13 +288,10 @@ impl Shared {
                     unsafe { (*task.group).record_panic(payload) };
                     // MUTANT `no_decrement_on_panic`: a panicking task never
                     // completes; its group's wait hangs.
-                    #[cfg(freyr_mutant = "no_decrement_on_panic")]
-                    return;
                 }
             }
         }
         self.counters[slot].0.add_run(end - task.start);
-        #[cfg(not(freyr_mutant = "decrement_before_run"))]
         // SAFETY: this thread owns the indices `task.start..end`: they were
         // counted at submission and are completed exactly once, here.
         unsafe {
@@ -334,9 +321,6 @@ impl Shared {
         let mid = next + (*end - next) / 2;
         // MUTANT `split_overlap`: the upper half starts one index early, so
         // index `mid - 1` runs twice.
-        #[cfg(freyr_mutant = "split_overlap")]
-        let upper_start = mid - 1;
-        #[cfg(not(freyr_mutant = "split_overlap"))]
         let upper_start = mid;
         let upper = Task {
             start: upper_start,
@@ -358,12 +342,9 @@ impl Shared {
         // SAFETY: forwarded to the caller.
         let wake = unsafe { GroupInner::complete(group, n) };
         // MUTANT `no_wake_on_group_done`: the sleeping waiter is never told.
-        #[cfg(not(freyr_mutant = "no_wake_on_group_done"))]
         if wake {
             self.sleep.wake_group_waiters();
         }
-        #[cfg(freyr_mutant = "no_wake_on_group_done")]
-        let _ = wake;
     }
 
     /// Runs `task`, opening a busy episode first if none is open.
@@ -434,16 +415,8 @@ impl Shared {
     pub(crate) fn shut_down(&self) {
         // MUTANT `shutdown_flag_after_notify`: wakes first, then sets the
         // flag: a worker that re-checks in between sleeps forever.
-        #[cfg(not(freyr_mutant = "shutdown_flag_after_notify"))]
-        {
-            self.shutdown.store(true, Ordering::SeqCst);
-            self.sleep.wake_all();
-        }
-        #[cfg(freyr_mutant = "shutdown_flag_after_notify")]
-        {
-            self.sleep.wake_all();
-            self.shutdown.store(true, Ordering::SeqCst);
-        }
+        self.shutdown.store(true, Ordering::SeqCst);
+        self.sleep.wake_all();
     }
 
     fn is_shut_down(&self) -> bool {
@@ -510,7 +483,6 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
 #[cfg(all(test, not(freyr_loom)))]
 mod tests {
     use super::*;
-    use crate::group::TaskGroup;
     use crate::job::run_body_batch;
     use std::sync::atomic::AtomicUsize;
 
@@ -531,20 +503,20 @@ mod tests {
     fn a_full_queue_spills_to_overflow_and_loses_nothing() {
         let shared = Shared::new(2); // one queue, no worker threads here
         let counter = AtomicUsize::new(0);
-        let group = TaskGroup::new();
+        let group = GroupInner::new();
         let tasks = QUEUE_CAPACITY + 10;
         for _ in 0..tasks {
             // SAFETY: `counter` and `group` outlive the wait below.
             unsafe {
                 shared.submit_one(
-                    group.inner(),
+                    &group,
                     Task {
                         run: run_body_batch,
                         job: (&raw const counter).cast(),
                         body: Some(erased()),
                         start: 0,
                         end: 1,
-                        group: group.inner(),
+                        group: &group,
                     },
                 );
             }
@@ -553,7 +525,7 @@ mod tests {
             !shared.overflow.is_empty(),
             "the queue must have overflowed"
         );
-        shared.wait_until_done(group.inner());
+        shared.wait_until_done(&group);
         assert_eq!(counter.load(Ordering::Relaxed), tasks);
         assert!(!shared.has_work());
         assert_eq!(shared.metrics().total().tasks_run, tasks as u64);
@@ -563,11 +535,11 @@ mod tests {
     fn a_batch_is_a_few_ranges_covering_every_index_once() {
         let shared = Shared::new(3); // two queues
         let counter = AtomicUsize::new(0);
-        let group = TaskGroup::new();
+        let group = GroupInner::new();
         // SAFETY: `counter` and `group` outlive the wait below.
         unsafe {
             shared.submit_range(
-                group.inner(),
+                &group,
                 run_body_batch,
                 (&raw const counter).cast(),
                 Some(erased()),

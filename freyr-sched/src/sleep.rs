@@ -3,7 +3,7 @@
 //! refer to it.
 
 use crate::metrics::Counters;
-use crate::sync::{self, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
+use freyr_sync::{self as sync, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
 
 /// Which condition variable a thread sleeps on.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -84,7 +84,6 @@ impl Sleep {
         // the sleeper's announcement, or the sleeper's re-check sees the push.
         // MUTANT `no_fence_in_submit` removes it: the load may read a stale
         // zero while the sleeper's re-check misses the push (model 2).
-        #[cfg(not(freyr_mutant = "no_fence_in_submit"))]
         fence(Ordering::SeqCst);
         if self.sleepers.load(Ordering::Relaxed) != 0 {
             self.wake(tasks);
@@ -142,20 +141,13 @@ impl Sleep {
         // 2. Order the announcement before the re-check's loads. MUTANT
         //    `no_fence_in_park` removes it: the re-check may miss a push
         //    whose pusher read a stale zero (model 2).
-        #[cfg(not(freyr_mutant = "no_fence_in_park"))]
         fence(Ordering::SeqCst);
         // 3. Lock: a waker's critical section is entirely before or after.
         let mut state = sync::lock(&self.state);
         // 4. Re-check. MUTANT `no_recheck_before_sleep` skips it: a push that
         //    landed between our last search and the announcement (so its
         //    pusher saw no sleeper) is then never noticed.
-        #[cfg(not(freyr_mutant = "no_recheck_before_sleep"))]
         let idle = still_idle();
-        #[cfg(freyr_mutant = "no_recheck_before_sleep")]
-        let idle = {
-            let _ = still_idle;
-            true
-        };
         if idle {
             counters.add_park();
             state = self.wait(kind, state);

@@ -13,7 +13,7 @@
 //! wakes them.
 
 use crate::sleep::Sleeper;
-use crate::sync::{AtomicUsize, Ordering, SpinClock};
+use freyr_sync::{AtomicUsize, Ordering, SpinClock};
 
 /// The pool's spin policy and the count of workers spinning now.
 pub(crate) struct Spin {

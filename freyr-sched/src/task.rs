@@ -1,6 +1,6 @@
 //! The queued unit of work: a small `Copy` value, never a heap allocation.
 
-use crate::group::GroupInner;
+use crate::group_inner::GroupInner;
 use crate::sleep::Sleep;
 
 /// A batch runner: runs indices `*next..end` of `task`'s job in order,

@@ -17,7 +17,7 @@ use freyr_sched::IndexedJob;
 use freyr_sched::TaskGroup;
 use freyr_sched::ThreadPool;
 use freyr_sched::drop_payload;
-use freyr_sched::shim as sync;
+use freyr_sync as sync;
 
 /// A job that panicked: the panic's message, delivered in place of its
 /// result.

@@ -1,6 +1,10 @@
 //! Loom models of freyr-sched's protocol live in `tests/`; build them with
 //! `RUSTFLAGS="--cfg freyr_loom"` (see `.ci/loom.sh`). This library holds the
 //! helpers the models share. Without the cfg it is empty.
+//!
+//! `mutants/` holds one patch per mutant: a change to the production sources
+//! that breaks one protocol step. `.ci/loom.sh` applies each to a scratch copy
+//! of the workspace and requires the model named in the patch to fail.
 #![cfg(freyr_loom)]
 
 use std::panic;

@@ -3,8 +3,8 @@
 #![cfg(freyr_loom)]
 
 use freyr_loom_tests::{Tally, check, hit, require};
-use freyr_sched::loom_queue::Queue;
 use freyr_sched::{TaskGroup, ThreadPool};
+use freyr_sync::Queue;
 use loom::sync::Arc;
 
 /// Model 3. Owner pop and thief steal are the same `pop` on the same queue

@@ -1,8 +1,7 @@
 //! The hand-off between a launch's tasks and the thread that retires it: per-task output slots
 //! and the countdown that lets the last task to finish stamp the launch's end. Written against
-//! freyr-sched's sync shim (`freyr_sched::shim`), so the loom models in `loom-tests/`
-//! (`query_handoff.rs`) check this very code; in a normal build the shim is `std` and the cell
-//! wrapper compiles away.
+//! the sync shim (`freyr-sync`), so the loom models in `loom-tests/` (`query_handoff.rs`) check
+//! this very code; in a normal build the shim is `std` and the cell wrapper compiles away.
 //!
 //! The protocol (freyr-sched's PROTOCOL.md, "The query launch hand-off"):
 //! - task `i` runs exactly once, on one thread, and only it writes `slots[i]`
@@ -13,7 +12,7 @@
 //!   takes it to zero is unique, and happens after every other task finished, so the end stamp
 //!   it writes is no earlier than any task's end.
 
-use freyr_sched::shim::{AtomicU64, AtomicUsize, Ordering, UnsafeCell};
+use freyr_sync::{AtomicU64, AtomicUsize, Ordering, UnsafeCell};
 
 /// One output slot per task of a launch, written only by the task that owns the index and read
 /// only at retirement.
@@ -45,12 +44,9 @@ impl<S> TaskSlots<S> {
     /// If `index` is out of range.
     #[inline(always)]
     pub unsafe fn with_mut<R>(&self, index: usize, f: impl FnOnce(&mut S) -> R) -> R {
-        #[cfg(not(freyr_mutant = "handoff_slot_index_shift"))]
+        // MUTANT `handoff_slot_index_shift`: a task writes its neighbour's slot (the last two
+        // tasks share the last slot, and the first slot stays unset).
         let cell = &self.0[index];
-        // Mutant: a task writes its neighbour's slot (the last two tasks share the last slot,
-        // and the first slot stays unset).
-        #[cfg(freyr_mutant = "handoff_slot_index_shift")]
-        let cell = &self.0[(index + 1).min(self.0.len() - 1)];
         // SAFETY: this is the only access to the slot during the call (caller contract).
         cell.with_mut(|slot| f(unsafe { &mut *slot }))
     }
@@ -88,17 +84,13 @@ impl Countdown {
     /// call `false`.
     #[inline]
     pub fn finish(&self, n: usize, stamp: impl FnOnce() -> u64) -> bool {
-        #[cfg(not(freyr_mutant = "handoff_countdown_relaxed"))]
+        // MUTANT `handoff_countdown_relaxed`: the decrement orders nothing, so the last
+        // finisher need not see the others.
         let order = Ordering::AcqRel;
-        // Mutant: the decrement orders nothing, so the last finisher need not see the others.
-        #[cfg(freyr_mutant = "handoff_countdown_relaxed")]
-        let order = Ordering::Relaxed;
         let before = self.remaining.fetch_sub(n, order);
-        #[cfg(not(freyr_mutant = "handoff_last_check_off_by_one"))]
+        // MUTANT `handoff_last_check_off_by_one`: the next-to-last finisher believes it is the
+        // last.
         let last = before == n;
-        // Mutant: the next-to-last finisher believes it is the last.
-        #[cfg(freyr_mutant = "handoff_last_check_off_by_one")]
-        let last = before == n + 1;
         if last {
             self.end.store(stamp().max(1), Ordering::Release);
         }

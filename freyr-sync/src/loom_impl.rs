@@ -6,38 +6,40 @@ use std::io;
 
 use super::loom_slots::Slots;
 
-pub(crate) use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
-pub(crate) use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
-pub(crate) use loom::thread::{JoinHandle, yield_now};
-pub(crate) use loom::thread_local;
+pub use loom::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering, fence};
+pub use loom::sync::{Arc, Condvar, Mutex, MutexGuard};
+pub use loom::thread::{JoinHandle, yield_now};
+pub use loom::thread_local;
 
 /// Tiny, so that a model with three submissions reaches the overflow path.
-pub(crate) const QUEUE_CAPACITY: usize = 2;
+pub const QUEUE_CAPACITY: usize = 2;
 /// Under loom a spin phase is spent before it starts: every spin round
 /// would only multiply the interleavings, and spinning never decides
 /// correctness (a thread that does not spin parks, and parking is checked).
-pub(crate) struct SpinClock;
+pub struct SpinClock;
 
 impl SpinClock {
-    pub(crate) fn start(_oversubscribed: bool) -> Self {
+    /// Starts a phase (already spent).
+    pub fn start(_oversubscribed: bool) -> Self {
         SpinClock
     }
-    pub(crate) fn spent(&self) -> bool {
+    /// Always `true`: the phase is spent before it starts.
+    pub fn spent(&self) -> bool {
         true
     }
-    pub(crate) fn pause(&mut self) {
+    /// A yield, so loom schedules another thread.
+    pub fn pause(&mut self) {
         yield_now();
     }
 }
 
 /// One piece per background worker: in a pool of two, a batch of two indices is one range task that
 /// has to be split at run time (the path model 8 checks).
-pub(crate) const PIECES_PER_WORKER: usize = 1;
+pub const PIECES_PER_WORKER: usize = 1;
 
 /// Stand-in for `crossbeam_queue::ArrayQueue`: bounded, MPMC, lock-free,
 /// with the real queue's release/acquire hand-off and nothing more
-/// ([`Slots`]). Public (through `freyr_sched::loom_queue`) only so the queue
-/// model can race pops on it directly.
+/// ([`Slots`]); the queue models in `loom-tests/` race pops on it directly.
 pub struct Queue<T>(Slots<T>);
 
 impl<T: Copy> Queue<T> {
@@ -70,54 +72,58 @@ const OVERFLOW_CAPACITY: usize = 4;
 /// Stand-in for `crossbeam_queue::SegQueue`: the same slots as [`Queue`]
 /// (`SegQueue` hands values off the same way: release on publish, acquire
 /// on take), bounded at a size no model reaches.
-pub(crate) struct Injector<T>(Slots<T>);
+pub struct Injector<T>(Slots<T>);
 
 impl<T: Copy> Injector<T> {
-    pub(crate) fn new() -> Self {
+    /// An empty overflow stand-in.
+    pub fn new() -> Self {
         Injector(Slots::new(OVERFLOW_CAPACITY))
     }
-    pub(crate) fn push(&self, value: T) {
+    /// Pushes `value`.
+    ///
+    /// # Panics
+    ///
+    /// If the model overflows more than the stand-in holds (shrink the model).
+    pub fn push(&self, value: T) {
         assert!(
             self.0.push(value).is_ok(),
-            "freyr-sched (loom): the overflow stand-in holds {OVERFLOW_CAPACITY} tasks; \
+            "freyr-sync (loom): the overflow stand-in holds {OVERFLOW_CAPACITY} tasks; \
              shrink the model or raise OVERFLOW_CAPACITY"
         );
     }
-    pub(crate) fn pop(&self) -> Option<T> {
+    /// Takes a value, or `None` when there is none.
+    pub fn pop(&self) -> Option<T> {
         self.0.pop()
     }
-    pub(crate) fn is_empty(&self) -> bool {
+    /// Whether no value was published when it was read.
+    pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 }
 
 /// A fixed seed: loom replays executions, so nothing may vary between them.
-pub(crate) fn lcg_seed() -> u64 {
+pub fn lcg_seed() -> u64 {
     0x853c_49e6_748f_ea9b
 }
 
 /// Models run with small, explicit pool sizes; "auto" means 2.
-pub(crate) fn available_parallelism() -> usize {
+pub fn available_parallelism() -> usize {
     2
 }
 
 /// A loop that retries because of another thread must yield under loom, so
 /// loom schedules that thread and lets the retry's loads see newer values.
-pub(crate) fn retry_hint() {
+pub fn retry_hint() {
     yield_now();
 }
 
 /// Under loom every backoff step is a yield.
-pub(crate) fn backoff(_step: u32) {
+pub fn backoff(_step: u32) {
     yield_now();
 }
 
 /// Spawns a named loom thread (loom ignores the stack size).
-pub(crate) fn spawn_worker<F>(
-    name: String,
-    stack_size: Option<usize>,
-    f: F,
-) -> io::Result<JoinHandle<()>>
+pub fn spawn_worker<F>(name: String, stack_size: Option<usize>, f: F) -> io::Result<JoinHandle<()>>
 where
     F: FnOnce() + Send + 'static,
 {
@@ -129,18 +135,21 @@ where
 }
 
 /// No pinning inside a model.
-pub(crate) fn pin_current_thread(_n: usize) -> bool {
+pub fn pin_current_thread(_n: usize) -> bool {
     false
 }
 
 /// Under loom the start latch is a no-op: models start racing at once, and
 /// start-up is not part of the protocol being checked.
-pub(crate) struct StartLatch;
+pub struct StartLatch;
 
 impl StartLatch {
-    pub(crate) fn new() -> Self {
+    /// A latch (a no-op).
+    pub fn new() -> Self {
         StartLatch
     }
-    pub(crate) fn started(&self) {}
-    pub(crate) fn wait_for(&self, _n: usize) {}
+    /// Nothing.
+    pub fn started(&self) {}
+    /// Returns at once.
+    pub fn wait_for(&self, _n: usize) {}
 }

@@ -6,6 +6,15 @@
 /// `core::cell::UnsafeCell` with loom's access API. Under `--cfg freyr_loom`
 /// the shim exports `loom::cell::UnsafeCell` instead, which checks every
 /// access made through these closures for data races.
+///
+/// # Examples
+///
+/// ```
+/// let cell = freyr_sync::UnsafeCell::new(1_u8);
+/// // SAFETY: no other access to the cell exists during either call.
+/// cell.with_mut(|p| unsafe { *p = 2 });
+/// assert_eq!(cell.with(|p| unsafe { *p }), 2);
+/// ```
 #[derive(Debug, Default)]
 #[repr(transparent)]
 pub struct UnsafeCell<T>(core::cell::UnsafeCell<T>);

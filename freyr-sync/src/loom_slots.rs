@@ -62,7 +62,7 @@ unsafe impl<T: Send> Send for Slots<T> {}
 impl<T: Copy> Slots<T> {
     /// An empty bag of `cap` (> 0) slots.
     pub(crate) fn new(cap: usize) -> Self {
-        assert!(cap > 0, "freyr-sched: a queue needs at least one slot");
+        assert!(cap > 0, "freyr-sync: a queue needs at least one slot");
         Slots {
             slots: (0..cap)
                 .map(|_| Slot {
@@ -90,10 +90,7 @@ impl<T: Copy> Slots<T> {
                 // MUTANT `queue_publish_relaxed`: the slot is published
                 // without release, so its taker may read it before the
                 // write (loom: a causality violation).
-                #[cfg(not(freyr_mutant = "queue_publish_relaxed"))]
                 slot.state.store(FULL, Ordering::Release);
-                #[cfg(freyr_mutant = "queue_publish_relaxed")]
-                slot.state.store(FULL, Ordering::Relaxed);
                 return Ok(());
             }
         }
@@ -117,22 +114,12 @@ impl<T: Copy> Slots<T> {
 
     /// Moves `slot` from full to taking; `false` when it is not full or
     /// another popper took it first.
-    #[cfg(not(freyr_mutant = "pop_not_atomic"))]
     fn claim(&self, slot: &Slot<T>) -> bool {
+        // MUTANT `pop_not_atomic`: a load and a store instead of the CAS, so
+        // two poppers can both take the last value.
         slot.state
             .compare_exchange(FULL, TAKING, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
-    }
-
-    /// MUTANT `pop_not_atomic`: a load and a store instead of the CAS, so
-    /// two poppers can both take the last value.
-    #[cfg(freyr_mutant = "pop_not_atomic")]
-    fn claim(&self, slot: &Slot<T>) -> bool {
-        if slot.state.load(Ordering::Acquire) != FULL {
-            return false;
-        }
-        slot.state.store(TAKING, Ordering::Relaxed);
-        true
     }
 
     /// Whether no slot held a published value when it was read.
