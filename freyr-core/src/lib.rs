@@ -43,6 +43,7 @@ mod archetype;
 mod arena;
 mod bundle;
 mod chunk;
+mod chunk_ref;
 mod column;
 mod command;
 mod component;
@@ -58,7 +59,7 @@ pub const CHUNK_CAPACITY: usize = 512;
 
 pub use crate::archetype::{Archetype, ArchetypeId};
 pub use crate::bundle::Bundle;
-pub use crate::chunk::ChunkRef;
+pub use crate::chunk_ref::ChunkRef;
 pub use crate::command::{ApplyReport, CommandBuffer};
 pub use crate::component::{Component, ComponentId, ComponentInfo};
 pub use crate::entity::Entity;
