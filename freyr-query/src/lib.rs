@@ -93,10 +93,10 @@ pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
 pub use crate::state::QueryState;
-pub use crate::tick::{
-    LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
-    TraceKind, WindowStats,
-};
+pub use crate::tick::record::{LabelTick, TickRecord, WindowStats};
+pub use crate::tick::report::TickReport;
+pub use crate::tick::trace::{TraceEvent, TraceKind};
+pub use crate::tick::{TickExtras, TickProfile, TickProfileConfig};
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 
 pub use freyr_core::Entity;
