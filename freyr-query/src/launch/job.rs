@@ -34,7 +34,7 @@ use crate::fetch::{ColumnPtr, QueryData};
 use crate::launch::callback::CallbackScope;
 use crate::launch::handoff::{Countdown, TaskSlots};
 use crate::launch::reduce::ReduceSlot;
-use crate::launch::{Spans, TaskRun};
+use crate::launch::spans::{Spans, TaskRun};
 use crate::row_path::row_loop;
 use crate::tick::trace::{TaskSpan, nanos_since, row_of};
 use crate::view::ViewSet;

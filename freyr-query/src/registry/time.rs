@@ -7,52 +7,9 @@
 
 use std::time::Duration;
 
-use freyr_sched::{Clock, DeadlineStats, FixedStep, FixedStepError, FrameReport, Gate, GateId};
+use freyr_sched::{Clock, FixedStep, FixedStepError, FrameReport, Gate, GateId};
 
-use super::Registry;
-use super::deadlines::Deadlines;
-
-/// The clock a registry's fixed step reads: any [`Clock`] that can move between threads.
-pub type BoxedClock = Box<dyn Clock + Send>;
-
-/// The registry's time state.
-#[derive(Default)]
-pub(crate) struct TimeState {
-    /// The tick running (inside `update`) or next to run.
-    pub(crate) tick: u64,
-    pub(crate) fixed: Option<FixedStep<BoxedClock>>,
-    pub(crate) stats: TimeStats,
-    pub(crate) deadlines: Deadlines,
-}
-
-/// Time telemetry of a registry, in [`ProfileReport::time`](crate::ProfileReport::time): ticks
-/// and frames run, ticks dropped by the catch-up clamp, gate refusals, and the deadline jobs'
-/// stall telemetry (late jobs, stall time, tasks the collecting thread helped with).
-///
-/// # Examples
-///
-/// ```
-/// let mut registry = freyr::Registry::with_workers(1);
-/// registry.update(0.016);
-/// let time = registry.profile().time;
-/// assert_eq!(time.ticks, 1);
-/// assert_eq!(time.deadlines.late_jobs, 0);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimeStats {
-    /// Ticks run ([`Registry::update`] calls, from [`Registry::run_frame`] or direct).
-    pub ticks: u64,
-    /// Frames run by [`Registry::run_frame`].
-    pub frames: u64,
-    /// Ticks the catch-up clamp dropped.
-    pub dropped_ticks: u64,
-    /// Gate refusals: frames that a gate ended by holding the next tick (at most one per
-    /// frame). Despite the name, not a number of ticks: a frame that owed 5 ticks and was held
-    /// at the first counts 1, and a tick held across 3 frames counts 3.
-    pub held_ticks: u64,
-    /// Deadline jobs: applied, panicked, late, stall time, tasks helped while late.
-    pub deadlines: DeadlineStats,
-}
+use super::{BoxedClock, Registry};
 
 impl Registry {
     /// The number of the tick running (inside [`update`](Registry::update)) or the next one to
@@ -147,7 +104,7 @@ impl Registry {
     /// [`update`](Registry::update) with the fixed `dt` for every whole tick due (at most the
     /// catch-up bound; the rest are dropped and counted), asking the gates before each tick (a
     /// refusal holds the tick, ends the frame and counts one gate refusal in
-    /// [`TimeStats::held_ticks`]). Tick numbers continue [`tick`](Registry::tick).
+    /// [`TimeStats::held_ticks`](crate::TimeStats::held_ticks)). Tick numbers continue [`tick`](Registry::tick).
     ///
     /// # Panics
     ///

@@ -102,7 +102,7 @@ impl TickRecord {
             .sum()
     }
 
-    /// This tick's share of `label`, if it ran (see the example of [`TickProfile`]).
+    /// This tick's share of `label`, if it ran (see the example of [`TickProfile`](crate::TickProfile)).
     pub fn label(&self, label: &str) -> Option<&LabelTick> {
         self.labels.iter().find(|l| l.label == label)
     }

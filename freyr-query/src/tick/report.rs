@@ -121,7 +121,7 @@ with_tick_counters!(counter_struct! {
     } report
 });
 
-/// The whole report, from [`TickProfile::report`]; serialises to the schema above.
+/// The whole report, from [`TickProfile::report`](crate::TickProfile::report); serialises to the schema above.
 ///
 /// # Examples
 ///
