@@ -42,6 +42,7 @@ pub use freyr_sched::{
 };
 
 // Queries, the registry, systems and profiling.
+pub use freyr_query::mix;
 pub use freyr_query::{
     BoxedClock, ColumnPtr, Commands, ComponentView, Context, HashComponents, LabelStats, Phase,
     PhaseStats, ProfileReport, Query, QueryData, QueryError, QueryFilter, QueryItem, QueryState,

@@ -84,7 +84,7 @@ pub use crate::commands::{Commands, Context};
 pub use crate::error::QueryError;
 pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};
 pub use crate::filter::{QueryFilter, With, Without};
-pub use crate::hash::{HashComponents, StableHash, StableHasher};
+pub use crate::hash::{HashComponents, StableHash, StableHasher, mix};
 pub use crate::hashable::UnhashedComponents;
 pub use crate::phase::Phase;
 pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport, TimeStats};
