@@ -10,6 +10,7 @@
 use freyr_core::{Component, Entity, World};
 
 use crate::access::{Access, AccessKind, TypeAccess};
+use crate::tuples::tuples_up_to_12;
 
 /// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
 /// generators", 2014): a bijection of `u64` in which every output bit depends on every input
@@ -278,7 +279,7 @@ mod sealed {
 }
 
 macro_rules! impl_hash_components {
-    ($($name:ident),*) => {
+    ($($name:ident $idx:tt),*) => {
         impl<$($name: Component + StableHash),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: Component + StableHash),*> HashComponents for ($($name,)*) {
             #[allow(unused_variables)]
@@ -299,19 +300,7 @@ macro_rules! impl_hash_components {
     };
 }
 
-impl_hash_components!();
-impl_hash_components!(A);
-impl_hash_components!(A, B);
-impl_hash_components!(A, B, C);
-impl_hash_components!(A, B, C, D);
-impl_hash_components!(A, B, C, D, E);
-impl_hash_components!(A, B, C, D, E, F);
-impl_hash_components!(A, B, C, D, E, F, G);
-impl_hash_components!(A, B, C, D, E, F, G, H);
-impl_hash_components!(A, B, C, D, E, F, G, H, I);
-impl_hash_components!(A, B, C, D, E, F, G, H, I, J);
-impl_hash_components!(A, B, C, D, E, F, G, H, I, J, K);
-impl_hash_components!(A, B, C, D, E, F, G, H, I, J, K, L);
+tuples_up_to_12!(impl_hash_components);
 
 impl<T: StableHash + ?Sized> StableHash for &T {
     fn stable_hash(&self, h: &mut StableHasher) {

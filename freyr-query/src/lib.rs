@@ -70,6 +70,7 @@ mod resources;
 mod row_path;
 mod state;
 mod tick;
+mod tuples;
 mod view;
 
 /// The launch hand-off (task slots and the end-stamp countdown), for the loom models in
