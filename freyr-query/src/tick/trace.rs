@@ -112,6 +112,55 @@ pub(crate) fn nanos_since(epoch: Instant, t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
 }
 
+// The Chrome trace-event file, as `write_chrome` serialises it.
+
+#[derive(Serialize)]
+struct Args {
+    tick: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    launch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_task: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_task: Option<u32>,
+}
+#[derive(Serialize)]
+struct Event<'a> {
+    name: &'a str,
+    cat: TraceKind,
+    ph: &'static str,
+    ts: f64,
+    dur: f64,
+    pid: u32,
+    tid: u32,
+    args: Args,
+}
+#[derive(Serialize)]
+struct NameArgs {
+    name: String,
+}
+#[derive(Serialize)]
+struct Meta {
+    name: &'static str,
+    ph: &'static str,
+    pid: u32,
+    tid: u32,
+    args: NameArgs,
+}
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item<'a> {
+    Event(Event<'a>),
+    Meta(Meta),
+}
+#[derive(Serialize)]
+struct File<'a> {
+    #[serde(rename = "traceEvents")]
+    trace_events: Vec<Item<'a>>,
+    #[serde(rename = "displayTimeUnit")]
+    display_time_unit: &'static str,
+}
+
 impl TraceLog {
     pub(crate) fn new() -> Self {
         TraceLog {
@@ -200,52 +249,6 @@ impl TraceLog {
 
     /// Writes the events as a Chrome trace-event JSON object.
     pub(crate) fn write_chrome(&self, out: impl Write) -> io::Result<()> {
-        #[derive(Serialize)]
-        struct Args {
-            tick: u64,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            launch: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            first_task: Option<u32>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            end_task: Option<u32>,
-        }
-        #[derive(Serialize)]
-        struct Event<'a> {
-            name: &'a str,
-            cat: TraceKind,
-            ph: &'static str,
-            ts: f64,
-            dur: f64,
-            pid: u32,
-            tid: u32,
-            args: Args,
-        }
-        #[derive(Serialize)]
-        struct NameArgs {
-            name: String,
-        }
-        #[derive(Serialize)]
-        struct Meta {
-            name: &'static str,
-            ph: &'static str,
-            pid: u32,
-            tid: u32,
-            args: NameArgs,
-        }
-        #[derive(Serialize)]
-        #[serde(untagged)]
-        enum Item<'a> {
-            Event(Event<'a>),
-            Meta(Meta),
-        }
-        #[derive(Serialize)]
-        struct File<'a> {
-            #[serde(rename = "traceEvents")]
-            trace_events: Vec<Item<'a>>,
-            #[serde(rename = "displayTimeUnit")]
-            display_time_unit: &'static str,
-        }
         let mut rows: Vec<u32> = self.events.iter().map(|e| e.row).collect();
         rows.sort_unstable();
         rows.dedup();
