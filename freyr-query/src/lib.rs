@@ -51,6 +51,25 @@
 //!
 //! The chapters "Queries", "Parallel iteration" and "Golden rules" of the guide (`docs/`)
 //! describe the model in full.
+//!
+//! # Layout
+//!
+//! Each file imports only from files above it in this list, so the imports have no cycle:
+//!
+//! 1. leaves: `access/kind` ([`AccessKind`](access::AccessKind)), `access/sets`, `phase`,
+//!    `resources`, `row_path`, `tuples` (the tuple arities), `first_panic`, `launch/callback`,
+//!    `launch/handoff`, `launch/reduce`, `tick/record` and `tick/trace`;
+//! 2. `error`, `filter`, `profiler` (with [`TimeStats`]), `tick/report`, then `access/mod.rs`
+//!    and `tick/mod.rs`;
+//! 3. `fetch`, `view`, `hash`, then `commands`, `hashable`, `state` (with the layout stamp its
+//!    cached pointers are read under) and `iter/rows` (the one row walk);
+//! 4. `iter/each`, `launch/spans`, `registry/cache`, then `launch/job`, `launch/inflight` and
+//!    `launch/mod.rs`;
+//! 5. `registry/world` (the wait-before-access world), then `registry/mod.rs`: [`Registry`] and
+//!    the types it is made of that name it back ([`System`], the time state and the deadline
+//!    appliers);
+//! 6. the files that add [`Registry`] methods (`registry/*` and `query/reduction`), then
+//!    `query/mod.rs` and `query/build`.
 
 pub mod access;
 mod commands;
