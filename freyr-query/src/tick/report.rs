@@ -256,3 +256,56 @@ impl TickReport {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tick::record::LabelTick;
+
+    /// The JSON of one record, byte for byte: every key in the documented order (the counters
+    /// are generated from one list, so this pins that list's order and names).
+    #[test]
+    fn the_json_keys_come_in_the_documented_order() {
+        let record = TickRecord {
+            tick: 7,
+            wall: Duration::from_millis(2),
+            phases: vec![("p", Duration::from_millis(1))],
+            labels: vec![LabelTick {
+                label: "L",
+                calls: 1,
+                tasks: 2,
+                wall: Duration::from_micros(500),
+            }],
+            tasks: 3,
+            steals: 4,
+            parks: 5,
+            implicit_syncs: 6,
+            sync_points: 7,
+            deadline_stalls: 8,
+            deadline_stall: Duration::from_micros(1500),
+            dropped_ticks: 9,
+            load_factor: 0.25,
+        };
+        let report = TickReport::build(10, 1, WindowStats::default(), &VecDeque::from([record]));
+        let json = serde_json::to_string(&report).unwrap();
+        let stats = |v: &str| format!(r#"{{"ewma":0.0,"mean":{v},"p50":{v},"p99":{v},"max":{v}}}"#);
+        let expected = format!(
+            concat!(
+                r#"{{"schema":"freyr.tick_profile","version":1,"window":10,"ticks_recorded":1,"#,
+                r#""summary":{{"wall_ms":{zero},"phases":[{{"name":"p","ms":{one}}}],"#,
+                r#""labels":[{{"label":"L","calls":1,"tasks":2,"ms":{half}}}],"tasks":3,"#,
+                r#""steals":4,"parks":5,"implicit_syncs":6,"sync_points":7,"deadline_stalls":8,"#,
+                r#""deadline_stall_ms":1.5,"dropped_ticks":9,"#,
+                r#""load_factor":{{"min":0.25,"last":0.25}}}},"#,
+                r#""ticks":[{{"tick":7,"wall_ms":2.0,"phases":[{{"name":"p","ms":1.0}}],"#,
+                r#""labels":[{{"label":"L","calls":1,"tasks":2,"ms":0.5}}],"tasks":3,"steals":4,"#,
+                r#""parks":5,"implicit_syncs":6,"sync_points":7,"deadline_stalls":8,"#,
+                r#""deadline_stall_ms":1.5,"dropped_ticks":9,"load_factor":0.25}}]}}"#
+            ),
+            zero = r#"{"ewma":0.0,"mean":0.0,"p50":0.0,"p99":0.0,"max":0.0}"#,
+            one = stats("1.0"),
+            half = stats("0.5"),
+        );
+        assert_eq!(json, expected);
+    }
+}
