@@ -47,6 +47,7 @@
 pub use freyr_core::{
     Bundle, CommandBuffer, Component, ComponentError, Entity, NoSuchEntity, World,
 };
+pub use freyr_query::mix;
 pub use freyr_query::{
     AsyncSystem, Commands, EachContext, Phase, QueryError, Reduction, Registry, Res, StableHash,
     System, View, With, Without,

@@ -74,14 +74,12 @@ pub struct Clock {
     pub tick: u32,
 }
 
-/// SplitMix64 finaliser over (`key`, `tick`, `salt`): the per-entity random source.
+/// [`freyr::mix`] over (`key`, `tick`, `salt`): the per-entity random source.
 pub fn mix(key: u64, tick: u32, salt: u64) -> u64 {
-    let mut z = key
-        ^ u64::from(tick).wrapping_mul(0xD6E8_FEB8_6659_FD93)
-        ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    freyr::mix(
+        key ^ u64::from(tick).wrapping_mul(0xD6E8_FEB8_6659_FD93)
+            ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15),
+    )
 }
 
 /// A float in `[0, 1)` from the top 24 bits of `bits`.

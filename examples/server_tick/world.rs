@@ -32,19 +32,16 @@ pub const ALT_MAX: f32 = 12_000.0;
 /// The fastest an aircraft flies, in metres per second.
 pub const MAX_SPEED: f32 = 250.0;
 
-/// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
-/// generators", 2014): the hash every random choice comes from, keyed by what it is about
-/// (entity index, tick, purpose), never a shared generator, so the outcome does not depend on
-/// which worker evaluates it or in which order.
+/// The hash every random choice comes from: [`freyr::mix`] of the two keys folded SplitMix64's
+/// way, keyed by what the choice is about (entity index, tick, purpose), never a shared
+/// generator, so the outcome does not depend on which worker evaluates it or in which order.
 #[must_use]
 pub fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a
-        .wrapping_mul(0x9E37_79B9_7F4A_7C15)
-        .wrapping_add(b)
-        .wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    freyr::mix(
+        a.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+            .wrapping_add(b)
+            .wrapping_add(0x9E37_79B9_7F4A_7C15),
+    )
 }
 
 /// A uniform value in `[0, 1)` from a hash.

@@ -1,7 +1,7 @@
 //! Archetypes: one sorted component set, its signature, and its rows stored in chunks.
 
 use crate::CHUNK_CAPACITY;
-use crate::chunk::{ChunkList, ChunkRef, ChunkTable, Window};
+use crate::chunk::{ChunkList, ChunkTable, Window};
 use crate::column::{Column, copy_value, for_each_finishing_on_panic};
 use crate::component::{ComponentId, Components};
 use crate::edges::EdgeIndex;
@@ -490,120 +490,6 @@ impl Archetype {
     #[inline]
     pub fn chunk_count(&self) -> usize {
         self.rows.len.div_ceil(CHUNK_CAPACITY)
-    }
-
-    /// The read-only view of chunk `index`.
-    ///
-    /// # Panics
-    /// If `index >= chunk_count()`.
-    ///
-    /// # Examples
-    /// ```
-    /// let mut world = freyr::World::new();
-    /// let e = world.spawn((1u8,));
-    /// let arch = world.archetype(world.entity_location(e).unwrap().0);
-    /// assert_eq!(arch.chunk(0).entities(), &[e]);
-    /// ```
-    #[inline]
-    pub fn chunk(&self, index: usize) -> ChunkRef<'_> {
-        assert!(
-            index < self.chunk_count(),
-            "freyr: chunk {index} out of range ({} chunks)",
-            self.chunk_count()
-        );
-        // SAFETY: `index` is a non-empty chunk of this archetype whose first `chunk_len(index)`
-        // rows are initialised (dense-chunk invariant); `&self` keeps it allocated and unmodified.
-        unsafe { ChunkRef::new(self, self.rows.window(index), self.rows.chunk_len(index)) }
-    }
-
-    /// The non-empty chunks, in order.
-    ///
-    /// # Examples
-    /// ```
-    /// let mut world = freyr::World::new();
-    /// world.spawn_batch((0..1000u32).map(|i| (i,)));
-    /// let id = world.component_id::<u32>().unwrap();
-    /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
-    /// let lens: Vec<usize> = arch.chunks().map(|c| c.len()).collect();
-    /// assert_eq!(lens, [512, 488]);
-    /// ```
-    pub fn chunks(&self) -> impl ExactSizeIterator<Item = ChunkRef<'_>> {
-        (0..self.chunk_count()).map(move |index| self.chunk(index))
-    }
-
-    /// The non-empty chunks grouped into maximal runs of consecutive chunks that share a slab,
-    /// in order, each viewed as one long [`ChunkRef`]: its rows are contiguous in every column
-    /// (a slab stores each column's chunks back to back). For loops that do not care where one
-    /// chunk ends, such as a per-row pass: one setup per run instead of one per chunk. Slabs hold
-    /// up to 256 chunks, so a million-row archetype is about ten runs.
-    ///
-    /// # Examples
-    /// ```
-    /// let mut world = freyr::World::new();
-    /// world.spawn_batch((0..3000u32).map(|i| (i,)));
-    /// let id = world.component_id::<u32>().unwrap();
-    /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
-    /// let runs: Vec<usize> = arch.runs().map(|r| r.len()).collect();
-    /// assert_eq!(runs.iter().sum::<usize>(), 3000);
-    /// assert!(runs.len() < arch.chunk_count()); // 6 chunks, in fewer slabs
-    /// let values: Vec<u32> = arch.runs().flat_map(|r| r.column::<u32>(id).unwrap().to_vec()).collect();
-    /// assert_eq!(values, (0..3000).collect::<Vec<u32>>());
-    /// ```
-    pub fn runs(&self) -> impl Iterator<Item = ChunkRef<'_>> {
-        let count = self.chunk_count();
-        let mut next = 0;
-        core::iter::from_fn(move || {
-            (next < count).then(|| {
-                let run = self.run_at(next);
-                next += run.len().div_ceil(CHUNK_CAPACITY);
-                run
-            })
-        })
-    }
-
-    /// The run of consecutive chunks from chunk `index` to the last non-empty chunk of its slab,
-    /// viewed as one [`ChunkRef`] whose rows are contiguous in every column, as in
-    /// [`runs`](Self::runs) (which is `run_at(0)`, then `run_at` of the chunk after each run).
-    /// Row `r` of the view is row `r % CHUNK_CAPACITY` of chunk `index + r / CHUNK_CAPACITY`;
-    /// the run covers `len().div_ceil(CHUNK_CAPACITY)` chunks. O(1): for code that works on a
-    /// range of chunk indices, one setup per slab instead of one per chunk.
-    ///
-    /// # Panics
-    /// If `index >= chunk_count()`.
-    ///
-    /// # Examples
-    /// ```
-    /// use freyr::storage::CHUNK_CAPACITY;
-    /// let mut world = freyr::World::new();
-    /// world.spawn_batch((0..3000u32).map(|i| (i,)));
-    /// let id = world.component_id::<u32>().unwrap();
-    /// let arch = world.archetypes().iter().find(|a| a.has(id)).unwrap();
-    /// let run = arch.run_at(1);
-    /// let chunks = run.len().div_ceil(CHUNK_CAPACITY);
-    /// assert!(chunks >= 1 && 1 + chunks <= arch.chunk_count());
-    /// // It starts at chunk 1's first row and continues through the following chunks.
-    /// let values = run.column::<u32>(id).unwrap();
-    /// assert_eq!(values[0], 512);
-    /// assert_eq!(values, &(512..512 + run.len() as u32).collect::<Vec<_>>()[..]);
-    /// ```
-    #[inline]
-    pub fn run_at(&self, index: usize) -> ChunkRef<'_> {
-        let count = self.chunk_count();
-        assert!(
-            index < count,
-            "freyr: chunk {index} out of range ({count} chunks)"
-        );
-        let window = self.rows.window(index);
-        // Chunks of the slab from this one on: a slab holds consecutive chunk indices, chunk
-        // `index` sitting at slab row `first`.
-        let in_slab = window.chunks as usize - window.first as usize / CHUNK_CAPACITY;
-        let len = (self.rows.len - index * CHUNK_CAPACITY).min(in_slab * CHUNK_CAPACITY);
-        // SAFETY: the `len` rows from chunk `index`'s row 0 are the rows of chunks
-        // `index..index + len.div_ceil(CHUNK_CAPACITY)`, which are non-empty (`len` is at most
-        // the rows left in the archetype) and all in `index`'s slab (at most the chunks left in
-        // it): initialised (every chunk but the archetype's last is full) and contiguous per
-        // column within the slab. `&self` keeps the slab allocated and the rows unmodified.
-        unsafe { ChunkRef::new(self, window, len) }
     }
 
     /// Number of allocated chunks, including empty ones.

@@ -6,8 +6,6 @@
 
 use core::any::TypeId;
 
-use crate::archetype::Archetype;
-use crate::column::Column;
 use crate::component::{ComponentId, DropFn, TypeIdMap};
 
 /// One archetype's edges of one kind (insert or remove): bundle `TypeId` -> [`Hop`], with the
@@ -153,81 +151,6 @@ pub(crate) fn difference(source: &[ComponentId], bundle: &[ComponentId]) -> Vec<
         .copied()
         .filter(|c| !bundle.contains(c))
         .collect()
-}
-
-/// The column of `id` in `archetype`, which must have it.
-fn column(archetype: &Archetype, id: ComponentId) -> &Column {
-    let index = archetype
-        .column_index(id)
-        .expect("edge archetype has the component");
-    &archetype.rows.columns[index]
-}
-
-/// The moves of components `ids` (present in both archetypes) from `src` rows to `dst` rows,
-/// leaving out zero-sized ones.
-fn moves(src: &Archetype, dst: &Archetype, ids: &[ComponentId]) -> Box<[Move]> {
-    ids.iter()
-        .map(|&c| (column(src, c), column(dst, c)))
-        .filter(|(s, _)| s.size != 0)
-        .map(|(s, d)| Move {
-            src: s.offset,
-            dst: d.offset,
-            size: s.size,
-        })
-        .collect()
-}
-
-fn field(column: &Column, overwrite: bool) -> Field {
-    Field {
-        offset: column.offset,
-        size: column.size,
-        overwrite,
-        drop: column.drop,
-    }
-}
-
-impl InsertEdge {
-    pub(crate) fn new(
-        source: &Archetype,
-        target: &Archetype,
-        bundle: &[ComponentId],
-    ) -> InsertEdge {
-        let fields: Box<[Field]> = bundle
-            .iter()
-            .map(|&c| field(column(target, c), source.has(c)))
-            .collect();
-        InsertEdge {
-            overwrites: fields.iter().any(|f| f.overwrite),
-            drops_old: fields.iter().any(|f| f.overwrite && f.drop.is_some()),
-            fields,
-            moves: moves(source, target, source.components()),
-        }
-    }
-}
-
-impl RemoveEdge {
-    pub(crate) fn new(
-        source: &Archetype,
-        target: &Archetype,
-        bundle: &[ComponentId],
-    ) -> RemoveEdge {
-        RemoveEdge {
-            missing: None,
-            fields: bundle
-                .iter()
-                .map(|&c| field(column(source, c), false))
-                .collect(),
-            moves: moves(source, target, target.components()),
-        }
-    }
-
-    pub(crate) fn missing(name: &'static str) -> RemoveEdge {
-        RemoveEdge {
-            missing: Some(name),
-            fields: Box::new([]),
-            moves: Box::new([]),
-        }
-    }
 }
 
 #[cfg(test)]

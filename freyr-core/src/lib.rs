@@ -38,11 +38,26 @@
 //! assert_eq!(world.len(), 999);
 //! assert_eq!(world.get::<Position>(ids[1]), Ok(&Position([1.0; 3])));
 //! ```
+//!
+//! # Layout
+//!
+//! Each file imports only from files above it in this list, so the imports have no cycle:
+//!
+//! 1. `lib.rs` (the crate-wide [`CHUNK_CAPACITY`]), `component`, `arena`, `world_id`: ids,
+//!    type registry and raw memory;
+//! 2. `entity`, `bundle`, `edges` (the cached edge data), `column`, `chunk` (chunks, slabs and
+//!    their ids), `error`, `command/pending` (pending handles);
+//! 3. `archetype`: the rows of one component set;
+//! 4. `chunk_ref` (the read-only [`ChunkRef`] view, and the [`Archetype`] methods that hand it
+//!    out), `world/row_move` (moving a row along an edge, and building an edge's mappings);
+//! 5. `world/mod.rs`, then `world/spawn` and `world/change`, which add [`World`] methods;
+//! 6. `recorded`, `command/mod.rs`, then `command/apply`, which adds [`CommandBuffer`] methods.
 
 mod archetype;
 mod arena;
 mod bundle;
 mod chunk;
+mod chunk_ref;
 mod column;
 mod command;
 mod component;
@@ -58,8 +73,9 @@ pub const CHUNK_CAPACITY: usize = 512;
 
 pub use crate::archetype::{Archetype, ArchetypeId};
 pub use crate::bundle::Bundle;
-pub use crate::chunk::ChunkRef;
-pub use crate::command::{ApplyReport, CommandBuffer};
+pub use crate::chunk_ref::ChunkRef;
+pub use crate::command::CommandBuffer;
+pub use crate::command::apply::ApplyReport;
 pub use crate::component::{Component, ComponentId, ComponentInfo};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};

@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-use crate::access::AccessKind;
+use crate::access::kind::AccessKind;
 
 /// Why a query could not be created or run.
 ///

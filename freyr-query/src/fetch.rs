@@ -12,6 +12,7 @@ use core::ptr::NonNull;
 use freyr_core::{Archetype, ChunkRef, Component, ComponentId, Entity, World};
 
 use crate::access::{Access, AccessKind, TypeAccess};
+use crate::tuples::tuples_up_to_12;
 
 /// The base pointer of one column of one chunk, as handed to tasks.
 ///
@@ -52,7 +53,8 @@ unsafe impl<T: Send + Sync> Sync for ColumnPtr<T> {}
 /// A type that can be fetched by a query: `Entity`, `&T`, `&mut T`, `Option<&T>`,
 /// `Option<&mut T>`, `()` and tuples of these up to 12 elements.
 ///
-/// Users do not implement this trait; it is public so that bounds can name it.
+/// The trait is sealed: these are its only implementations (it is public so that bounds can name
+/// it); see [`QueryFilter`](crate::QueryFilter) for what an outside implementation runs into.
 ///
 /// # Safety
 ///
@@ -63,7 +65,7 @@ unsafe impl<T: Send + Sync> Sync for ColumnPtr<T> {}
 /// reported, with `&mut` only for written ones. `init_state`, `resolve`, `matches` and
 /// `columns` must read only the world's layout (component ids, archetypes), never a component
 /// value: the registry calls them while parallel tasks write columns.
-pub unsafe trait QueryData: 'static {
+pub unsafe trait QueryData: sealed::Sealed + 'static {
     /// What the callback receives for one row, e.g. `(&'w mut Position, &'w Velocity)`.
     type Item<'w>;
     /// What a chunk callback receives for one chunk, e.g. `(&'w mut [Position], &'w [Velocity])`.
@@ -106,6 +108,8 @@ pub unsafe trait QueryData: 'static {
     /// As for [`item`](QueryData::item), for all rows `0..len` where `len == chunk.len()`.
     unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w>;
 }
+
+impl sealed::Sealed for Entity {}
 
 // SAFETY: `Entity` reads only the chunk's entity array, which no launch writes; it matches every
 // archetype and reports no component access.
@@ -163,194 +167,120 @@ fn required_column(state: &Option<ComponentId>, archetype: &Archetype) -> usize 
     column_of(state, archetype).expect("freyr-query: matched archetype lacks a required column")
 }
 
-// SAFETY: reports a read of `T`, matches only archetypes with `T`, hands out `&T` only.
-unsafe impl<T: Component> QueryData for &'static T {
-    type Item<'w> = &'w T;
-    type Slice<'w> = &'w [T];
-    type State = Option<ComponentId>;
-    type Columns = usize;
-    type Ptrs = ColumnPtr<T>;
+/// The two [`QueryData`] impls of one component access: `&T` (or `&mut T` with `[mut]`), which
+/// matches only archetypes with `T`, and its `Option`, which matches every archetype. `$kind` and
+/// `$add` name the access reported, `$as_ref` and `$slice` make the references handed out.
+macro_rules! impl_component_fetch {
+    ($kind:ident, $add:ident, [$($mut:tt)?], $as_ref:ident, $slice:path) => {
+        impl<T: Component> sealed::Sealed for &'static $($mut)? T {}
+        impl<T: Component> sealed::Sealed for Option<&'static $($mut)? T> {}
 
-    fn type_access(out: &mut TypeAccess) {
-        out.add::<T>(AccessKind::Read);
-    }
-    fn init_state(world: &World) -> Self::State {
-        world.component_id::<T>()
-    }
-    fn resolve(state: &mut Self::State, world: &World) -> bool {
-        resolve_one::<T>(state, world)
-    }
-    fn component_access(state: &Self::State, access: &mut Access) {
-        if let Some(id) = *state {
-            access.add_read(id);
+        // SAFETY: reports `$kind` of `T`, matches only archetypes with `T`, and hands out
+        // references to `T` of that kind only (`&mut` only for a write, to a row the caller
+        // guarantees is not otherwise referenced).
+        unsafe impl<T: Component> QueryData for &'static $($mut)? T {
+            type Item<'w> = &'w $($mut)? T;
+            type Slice<'w> = &'w $($mut)? [T];
+            type State = Option<ComponentId>;
+            type Columns = usize;
+            type Ptrs = ColumnPtr<T>;
+
+            fn type_access(out: &mut TypeAccess) {
+                out.add::<T>(AccessKind::$kind);
+            }
+            fn init_state(world: &World) -> Self::State {
+                world.component_id::<T>()
+            }
+            fn resolve(state: &mut Self::State, world: &World) -> bool {
+                resolve_one::<T>(state, world)
+            }
+            fn component_access(state: &Self::State, access: &mut Access) {
+                if let Some(id) = *state {
+                    access.$add(id);
+                }
+            }
+            #[inline]
+            fn matches(state: &Self::State, archetype: &Archetype) -> bool {
+                state.is_some_and(|id| archetype.has(id))
+            }
+            #[inline]
+            fn columns(state: &Self::State, archetype: &Archetype) -> Self::Columns {
+                required_column(state, archetype)
+            }
+            #[inline]
+            fn ptrs(columns: Self::Columns, chunk: ChunkRef<'_>) -> Self::Ptrs {
+                ColumnPtr::new(chunk.column_ptr(columns))
+            }
+            #[inline(always)]
+            unsafe fn item<'w>(ptrs: Self::Ptrs, row: usize) -> Self::Item<'w> {
+                // SAFETY: in bounds, and not written concurrently for a read, exclusively ours
+                // for `'w` for a write (caller contract); the pointer has the chunk allocation's
+                // provenance, so writing through it is allowed.
+                unsafe { ptrs.row(row).$as_ref() }
+            }
+            #[inline(always)]
+            unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w> {
+                // SAFETY: `len` initialised values start at `ptrs`, with the access of `item`.
+                unsafe { $slice(ptrs.0.as_ptr(), len) }
+            }
         }
-    }
-    #[inline]
-    fn matches(state: &Self::State, archetype: &Archetype) -> bool {
-        state.is_some_and(|id| archetype.has(id))
-    }
-    #[inline]
-    fn columns(state: &Self::State, archetype: &Archetype) -> Self::Columns {
-        required_column(state, archetype)
-    }
-    #[inline]
-    fn ptrs(columns: Self::Columns, chunk: ChunkRef<'_>) -> Self::Ptrs {
-        ColumnPtr::new(chunk.column_ptr(columns))
-    }
-    #[inline(always)]
-    unsafe fn item<'w>(ptrs: Self::Ptrs, row: usize) -> Self::Item<'w> {
-        // SAFETY: in bounds and not written concurrently (caller contract).
-        unsafe { ptrs.row(row).as_ref() }
-    }
-    #[inline(always)]
-    unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w> {
-        // SAFETY: `len` initialised values start at `ptrs`; not written concurrently.
-        unsafe { core::slice::from_raw_parts(ptrs.0.as_ptr(), len) }
-    }
+
+        // SAFETY: reports `$kind` of `T`, matches every archetype, and dereferences `T` only
+        // where the column exists, as the impl above does.
+        unsafe impl<T: Component> QueryData for Option<&'static $($mut)? T> {
+            type Item<'w> = Option<&'w $($mut)? T>;
+            type Slice<'w> = Option<&'w $($mut)? [T]>;
+            type State = Option<ComponentId>;
+            type Columns = Option<usize>;
+            type Ptrs = Option<ColumnPtr<T>>;
+
+            fn type_access(out: &mut TypeAccess) {
+                out.add::<T>(AccessKind::$kind);
+            }
+            fn init_state(world: &World) -> Self::State {
+                world.component_id::<T>()
+            }
+            fn resolve(state: &mut Self::State, world: &World) -> bool {
+                resolve_one::<T>(state, world)
+            }
+            fn component_access(state: &Self::State, access: &mut Access) {
+                if let Some(id) = *state {
+                    access.$add(id);
+                }
+            }
+            #[inline]
+            fn matches(_state: &Self::State, _archetype: &Archetype) -> bool {
+                true
+            }
+            #[inline]
+            fn columns(state: &Self::State, archetype: &Archetype) -> Self::Columns {
+                column_of(state, archetype)
+            }
+            #[inline]
+            fn ptrs(columns: Self::Columns, chunk: ChunkRef<'_>) -> Self::Ptrs {
+                columns.map(|c| ColumnPtr::new(chunk.column_ptr(c)))
+            }
+            #[inline(always)]
+            unsafe fn item<'w>(ptrs: Self::Ptrs, row: usize) -> Self::Item<'w> {
+                // SAFETY: as for the plain reference, when the column exists.
+                ptrs.map(|p| unsafe { p.row(row).$as_ref() })
+            }
+            #[inline(always)]
+            unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w> {
+                // SAFETY: as for the plain reference, when the column exists.
+                ptrs.map(|p| unsafe { $slice(p.0.as_ptr(), len) })
+            }
+        }
+    };
 }
 
-// SAFETY: reports a write of `T`, matches only archetypes with `T`, hands out `&mut T` to a row
-// that the caller guarantees is not otherwise referenced.
-unsafe impl<T: Component> QueryData for &'static mut T {
-    type Item<'w> = &'w mut T;
-    type Slice<'w> = &'w mut [T];
-    type State = Option<ComponentId>;
-    type Columns = usize;
-    type Ptrs = ColumnPtr<T>;
-
-    fn type_access(out: &mut TypeAccess) {
-        out.add::<T>(AccessKind::Write);
-    }
-    fn init_state(world: &World) -> Self::State {
-        world.component_id::<T>()
-    }
-    fn resolve(state: &mut Self::State, world: &World) -> bool {
-        resolve_one::<T>(state, world)
-    }
-    fn component_access(state: &Self::State, access: &mut Access) {
-        if let Some(id) = *state {
-            access.add_write(id);
-        }
-    }
-    #[inline]
-    fn matches(state: &Self::State, archetype: &Archetype) -> bool {
-        state.is_some_and(|id| archetype.has(id))
-    }
-    #[inline]
-    fn columns(state: &Self::State, archetype: &Archetype) -> Self::Columns {
-        required_column(state, archetype)
-    }
-    #[inline]
-    fn ptrs(columns: Self::Columns, chunk: ChunkRef<'_>) -> Self::Ptrs {
-        ColumnPtr::new(chunk.column_ptr(columns))
-    }
-    #[inline(always)]
-    unsafe fn item<'w>(ptrs: Self::Ptrs, row: usize) -> Self::Item<'w> {
-        // SAFETY: in bounds and exclusively ours for `'w` (caller contract); the pointer has the
-        // chunk allocation's provenance, so writing through it is allowed.
-        unsafe { ptrs.row(row).as_mut() }
-    }
-    #[inline(always)]
-    unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w> {
-        // SAFETY: `len` initialised values start at `ptrs`, exclusively ours for `'w`.
-        unsafe { core::slice::from_raw_parts_mut(ptrs.0.as_ptr(), len) }
-    }
-}
-
-// SAFETY: reports a read of `T`, matches every archetype, dereferences `T` only where present.
-unsafe impl<T: Component> QueryData for Option<&'static T> {
-    type Item<'w> = Option<&'w T>;
-    type Slice<'w> = Option<&'w [T]>;
-    type State = Option<ComponentId>;
-    type Columns = Option<usize>;
-    type Ptrs = Option<ColumnPtr<T>>;
-
-    fn type_access(out: &mut TypeAccess) {
-        out.add::<T>(AccessKind::Read);
-    }
-    fn init_state(world: &World) -> Self::State {
-        world.component_id::<T>()
-    }
-    fn resolve(state: &mut Self::State, world: &World) -> bool {
-        resolve_one::<T>(state, world)
-    }
-    fn component_access(state: &Self::State, access: &mut Access) {
-        if let Some(id) = *state {
-            access.add_read(id);
-        }
-    }
-    #[inline]
-    fn matches(_state: &Self::State, _archetype: &Archetype) -> bool {
-        true
-    }
-    #[inline]
-    fn columns(state: &Self::State, archetype: &Archetype) -> Self::Columns {
-        column_of(state, archetype)
-    }
-    #[inline]
-    fn ptrs(columns: Self::Columns, chunk: ChunkRef<'_>) -> Self::Ptrs {
-        columns.map(|c| ColumnPtr::new(chunk.column_ptr(c)))
-    }
-    #[inline(always)]
-    unsafe fn item<'w>(ptrs: Self::Ptrs, row: usize) -> Self::Item<'w> {
-        // SAFETY: as for `&T`, when the column exists.
-        ptrs.map(|p| unsafe { p.row(row).as_ref() })
-    }
-    #[inline(always)]
-    unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w> {
-        // SAFETY: as for `&T`, when the column exists.
-        ptrs.map(|p| unsafe { core::slice::from_raw_parts(p.0.as_ptr(), len) })
-    }
-}
-
-// SAFETY: reports a write of `T`, matches every archetype, dereferences `T` only where present.
-unsafe impl<T: Component> QueryData for Option<&'static mut T> {
-    type Item<'w> = Option<&'w mut T>;
-    type Slice<'w> = Option<&'w mut [T]>;
-    type State = Option<ComponentId>;
-    type Columns = Option<usize>;
-    type Ptrs = Option<ColumnPtr<T>>;
-
-    fn type_access(out: &mut TypeAccess) {
-        out.add::<T>(AccessKind::Write);
-    }
-    fn init_state(world: &World) -> Self::State {
-        world.component_id::<T>()
-    }
-    fn resolve(state: &mut Self::State, world: &World) -> bool {
-        resolve_one::<T>(state, world)
-    }
-    fn component_access(state: &Self::State, access: &mut Access) {
-        if let Some(id) = *state {
-            access.add_write(id);
-        }
-    }
-    #[inline]
-    fn matches(_state: &Self::State, _archetype: &Archetype) -> bool {
-        true
-    }
-    #[inline]
-    fn columns(state: &Self::State, archetype: &Archetype) -> Self::Columns {
-        column_of(state, archetype)
-    }
-    #[inline]
-    fn ptrs(columns: Self::Columns, chunk: ChunkRef<'_>) -> Self::Ptrs {
-        columns.map(|c| ColumnPtr::new(chunk.column_ptr(c)))
-    }
-    #[inline(always)]
-    unsafe fn item<'w>(ptrs: Self::Ptrs, row: usize) -> Self::Item<'w> {
-        // SAFETY: as for `&mut T`, when the column exists.
-        ptrs.map(|p| unsafe { p.row(row).as_mut() })
-    }
-    #[inline(always)]
-    unsafe fn slice<'w>(ptrs: Self::Ptrs, len: usize) -> Self::Slice<'w> {
-        // SAFETY: as for `&mut T`, when the column exists.
-        ptrs.map(|p| unsafe { core::slice::from_raw_parts_mut(p.0.as_ptr(), len) })
-    }
-}
+impl_component_fetch!(Read, add_read, [], as_ref, core::slice::from_raw_parts);
+impl_component_fetch!(Write, add_write, [mut], as_mut, core::slice::from_raw_parts_mut);
 
 macro_rules! impl_query_data_tuple {
     ($($name:ident $idx:tt),*) => {
+        impl<$($name: QueryData),*> sealed::Sealed for ($($name,)*) {}
+
         // SAFETY: a tuple reports, matches and fetches exactly what its elements do; the conflict
         // check on the combined `type_access` rules out two elements aliasing one column mutably.
         unsafe impl<$($name: QueryData),*> QueryData for ($($name,)*) {
@@ -409,19 +339,12 @@ macro_rules! impl_query_data_tuple {
     };
 }
 
-impl_query_data_tuple!();
-impl_query_data_tuple!(A 0);
-impl_query_data_tuple!(A 0, B 1);
-impl_query_data_tuple!(A 0, B 1, C 2);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
-impl_query_data_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuples_up_to_12!(impl_query_data_tuple);
+
+mod sealed {
+    /// Keeps [`QueryData`](super::QueryData) to the implementations in this file.
+    pub trait Sealed {}
+}
 
 /// Marker used by docs and tests: the item type a query `Q` yields.
 pub type QueryItem<'w, Q> = <Q as QueryData>::Item<'w>;

@@ -7,11 +7,50 @@ use core::marker::PhantomData;
 
 use freyr_core::{Archetype, Component, ComponentId, World};
 
+use crate::tuples::tuples_up_to_12;
+
 /// A condition on an archetype's component set.
 ///
 /// Implemented for [`With<T>`], [`Without<T>`], `()` (no condition) and tuples of filters up to
-/// 12 (every element must hold).
-pub trait QueryFilter: 'static {
+/// 12 (every element must hold). The trait is sealed: these are its only implementations (it is
+/// public so that bounds can name it). Bounds name it as usual:
+///
+/// ```
+/// use freyr::{With, World};
+/// use freyr::query::QueryFilter;
+/// use freyr::storage::Archetype;
+///
+/// fn visits<F: QueryFilter>(world: &World, archetype: &Archetype) -> bool {
+///     F::matches(&F::init_state(world), archetype)
+/// }
+/// let mut world = World::new();
+/// let e = world.spawn((1u32,));
+/// let archetype = world.archetype(world.entity_location(e).unwrap().0);
+/// assert!(visits::<With<u32>>(&world, archetype));
+/// assert!(!visits::<With<u8>>(&world, archetype));
+/// ```
+///
+/// and an outside implementation, otherwise complete, does not compile:
+///
+/// ```compile_fail,E0277
+/// use freyr::World;
+/// use freyr::query::QueryFilter;
+/// use freyr::storage::Archetype;
+///
+/// struct Everything;
+/// // error: the trait bound `Everything: Sealed` is not satisfied
+/// impl QueryFilter for Everything {
+///     type State = ();
+///     fn init_state(_world: &World) -> Self::State {}
+///     fn resolve(_state: &mut Self::State, _world: &World) -> bool {
+///         false
+///     }
+///     fn matches(_state: &Self::State, _archetype: &Archetype) -> bool {
+///         true
+///     }
+/// }
+/// ```
+pub trait QueryFilter: sealed::Sealed + 'static {
     /// Resolved component ids.
     type State: Send + Sync + 'static;
     /// Resolves component ids against `world` (unregistered types stay unresolved).
@@ -73,6 +112,8 @@ fn resolve_one<T: Component>(state: &mut Option<ComponentId>, world: &World) -> 
     }
 }
 
+impl<T: Component> sealed::Sealed for With<T> {}
+
 impl<T: Component> QueryFilter for With<T> {
     type State = Option<ComponentId>;
     fn init_state(world: &World) -> Self::State {
@@ -88,6 +129,8 @@ impl<T: Component> QueryFilter for With<T> {
     }
 }
 
+impl<T: Component> sealed::Sealed for Without<T> {}
+
 impl<T: Component> QueryFilter for Without<T> {
     type State = Option<ComponentId>;
     fn init_state(world: &World) -> Self::State {
@@ -102,8 +145,14 @@ impl<T: Component> QueryFilter for Without<T> {
     }
 }
 
+mod sealed {
+    /// Keeps [`QueryFilter`](super::QueryFilter) to the implementations in this file.
+    pub trait Sealed {}
+}
+
 macro_rules! impl_filter_tuple {
     ($($name:ident $idx:tt),*) => {
+        impl<$($name: QueryFilter),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: QueryFilter),*> QueryFilter for ($($name,)*) {
             type State = ($($name::State,)*);
             #[allow(unused_variables, clippy::unused_unit)]
@@ -125,16 +174,4 @@ macro_rules! impl_filter_tuple {
     };
 }
 
-impl_filter_tuple!();
-impl_filter_tuple!(A 0);
-impl_filter_tuple!(A 0, B 1);
-impl_filter_tuple!(A 0, B 1, C 2);
-impl_filter_tuple!(A 0, B 1, C 2, D 3);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
-impl_filter_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+tuples_up_to_12!(impl_filter_tuple);

@@ -1,5 +1,6 @@
 //! Whole-world hashing for determinism checks: [`StableHasher`], [`StableHash`],
-//! [`HashComponents`] and [`Registry::world_hash`](crate::Registry::world_hash).
+//! [`HashComponents`] and [`Registry::world_hash`](crate::Registry::world_hash); and [`mix`],
+//! the hash deterministic randomness is drawn from.
 //!
 //! The hash covers every live entity (sorted by id, so storage layout does not matter) and, for
 //! each, the presence and value of every component type named. Floats hash by their bits
@@ -9,6 +10,45 @@
 use freyr_core::{Component, Entity, World};
 
 use crate::access::{Access, AccessKind, TypeAccess};
+use crate::tuples::tuples_up_to_12;
+
+/// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
+/// generators", 2014): a bijection of `u64` in which every output bit depends on every input
+/// bit. It is the deterministic randomness of a simulation: fold what a random choice is about
+/// (the entity's bits, the tick, a per-purpose salt, each multiplied by its own odd constant)
+/// into one word and `mix` it, instead of drawing from a shared generator, so the outcome does
+/// not depend on which worker evaluates it or in which order. Fixed forever: the same input
+/// gives the same output on every platform, build and worker count.
+///
+/// Adding the golden-ratio increment `0x9E37_79B9_7F4A_7C15` before mixing gives SplitMix64's
+/// generator step.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Entity, mix};
+///
+/// assert_eq!(mix(0), 0);
+/// // SplitMix64 seeded with 0: its first output.
+/// const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
+/// assert_eq!(mix(GOLDEN), 0xE220_A839_7B1D_CDAF);
+///
+/// // Per-entity randomness keyed by (entity, tick, salt): a pure function of the three.
+/// let roll = |e: Entity, tick: u64, salt: u64| {
+///     mix(e.to_bits() ^ tick.rotate_left(40) ^ salt.wrapping_mul(GOLDEN))
+/// };
+/// let mut world = freyr::World::new();
+/// let e = world.spawn((1u8,));
+/// assert_eq!(roll(e, 7, 1), roll(e, 7, 1));
+/// assert_ne!(roll(e, 7, 1), roll(e, 8, 1));
+/// ```
+#[must_use]
+#[inline]
+pub const fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
 
 /// FNV-1a, 64-bit: a fixed, portable hash for comparing worlds.
 ///
@@ -240,7 +280,7 @@ mod sealed {
 }
 
 macro_rules! impl_hash_components {
-    ($($name:ident),*) => {
+    ($($name:ident $idx:tt),*) => {
         impl<$($name: Component + StableHash),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: Component + StableHash),*> HashComponents for ($($name,)*) {
             #[allow(unused_variables)]
@@ -261,19 +301,7 @@ macro_rules! impl_hash_components {
     };
 }
 
-impl_hash_components!();
-impl_hash_components!(A);
-impl_hash_components!(A, B);
-impl_hash_components!(A, B, C);
-impl_hash_components!(A, B, C, D);
-impl_hash_components!(A, B, C, D, E);
-impl_hash_components!(A, B, C, D, E, F);
-impl_hash_components!(A, B, C, D, E, F, G);
-impl_hash_components!(A, B, C, D, E, F, G, H);
-impl_hash_components!(A, B, C, D, E, F, G, H, I);
-impl_hash_components!(A, B, C, D, E, F, G, H, I, J);
-impl_hash_components!(A, B, C, D, E, F, G, H, I, J, K);
-impl_hash_components!(A, B, C, D, E, F, G, H, I, J, K, L);
+tuples_up_to_12!(impl_hash_components);
 
 impl<T: StableHash + ?Sized> StableHash for &T {
     fn stable_hash(&self, h: &mut StableHasher) {

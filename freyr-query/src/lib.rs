@@ -51,6 +51,25 @@
 //!
 //! The chapters "Queries", "Parallel iteration" and "Golden rules" of the guide (`docs/`)
 //! describe the model in full.
+//!
+//! # Layout
+//!
+//! Each file imports only from files above it in this list, so the imports have no cycle:
+//!
+//! 1. leaves: `access/kind` ([`AccessKind`](access::AccessKind)), `access/sets`, `phase`,
+//!    `resources`, `row_path`, `tuples` (the tuple arities), `first_panic`, `launch/callback`,
+//!    `launch/handoff`, `launch/reduce`, `tick/record` and `tick/trace`;
+//! 2. `error`, `filter`, `profiler` (with [`TimeStats`]), `tick/report`, then `access/mod.rs`
+//!    and `tick/mod.rs`;
+//! 3. `fetch`, `view`, `hash`, then `commands`, `hashable`, `state` (with the layout stamp its
+//!    cached pointers are read under) and `iter/rows` (the one row walk);
+//! 4. `iter/each`, `launch/spans`, `registry/cache`, then `launch/job`, `launch/inflight` and
+//!    `launch/mod.rs`;
+//! 5. `registry/world` (the wait-before-access world), then `registry/mod.rs`: [`Registry`] and
+//!    the types it is made of that name it back ([`System`], the time state and the deadline
+//!    appliers);
+//! 6. the files that add [`Registry`] methods (`registry/*` and `query/reduction`), then
+//!    `query/mod.rs` and `query/build`.
 
 pub mod access;
 mod commands;
@@ -70,6 +89,7 @@ mod resources;
 mod row_path;
 mod state;
 mod tick;
+mod tuples;
 mod view;
 
 /// The launch hand-off (task slots and the end-stamp countdown), for the loom models in
@@ -89,13 +109,13 @@ pub use crate::fetch::{QueryData, QueryItem};
 #[doc(hidden)]
 pub use crate::fetch::ColumnPtr;
 pub use crate::filter::{QueryFilter, With, Without};
-pub use crate::hash::{HashComponents, StableHash, StableHasher};
+pub use crate::hash::{HashComponents, StableHash, StableHasher, mix};
 pub use crate::hashable::UnhashedComponents;
 pub use crate::phase::Phase;
-pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport};
+pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport, TimeStats};
 pub use crate::query::{Query, Reduction};
 pub use crate::registry::{AsyncSystem, Launched, Process, TickTiming};
-pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
+pub use crate::registry::{BoxedClock, Registry, System};
 #[doc(hidden)]
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};

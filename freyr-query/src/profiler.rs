@@ -11,10 +11,10 @@ use core::fmt;
 use std::time::Duration;
 
 use freyr_sched::{PoolMetrics, WorkerMetrics};
+use freyr_time::DeadlineStats;
 use hashbrown::HashMap;
 
 use crate::phase::Phase;
-use crate::registry::TimeStats;
 
 /// Totals for one label.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -316,6 +316,35 @@ impl Profiler {
             time: TimeStats::default(),
         }
     }
+}
+
+/// Time telemetry of a registry, in [`ProfileReport::time`](crate::ProfileReport::time): ticks
+/// and frames run, ticks dropped by the catch-up clamp, gate refusals, and the deadline jobs'
+/// stall telemetry (late jobs, stall time, tasks the collecting thread helped with).
+///
+/// # Examples
+///
+/// ```
+/// let mut registry = freyr::Registry::with_workers(1);
+/// registry.update(0.016);
+/// let time = registry.profile().time;
+/// assert_eq!(time.ticks, 1);
+/// assert_eq!(time.deadlines.late_jobs, 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TimeStats {
+    /// Ticks run ([`Registry::update`](crate::Registry::update) calls, from [`Registry::run_frame`](crate::Registry::run_frame) or direct).
+    pub ticks: u64,
+    /// Frames run by [`Registry::run_frame`](crate::Registry::run_frame).
+    pub frames: u64,
+    /// Ticks the catch-up clamp dropped.
+    pub dropped_ticks: u64,
+    /// Gate refusals: frames that a gate ended by holding the next tick (at most one per
+    /// frame). Despite the name, not a number of ticks: a frame that owed 5 ticks and was held
+    /// at the first counts 1, and a tick held across 3 frames counts 3.
+    pub held_ticks: u64,
+    /// Deadline jobs: applied, panicked, late, stall time, tasks helped while late.
+    pub deadlines: DeadlineStats,
 }
 
 #[cfg(test)]

@@ -9,7 +9,26 @@ use crate::access::{Access, TypeAccess};
 use crate::error::QueryError;
 use crate::fetch::{ColumnPtr, QueryData};
 use crate::filter::QueryFilter;
-use crate::registry::LayoutStamp;
+
+/// One layout of one world (point 7 of the registry's soundness argument, `registry/world.rs`):
+/// equal stamps mean that no `&mut World` was handed out in between, so pointers into the
+/// chunks read under the first are still valid under the second. Made only by
+/// `SyncedWorld::read_with_layout`, the one caller of [`LayoutStamp::new`]; it lives here, below
+/// the registry, because [`QueryState`] keeps the stamp its cached pointers were read under.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) struct LayoutStamp {
+    world: WorldId,
+    epoch: u64,
+}
+
+impl LayoutStamp {
+    /// The stamp of `world` after `epoch` exclusive borrows. Only `SyncedWorld`, which counts
+    /// those borrows, may call this: a stamp made anywhere else could make stale pointers look
+    /// valid.
+    pub(crate) fn new(world: WorldId, epoch: u64) -> LayoutStamp {
+        LayoutStamp { world, epoch }
+    }
+}
 
 /// One archetype a query matched, with the column indices its fetch needs.
 #[derive(Copy, Clone, Debug)]

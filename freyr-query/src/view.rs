@@ -21,6 +21,7 @@ use freyr_core::{Component, ComponentId, Entity, World};
 use crate::access::{Access, AccessKind, TypeAccess};
 use crate::error::QueryError;
 use crate::resources::Resources;
+use crate::tuples::tuples_up_to_8;
 
 /// View marker: read-only random access to every entity's `T`, as a [`ComponentView<T>`].
 #[doc(alias = "Read")]
@@ -113,7 +114,8 @@ unsafe impl<T: ?Sized + Sync> Sync for SharedPtr<T> {}
 
 /// A set of read-only views: `()`, [`View<T>`], [`Res<T>`] and tuples of these up to 8.
 ///
-/// Users do not implement this trait; it is public so that bounds can name it.
+/// The trait is sealed: these are its only implementations (it is public so that bounds can name
+/// it); see [`QueryFilter`](crate::QueryFilter) for what an outside implementation runs into.
 ///
 /// # Safety
 ///
@@ -121,7 +123,7 @@ unsafe impl<T: ?Sized + Sync> Sync for SharedPtr<T> {}
 /// resource it reads in `access`, and `item` must only create shared references. `access` must
 /// read only the world's layout (component ids), never a component value: the registry calls it
 /// before waiting for the parallel tasks that may write them.
-pub unsafe trait ViewSet: 'static {
+pub unsafe trait ViewSet: sealed::Sealed + 'static {
     /// What the callback gets, e.g. `(ComponentView<'w, Position>, &'w Grid)`.
     type Item<'w>: Copy;
     /// Raw form shared with tasks.
@@ -146,18 +148,7 @@ pub unsafe trait ViewSet: 'static {
     unsafe fn item<'w>(fetch: Self::Fetch) -> Self::Item<'w>;
 }
 
-// SAFETY: `()` views nothing.
-unsafe impl ViewSet for () {
-    type Item<'w> = ();
-    type Fetch = ();
-    fn type_access(_out: &mut TypeAccess) {}
-    fn access(_world: &World, _access: &mut Access) {}
-    fn fetch(_world: &World, _resources: &Resources) -> Result<Self::Fetch, QueryError> {
-        Ok(())
-    }
-    #[inline(always)]
-    unsafe fn item<'w>(_fetch: Self::Fetch) -> Self::Item<'w> {}
-}
+impl<T: Component> sealed::Sealed for View<T> {}
 
 // SAFETY: reports a read of `T` and the world reference; `ComponentView` only reads.
 unsafe impl<T: Component> ViewSet for View<T> {
@@ -186,6 +177,8 @@ unsafe impl<T: Component> ViewSet for View<T> {
     }
 }
 
+impl<T: Send + Sync + 'static> sealed::Sealed for Res<T> {}
+
 // SAFETY: reports a read of the resource `T`; hands out `&T` only.
 unsafe impl<T: Send + Sync + 'static> ViewSet for Res<T> {
     type Item<'w> = &'w T;
@@ -209,22 +202,33 @@ unsafe impl<T: Send + Sync + 'static> ViewSet for Res<T> {
     }
 }
 
+mod sealed {
+    /// Keeps [`ViewSet`](super::ViewSet) to the implementations in this file.
+    pub trait Sealed {}
+}
+
 macro_rules! impl_view_tuple {
     ($($name:ident $idx:tt),*) => {
-        // SAFETY: forwards to the elements.
+        impl<$($name: ViewSet),*> sealed::Sealed for ($($name,)*) {}
+
+        // SAFETY: forwards to the elements (`()` views nothing).
         unsafe impl<$($name: ViewSet),*> ViewSet for ($($name,)*) {
             type Item<'w> = ($($name::Item<'w>,)*);
             type Fetch = ($($name::Fetch,)*);
+            #[allow(unused_variables)]
             fn type_access(out: &mut TypeAccess) {
                 $($name::type_access(out);)*
             }
+            #[allow(unused_variables)]
             fn access(world: &World, access: &mut Access) {
                 $($name::access(world, access);)*
             }
+            #[allow(unused_variables, clippy::unit_arg)]
             fn fetch(world: &World, resources: &Resources) -> Result<Self::Fetch, QueryError> {
                 Ok(($($name::fetch(world, resources)?,)*))
             }
             #[inline(always)]
+            #[allow(unused_variables, unused_unsafe, clippy::unused_unit)]
             unsafe fn item<'w>(fetch: Self::Fetch) -> Self::Item<'w> {
                 // SAFETY: forwarded caller contract.
                 unsafe { ($($name::item(fetch.$idx),)*) }
@@ -233,11 +237,4 @@ macro_rules! impl_view_tuple {
     };
 }
 
-impl_view_tuple!(A 0);
-impl_view_tuple!(A 0, B 1);
-impl_view_tuple!(A 0, B 1, C 2);
-impl_view_tuple!(A 0, B 1, C 2, D 3);
-impl_view_tuple!(A 0, B 1, C 2, D 3, E 4);
-impl_view_tuple!(A 0, B 1, C 2, D 3, E 4, F 5);
-impl_view_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
-impl_view_tuple!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuples_up_to_8!(impl_view_tuple);

@@ -59,10 +59,7 @@ impl StableHash for Seen {
 
 /// Per-entity randomness from (entity, tick), never a shared RNG.
 fn rand(e: Entity, tick: u32, salt: u64) -> u64 {
-    let mut z = e.to_bits() ^ (u64::from(tick) << 40) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    freyr::mix(e.to_bits() ^ (u64::from(tick) << 40) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 fn simulate(workers: usize, ticks: u32) -> (u64, Vec<u32>, usize) {

@@ -49,11 +49,9 @@ const PANIC_MSG: &str = "soak: planned panic";
 
 // ---- randomness -------------------------------------------------------------------------------
 
+/// Two keys folded into one word, then [`freyr::mix`].
 fn mix(a: u64, b: u64) -> u64 {
-    let mut z = a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+    freyr::mix(a ^ b.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// The driver's RNG (SplitMix64): seeded, never time-based.

@@ -8,12 +8,9 @@ use std::time::Duration;
 use freyr_sched::ThreadPool;
 use freyr_time::DeadlineScheduler;
 
-/// SplitMix64: a well-mixed hash step (Steele, Lea and Flood, 2014).
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// SplitMix64's generator step: the golden-ratio increment, then [`freyr::mix`].
+fn mix(z: u64) -> u64 {
+    freyr::mix(z.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 /// What one job computes from its snapshot: deterministic work.

@@ -15,18 +15,11 @@ use freyr_core::{ArchetypeId, ComponentId};
 
 use crate::error::QueryError;
 
+pub(crate) mod kind;
 mod sets;
 
+pub use self::kind::AccessKind;
 pub use self::sets::{ArchetypeSet, ComponentSet};
-
-/// How a query element or view touches one type.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum AccessKind {
-    /// Shared access: `&T`, `Option<&T>`, a component view, a resource.
-    Read,
-    /// Exclusive access: `&mut T`, `Option<&mut T>`.
-    Write,
-}
 
 /// One entry of a [`TypeAccess`] list.
 #[derive(Copy, Clone, Debug)]

@@ -13,6 +13,7 @@ use freyr_core::{CommandBuffer, Entity, World};
 use crate::commands::EachContext;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
+use crate::iter::rows::fold_rows;
 use crate::row_path::row_loop;
 use crate::state::{QueryState, RunPtrs};
 use crate::view::ViewSet;
@@ -63,12 +64,9 @@ row_loop! {
         Q: QueryData,
         C: for<'w> FnMut(Entity, Q::Item<'w>),
     } {
-        for (row, &entity) in entities.iter().enumerate() {
-            // SAFETY: `row < entities.len()` = the chunk's length; each row is fetched once and
-            // its items do not outlive the call (`f` is higher-ranked over `'w`); access is
-            // exclusive per the caller contract.
-            f(entity, unsafe { Q::item(ptrs, row) });
-        }
+        // SAFETY: the rows are the chunk's (or run's) `entities.len()` rows from row 0;
+        // access is exclusive per the caller contract.
+        unsafe { fold_rows::<Q, ()>(ptrs, 0, entities, (), |(), entity, item| f(entity, item)) }
     }
 }
 
@@ -167,9 +165,9 @@ row_loop! {
         V: ViewSet,
         C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
     } {
-        for (row, &entity) in entities.iter().enumerate() {
-            // SAFETY: as in `rows`.
-            f(entity, unsafe { Q::item(ptrs, row) }, ctx);
+        // SAFETY: as in `rows`.
+        unsafe {
+            fold_rows::<Q, ()>(ptrs, 0, entities, (), |(), entity, item| f(entity, item, ctx))
         }
     }
 }

@@ -31,10 +31,11 @@ use freyr_sched::{IndexedJob, TaskGroup};
 
 use crate::commands::EachContext;
 use crate::fetch::{ColumnPtr, QueryData};
+use crate::iter::rows::fold_rows;
 use crate::launch::callback::CallbackScope;
 use crate::launch::handoff::{Countdown, TaskSlots};
 use crate::launch::reduce::ReduceSlot;
-use crate::launch::{Spans, TaskRun};
+use crate::launch::spans::{Spans, TaskRun};
 use crate::row_path::row_loop;
 use crate::tick::trace::{TaskSpan, nanos_since, row_of};
 use crate::view::ViewSet;
@@ -42,21 +43,19 @@ use crate::view::ViewSet;
 /// What a task run's kernel gets: the run's column pointers and its entity ids, at its row 0.
 pub(crate) type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);
 
-/// The entities of rows `start..end` of a run, paired with their row numbers.
+/// The entities of rows `start..end` of a run.
 ///
 /// # Safety
 ///
-/// `entities` points at an entity array of at least `end` rows, not written while the returned
-/// iterator is used.
+/// `entities` points at an entity array of at least `end` initialised rows, not written while
+/// the returned slice lives.
 #[inline(always)]
-unsafe fn rows(
+unsafe fn task_entities<'a>(
     entities: ColumnPtr<Entity>,
     (start, end): (usize, usize),
-) -> impl Iterator<Item = (usize, Entity)> {
-    (start..end).map(move |row| {
-        // SAFETY: `row < end`, within the run's initialised rows (caller contract).
-        (row, unsafe { <Entity as QueryData>::item(entities, row) })
-    })
+) -> &'a [Entity] {
+    // SAFETY: the first `end` rows are initialised and not written meanwhile (caller contract).
+    unsafe { &<Entity as QueryData>::slice(entities, end)[start..] }
 }
 
 /// What a launch does with each task, and what it leaves behind per task.
@@ -263,12 +262,11 @@ row_loop! {
         // SAFETY: `*next..stop` lies in the run and is this thread's alone (caller contract).
         unsafe {
             for_each_task(run, slots, next, stop, |task, _| {
-                // SAFETY: the run's entity array holds its `len` rows, not written meanwhile.
-                for (row, entity) in rows(entities, task) {
-                    // SAFETY: `row < len`; this task is the only one touching its rows, and
-                    // the launch's access was checked against all other work (caller contract).
-                    f(entity, Q::item(ptrs, row));
-                }
+                // SAFETY: the run's entity array holds its `len` rows, not written meanwhile;
+                // this task is the only one touching its rows, and the launch's access was
+                // checked against all other work (caller contract).
+                let entities = task_entities(entities, task);
+                fold_rows::<Q, ()>(ptrs, task.0, entities, (), |(), entity, item| f(entity, item));
             });
         }
     }
@@ -299,10 +297,10 @@ row_loop! {
                 // SAFETY: views are valid while the launch is registered (caller contract).
                 let mut ctx = EachContext::new(V::item(views), slot);
                 // SAFETY: as in `plain_tasks`.
-                for (row, entity) in rows(entities, task) {
-                    // SAFETY: as in `plain_tasks`.
-                    f(entity, Q::item(ptrs, row), &mut ctx);
-                }
+                let entities = task_entities(entities, task);
+                fold_rows::<Q, ()>(ptrs, task.0, entities, (), |(), entity, item| {
+                    f(entity, item, &mut ctx)
+                });
             });
         }
     }
@@ -331,13 +329,9 @@ row_loop! {
         // SAFETY: as in `plain_tasks`.
         unsafe {
             for_each_task(run, slots, next, stop, |task, slot| {
-                let mut acc = identity();
                 // SAFETY: as in `plain_tasks`.
-                for (row, entity) in rows(entities, task) {
-                    // SAFETY: as in `plain_tasks`.
-                    acc = fold(acc, entity, Q::item(ptrs, row));
-                }
-                *slot = Some(acc);
+                let entities = task_entities(entities, task);
+                *slot = Some(fold_rows::<Q, A>(ptrs, task.0, entities, identity(), fold));
             });
         }
     }

@@ -12,7 +12,7 @@ use crate::first_panic::keep_first;
 use crate::phase::Phase;
 
 use super::Registry;
-use super::systems::System;
+use super::System;
 
 /// Where an [`AsyncSystem`]'s work runs: made by [`AsyncSystem::process`].
 ///

@@ -9,31 +9,10 @@ use freyr_sched::ThreadPool;
 use freyr_time::{
     DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket,
 };
-use hashbrown::HashMap;
 
 use crate::first_panic::keep_first;
 
-use super::Registry;
-
-/// The registry's deadline schedulers, one per result type, and their apply callbacks (kept
-/// apart so an apply callback may request new jobs).
-#[derive(Default)]
-pub(crate) struct Deadlines {
-    schedulers: Vec<Box<dyn ErasedScheduler>>,
-    /// `appliers[i]` applies `schedulers[i]`'s deliveries; taken out while they run.
-    appliers: Vec<Box<dyn ErasedApply>>,
-    index: HashMap<TypeId, usize>,
-    /// Whether [`Registry::settle_jobs`] ran: schedulers registered later are born settled.
-    settled: bool,
-}
-
-/// A scheduler of some result type, and the deliveries of its last collect.
-trait ErasedScheduler: Send {
-    fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError>;
-    fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError>;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn as_any(&self) -> &dyn Any;
-}
+use super::{ErasedApply, ErasedScheduler, Payload, Registry};
 
 struct Typed<R> {
     jobs: DeadlineScheduler<R>,
@@ -77,15 +56,6 @@ impl<R: Send + 'static> ErasedScheduler for Typed<R> {
 }
 
 type ApplyFn<R> = Box<dyn FnMut(&mut Registry, Delivered<R>) + Send>;
-
-/// A panic payload caught from an apply callback.
-type Payload = Box<dyn Any + Send>;
-
-trait ErasedApply: Send {
-    /// Hands the deliveries buffered in scheduler `index` to the callback, in request order.
-    /// A panicking call does not stop the others; the first panic is returned.
-    fn apply(&mut self, registry: &mut Registry, index: usize) -> Option<Payload>;
-}
 
 struct Apply<R>(ApplyFn<R>);
 

@@ -20,6 +20,7 @@
 //! which call in; nothing here names them.
 
 mod async_system;
+pub(crate) mod cache;
 mod deadlines;
 mod entities;
 mod hashing;
@@ -33,27 +34,27 @@ mod tick;
 mod time;
 pub(crate) mod world;
 
+use core::any::{Any, TypeId};
 use core::cell::Cell;
 use core::marker::PhantomData;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use freyr_core::{CommandBuffer, Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
+use freyr_time::{Clock, DeadlineError, DeadlineStats, FixedStep};
+use hashbrown::HashMap;
 
 use crate::hashable::Hashables;
 use crate::launch::callback::inside_callback_of;
 use crate::phase::Phase;
-use crate::profiler::Profiler;
+use crate::profiler::{Profiler, TimeStats};
 
-use self::queries::QueryCache;
-use self::time::TimeState;
+use self::cache::QueryCache;
 use self::world::SyncedWorld;
 
 pub use self::async_system::{AsyncSystem, Launched, Process};
-pub use self::systems::System;
-pub use self::time::{BoxedClock, TickTiming, TimeStats};
-pub(crate) use self::world::LayoutStamp;
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -143,6 +144,140 @@ pub struct Registry {
     /// Explicitly `!Sync`: the registry is driven from one thread at a time, and a callback that
     /// must be `Sync` can therefore never capture `&Registry`.
     _not_sync: PhantomData<Cell<()>>,
+}
+
+/// A unit of per-tick logic. Registered with [`Registry::add_system`] for one [`Phase`]; within a
+/// phase, systems run in registration order on the thread that calls [`Registry::update`].
+///
+/// A system gets the registry mutably and may launch `each_async` work, run `each`, call
+/// [`Registry::execute_tasks`] for an explicit sync point, and record structural changes. It may
+/// not call [`Registry::update`] (that panics: updates do not nest).
+///
+/// Closures `FnMut(&mut Registry, f32) + Send + 'static` are systems too.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Phase, Registry, System};
+///
+/// struct Pos(f32);
+/// struct Vel(f32);
+///
+/// struct Integrate;
+/// impl System for Integrate {
+///     fn update(&mut self, registry: &mut Registry, dt: f32) {
+///         registry
+///             .query::<(&mut Pos, &Vel)>()
+///             .with_label("Integrate")
+///             .each_async(move |_, (p, v)| p.0 += v.0 * dt);
+///     }
+/// }
+///
+/// let mut registry = Registry::with_workers(2);
+/// let e = registry.spawn((Pos(0.0), Vel(2.0)));
+/// registry.add_system(Phase::Update, Integrate);
+/// registry.add_system(Phase::PostUpdate, move |r: &mut Registry, _dt: f32| {
+///     let x = r.get::<Pos>(e).unwrap().0;
+///     assert!(x > 0.0); // the Update phase's sync point already ran
+/// });
+/// registry.update(0.5);
+/// registry.update(0.5);
+/// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
+/// ```
+pub trait System: Send + 'static {
+    /// Runs the system once.
+    fn update(&mut self, registry: &mut Registry, dt: f32);
+
+    /// A name for diagnostics.
+    fn name(&self) -> &str {
+        core::any::type_name::<Self>()
+    }
+
+    /// Shutdown, from [`Registry::settle_systems`]: hand the work this system still has in
+    /// flight (an async pump's launches) to its discard path, and refuse new work. Returns how
+    /// many launches it discarded. The default has nothing in flight and returns 0; an
+    /// [`AsyncSystem`](crate::AsyncSystem) settles its pump.
+    fn settle(&mut self, registry: &mut Registry) -> usize {
+        let _ = registry;
+        0
+    }
+}
+
+impl<F> System for F
+where
+    F: FnMut(&mut Registry, f32) + Send + 'static,
+{
+    fn update(&mut self, registry: &mut Registry, dt: f32) {
+        self(registry, dt);
+    }
+}
+
+/// The clock a registry's fixed step reads: any [`Clock`] that can move between threads.
+pub type BoxedClock = Box<dyn Clock + Send>;
+
+/// The registry's time state.
+#[derive(Default)]
+pub(crate) struct TimeState {
+    /// The tick running (inside `update`) or next to run.
+    pub(crate) tick: u64,
+    pub(crate) fixed: Option<FixedStep<BoxedClock>>,
+    pub(crate) stats: TimeStats,
+    pub(crate) deadlines: Deadlines,
+    /// The last tick that ran, and its wall time.
+    pub(crate) last: Option<TickTiming>,
+    /// The load factor booked to the ticks `update` records (`None`: 1).
+    pub(crate) load_factor: Option<f64>,
+    /// The fixed step's clock at the end of the last frame (or at its installation).
+    pub(crate) frame_read: Duration,
+}
+
+/// The last tick a registry ran ([`Registry::last_tick`]): its number and its wall time, from
+/// the start of [`update`](Registry::update) (the deadline hook included) to the end of its
+/// last sync point. Measured for every update, with the tick profiler on or off: it is what an
+/// overrun governor steps from.
+///
+/// # Examples
+///
+/// ```
+/// let mut registry = freyr::Registry::with_workers(1);
+/// assert!(registry.last_tick().is_none());
+/// registry.update(0.016);
+/// let last = registry.last_tick().unwrap();
+/// assert_eq!(last.tick, 0);
+/// assert!(last.wall < std::time::Duration::from_secs(1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TickTiming {
+    /// The tick's number ([`Registry::tick`] while it ran).
+    pub tick: u64,
+    /// Its wall time.
+    pub wall: Duration,
+}
+
+/// The registry's deadline schedulers, one per result type, and their apply callbacks (kept
+/// apart so an apply callback may request new jobs).
+#[derive(Default)]
+pub(crate) struct Deadlines {
+    schedulers: Vec<Box<dyn ErasedScheduler>>,
+    /// `appliers[i]` applies `schedulers[i]`'s deliveries; taken out while they run.
+    appliers: Vec<Box<dyn ErasedApply>>,
+    index: HashMap<TypeId, usize>,
+    /// Whether [`Registry::settle_jobs`] ran: schedulers registered later are born settled.
+    settled: bool,
+}
+/// A scheduler of some result type, and the deliveries of its last collect.
+trait ErasedScheduler: Send {
+    fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError>;
+    fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError>;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn as_any(&self) -> &dyn Any;
+}
+/// A panic payload caught from an apply callback.
+type Payload = Box<dyn Any + Send>;
+trait ErasedApply: Send {
+    /// Hands the deliveries buffered in scheduler `index` to the callback, in request order.
+    /// A panicking call does not stop the others; the first panic is returned.
+    fn apply(&mut self, registry: &mut Registry, index: usize) -> Option<Payload>;
 }
 
 impl Default for Registry {

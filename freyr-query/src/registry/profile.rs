@@ -29,7 +29,7 @@ impl Registry {
     /// ```
     pub fn reset_profile(&mut self) {
         self.profiler = Profiler::new(self.sync.pool().metrics());
-        self.time.stats = super::time::TimeStats::default();
+        self.time.stats = crate::profiler::TimeStats::default();
     }
 
     /// Number of implicit sync points so far (operations that waited for conflicting work).

@@ -2,12 +2,10 @@
 //! methods of [`Query`](crate::Query) execute in (refresh the state, wait for conflicting
 //! work through [`SyncedWorld`](super::world::SyncedWorld), mark the callback, book the label).
 
-use core::any::{Any, TypeId};
 use std::sync::Arc;
 use std::time::Instant;
 
-use freyr_core::{CommandBuffer, World, WorldId};
-use hashbrown::HashMap;
+use freyr_core::{CommandBuffer, World};
 
 use crate::access::Access;
 use crate::error::QueryError;
@@ -16,58 +14,11 @@ use crate::filter::QueryFilter;
 use crate::launch::callback::CallbackScope;
 use crate::launch::inflight::OpAccess;
 use crate::launch::job::Kernel;
-use crate::state::QueryState;
+use crate::state::{LayoutStamp, QueryState};
 use crate::view::ViewSet;
 
 use super::Registry;
-use super::world::{LaunchInfo, LayoutStamp, SyncedWorld};
-
-/// Cached query states, keyed by `TypeId::of::<QueryState<Q, F>>()`, all built for the world
-/// with id `world`.
-#[derive(Default)]
-pub(crate) struct QueryCache {
-    world: Option<WorldId>,
-    states: HashMap<TypeId, Box<dyn Any + Send>>,
-}
-
-impl QueryCache {
-    /// The state for `(Q, F)`, created on first use and refreshed against `world`. If `world` is
-    /// not the world the cache was built for (it was replaced, swapped or taken), every cached
-    /// state is dropped first; each state checks the world's id too.
-    ///
-    /// # Errors
-    ///
-    /// On conflicting access in `Q`.
-    pub(crate) fn state_mut<Q: QueryData, F: QueryFilter>(
-        &mut self,
-        world: &World,
-    ) -> Result<&mut QueryState<Q, F>, QueryError> {
-        if self.world != Some(world.id()) {
-            self.states.clear();
-            self.world = Some(world.id());
-        }
-        let entry = match self.states.entry(TypeId::of::<QueryState<Q, F>>()) {
-            hashbrown::hash_map::Entry::Occupied(e) => e.into_mut(),
-            hashbrown::hash_map::Entry::Vacant(v) => {
-                v.insert(Box::new(QueryState::<Q, F>::new(world)?))
-            }
-        };
-        let state = entry
-            .downcast_mut::<QueryState<Q, F>>()
-            .expect("query cache entry stored under its own TypeId");
-        state.update(world);
-        Ok(state)
-    }
-
-    fn get<Q: QueryData, F: QueryFilter>(&self, world: WorldId) -> Option<&QueryState<Q, F>> {
-        if self.world != Some(world) {
-            return None;
-        }
-        self.states
-            .get(&TypeId::of::<QueryState<Q, F>>())
-            .and_then(|s| s.downcast_ref())
-    }
-}
+use super::world::{LaunchInfo, SyncedWorld};
 
 impl Registry {
     /// The cached state of `(Q, F)`, if a query of that type was built before on the current

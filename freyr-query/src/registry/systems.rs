@@ -6,73 +6,7 @@ use std::time::Instant;
 
 use crate::phase::Phase;
 
-use super::Registry;
-
-/// A unit of per-tick logic. Registered with [`Registry::add_system`] for one [`Phase`]; within a
-/// phase, systems run in registration order on the thread that calls [`Registry::update`].
-///
-/// A system gets the registry mutably and may launch `each_async` work, run `each`, call
-/// [`Registry::execute_tasks`] for an explicit sync point, and record structural changes. It may
-/// not call [`Registry::update`] (that panics: updates do not nest).
-///
-/// Closures `FnMut(&mut Registry, f32) + Send + 'static` are systems too.
-///
-/// # Examples
-///
-/// ```
-/// use freyr::{Phase, Registry, System};
-///
-/// struct Pos(f32);
-/// struct Vel(f32);
-///
-/// struct Integrate;
-/// impl System for Integrate {
-///     fn update(&mut self, registry: &mut Registry, dt: f32) {
-///         registry
-///             .query::<(&mut Pos, &Vel)>()
-///             .with_label("Integrate")
-///             .each_async(move |_, (p, v)| p.0 += v.0 * dt);
-///     }
-/// }
-///
-/// let mut registry = Registry::with_workers(2);
-/// let e = registry.spawn((Pos(0.0), Vel(2.0)));
-/// registry.add_system(Phase::Update, Integrate);
-/// registry.add_system(Phase::PostUpdate, move |r: &mut Registry, _dt: f32| {
-///     let x = r.get::<Pos>(e).unwrap().0;
-///     assert!(x > 0.0); // the Update phase's sync point already ran
-/// });
-/// registry.update(0.5);
-/// registry.update(0.5);
-/// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
-/// ```
-pub trait System: Send + 'static {
-    /// Runs the system once.
-    fn update(&mut self, registry: &mut Registry, dt: f32);
-
-    /// A name for diagnostics.
-    fn name(&self) -> &str {
-        core::any::type_name::<Self>()
-    }
-
-    /// Shutdown, from [`Registry::settle_systems`]: hand the work this system still has in
-    /// flight (an async pump's launches) to its discard path, and refuse new work. Returns how
-    /// many launches it discarded. The default has nothing in flight and returns 0; an
-    /// [`AsyncSystem`](crate::AsyncSystem) settles its pump.
-    fn settle(&mut self, registry: &mut Registry) -> usize {
-        let _ = registry;
-        0
-    }
-}
-
-impl<F> System for F
-where
-    F: FnMut(&mut Registry, f32) + Send + 'static,
-{
-    fn update(&mut self, registry: &mut Registry, dt: f32) {
-        self(registry, dt);
-    }
-}
+use super::{Registry, System};
 
 impl Registry {
     /// Registers `system` to run in `phase`, after the systems already registered there.

@@ -7,81 +7,9 @@
 
 use std::time::Duration;
 
-use freyr_time::{Clock, DeadlineStats, FixedStep, FixedStepError, FrameReport, Gate, GateId};
+use freyr_time::{Clock, FixedStep, FixedStepError, FrameReport, Gate, GateId};
 
-use super::Registry;
-use super::deadlines::Deadlines;
-
-/// The clock a registry's fixed step reads: any [`Clock`] that can move between threads.
-pub type BoxedClock = Box<dyn Clock + Send>;
-
-/// The registry's time state.
-#[derive(Default)]
-pub(crate) struct TimeState {
-    /// The tick running (inside `update`) or next to run.
-    pub(crate) tick: u64,
-    pub(crate) fixed: Option<FixedStep<BoxedClock>>,
-    pub(crate) stats: TimeStats,
-    pub(crate) deadlines: Deadlines,
-    /// The last tick that ran, and its wall time.
-    pub(crate) last: Option<TickTiming>,
-    /// The load factor booked to the ticks `update` records (`None`: 1).
-    pub(crate) load_factor: Option<f64>,
-    /// The fixed step's clock at the end of the last frame (or at its installation).
-    pub(crate) frame_read: Duration,
-}
-
-/// The last tick a registry ran ([`Registry::last_tick`]): its number and its wall time, from
-/// the start of [`update`](Registry::update) (the deadline hook included) to the end of its
-/// last sync point. Measured for every update, with the tick profiler on or off: it is what an
-/// overrun governor steps from.
-///
-/// # Examples
-///
-/// ```
-/// let mut registry = freyr::Registry::with_workers(1);
-/// assert!(registry.last_tick().is_none());
-/// registry.update(0.016);
-/// let last = registry.last_tick().unwrap();
-/// assert_eq!(last.tick, 0);
-/// assert!(last.wall < std::time::Duration::from_secs(1));
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TickTiming {
-    /// The tick's number ([`Registry::tick`] while it ran).
-    pub tick: u64,
-    /// Its wall time.
-    pub wall: Duration,
-}
-
-/// Time telemetry of a registry, in [`ProfileReport::time`](crate::ProfileReport::time): ticks
-/// and frames run, ticks dropped by the catch-up clamp, gate refusals, and the deadline jobs'
-/// stall telemetry (late jobs, stall time, tasks the collecting thread helped with).
-///
-/// # Examples
-///
-/// ```
-/// let mut registry = freyr::Registry::with_workers(1);
-/// registry.update(0.016);
-/// let time = registry.profile().time;
-/// assert_eq!(time.ticks, 1);
-/// assert_eq!(time.deadlines.late_jobs, 0);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TimeStats {
-    /// Ticks run ([`Registry::update`] calls, from [`Registry::run_frame`] or direct).
-    pub ticks: u64,
-    /// Frames run by [`Registry::run_frame`].
-    pub frames: u64,
-    /// Ticks the catch-up clamp dropped.
-    pub dropped_ticks: u64,
-    /// Gate refusals: frames that a gate ended by holding the next tick (at most one per
-    /// frame). Despite the name, not a number of ticks: a frame that owed 5 ticks and was held
-    /// at the first counts 1, and a tick held across 3 frames counts 3.
-    pub held_ticks: u64,
-    /// Deadline jobs: applied, panicked, late, stall time, tasks helped while late.
-    pub deadlines: DeadlineStats,
-}
+use super::{BoxedClock, Registry, TickTiming};
 
 impl Registry {
     /// The number of the tick running (inside [`update`](Registry::update)) or the next one to
@@ -179,7 +107,7 @@ impl Registry {
     /// [`update`](Registry::update) with the fixed `dt` for every whole tick due (at most the
     /// catch-up bound; the rest are dropped and counted), asking the gates before each tick (a
     /// refusal holds the tick, ends the frame and counts one gate refusal in
-    /// [`TimeStats::held_ticks`]). Tick numbers continue [`tick`](Registry::tick).
+    /// [`TimeStats::held_ticks`](crate::TimeStats::held_ticks)). Tick numbers continue [`tick`](Registry::tick).
     ///
     /// # Panics
     ///

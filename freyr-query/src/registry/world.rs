@@ -50,7 +50,7 @@ use core::any::TypeId;
 use core::ptr::NonNull;
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, Component, ComponentId, Entity, World, WorldId};
+use freyr_core::{ArchetypeId, Component, ComponentId, Entity, World};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
@@ -60,13 +60,14 @@ use crate::filter::QueryFilter;
 use crate::hash::HashComponents;
 use crate::launch::inflight::{InFlight, OpAccess, Retired};
 use crate::launch::job::Kernel;
-use crate::launch::{self, LaunchCtx, Spans};
+use crate::launch::spans::Spans;
+use crate::launch::{self, LaunchCtx};
 use crate::profiler::Profiler;
 use crate::resources::Resources;
-use crate::state::QueryState;
+use crate::state::{LayoutStamp, QueryState};
 use crate::view::ViewSet;
 
-use super::queries::QueryCache;
+use super::cache::QueryCache;
 
 /// The world, owned through a raw pointer: tasks holding component views share `&World` while
 /// the registry value itself may be moved, and a `Box` field would assert uniqueness on every
@@ -121,15 +122,6 @@ pub(crate) struct SyncedWorld {
     resources: Resources,
     /// How many times `&mut World` was handed out (point 7): the layout can have changed only
     /// when this did. Never decreases.
-    epoch: u64,
-}
-
-/// One layout of one world (point 7): equal stamps mean that no `&mut World` was handed out in
-/// between, so pointers into the chunks read under the first are still valid under the second.
-/// Made only by [`SyncedWorld::read_with_layout`].
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LayoutStamp {
-    world: WorldId,
     epoch: u64,
 }
 
@@ -200,10 +192,7 @@ impl SyncedWorld {
     ) -> (&World, LayoutStamp) {
         self.wait(op, profiler);
         let world = self.world.get();
-        let stamp = LayoutStamp {
-            world: world.id(),
-            epoch: self.epoch,
-        };
+        let stamp = LayoutStamp::new(world.id(), self.epoch);
         (world, stamp)
     }
 

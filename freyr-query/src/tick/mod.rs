@@ -3,25 +3,32 @@
 //! an EWMA and percentiles over a window of recent ticks, a JSON report and a Chrome trace of a
 //! range of ticks.
 //!
-//! - this file: the records, the window and its statistics;
-//! - [`report`]: the JSON report (its schema is documented there);
-//! - [`trace`]: the trace events and the Chrome trace-event export.
+//! Files, each importing only from those listed before it:
+//!
+//! - [`record`]: one tick's record, the counter list it shares with the report, and the
+//!   window statistics;
+//! - [`trace`]: the trace events and the Chrome trace-event export;
+//! - [`report`]: the JSON report (its schema is documented there), built from records;
+//! - this file: the profiler itself, its window and the calls the registry makes.
 //!
 //! Off by default. While off, the registry's tick calls return at once: no clock is read and
 //! nothing is allocated. While on, a tick costs a few clock reads, one snapshot of the pool's
 //! counters at each end, and its record; a traced tick also stamps every batch of tasks.
 
+pub(crate) mod record;
 pub(crate) mod report;
 pub(crate) mod trace;
 
 use std::collections::VecDeque;
+#[cfg(feature = "json")]
+use std::io::{self, Write};
 use std::time::{Duration, Instant};
 
 use crate::profiler::ProfileReport;
 
+pub use self::record::{LabelTick, TickRecord, WindowStats};
 pub use self::report::{
     LabelMs, LabelSummary, LoadFactorSummary, PhaseMs, PhaseSummary, Summary, TickJson, TickReport,
-    WindowStats,
 };
 pub use self::trace::{CALLER_ROW, TICK_ROW, TraceEvent, TraceKind};
 
@@ -102,69 +109,6 @@ impl Default for TickExtras {
             deadline_stalls: 0,
             deadline_stall: Duration::ZERO,
         }
-    }
-}
-
-/// One label's share of one tick (see [`TickRecord::label`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LabelTick {
-    /// The label.
-    pub label: &'static str,
-    /// Query calls with this label that finished (were retired) in the tick.
-    pub calls: u64,
-    /// Their chunk tasks.
-    pub tasks: u64,
-    /// Their summed wall time.
-    pub wall: Duration,
-}
-
-/// Everything recorded about one tick (see the example of [`TickProfile`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TickRecord {
-    /// The tick's number, as given to [`Registry::begin_tick`](crate::Registry::begin_tick).
-    pub tick: u64,
-    /// Wall time from `begin_tick` to `end_tick`.
-    pub wall: Duration,
-    /// Wall time per phase, in the order the phases began (see
-    /// [`Registry::tick_phase`](crate::Registry::tick_phase)).
-    pub phases: Vec<(&'static str, Duration)>,
-    /// Per label, in order of first use.
-    pub labels: Vec<LabelTick>,
-    /// Chunk tasks launched.
-    pub tasks: u64,
-    /// Queue entries stolen between workers.
-    pub steals: u64,
-    /// Times a worker parked.
-    pub parks: u64,
-    /// Operations that waited for conflicting in-flight work.
-    pub implicit_syncs: u64,
-    /// Explicit and phase-end sync points.
-    pub sync_points: u64,
-    /// Deadline jobs that were late at their due tick: the registry's own, plus
-    /// [`TickExtras::deadline_stalls`].
-    pub deadline_stalls: u64,
-    /// Time spent waiting for them.
-    pub deadline_stall: Duration,
-    /// Ticks dropped by the catch-up clamp: the registry's own fixed step's, plus
-    /// [`TickExtras::dropped_ticks`].
-    pub dropped_ticks: u64,
-    /// The governor's load factor ([`TickExtras::load_factor`]).
-    pub load_factor: f64,
-}
-
-impl TickRecord {
-    /// The wall time of phase `name` (zero if it did not run).
-    pub fn phase(&self, name: &str) -> Duration {
-        self.phases
-            .iter()
-            .filter(|(n, _)| *n == name)
-            .map(|(_, d)| *d)
-            .sum()
-    }
-
-    /// This tick's share of `label`, if it ran (see the example of [`TickProfile`]).
-    pub fn label(&self, label: &str) -> Option<&LabelTick> {
-        self.labels.iter().find(|l| l.label == label)
     }
 }
 
@@ -304,28 +248,83 @@ impl TickProfile {
 
     /// Phase names in the window, in order of first appearance.
     pub fn phase_names(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = Vec::new();
-        for r in &self.records {
-            for (n, _) in &r.phases {
-                if !names.contains(n) {
-                    names.push(n);
-                }
-            }
-        }
-        names
+        record::phase_names(self.records.iter())
     }
 
     /// Label names in the window, in order of first appearance.
     pub fn label_names(&self) -> Vec<&'static str> {
-        let mut names: Vec<&'static str> = Vec::new();
-        for r in &self.records {
-            for l in &r.labels {
-                if !names.contains(&l.label) {
-                    names.push(l.label);
-                }
-            }
-        }
-        names
+        record::label_names(self.records.iter())
+    }
+
+    /// The report of the current window (its JSON schema is in the `report` module).
+    pub fn report(&self) -> TickReport {
+        TickReport::build(
+            self.config.window,
+            self.ticks_recorded,
+            self.wall_stats(),
+            &self.records,
+        )
+    }
+
+    /// Writes [`report`](Self::report) as pretty-printed JSON.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.enable_tick_profile(Default::default());
+    /// registry.begin_tick(9);
+    /// registry.end_tick(Default::default());
+    /// let mut out = Vec::new();
+    /// registry.tick_profile().unwrap().write_json(&mut out).unwrap();
+    /// let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    /// assert_eq!(report["ticks"][0]["tick"], 9);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Any error of `out`.
+    #[cfg(feature = "json")]
+    pub fn write_json(&self, out: impl Write) -> io::Result<()> {
+        serde_json::to_writer_pretty(out, &self.report()).map_err(io::Error::other)
+    }
+
+    /// Writes the traced ticks as a Chrome trace-event file (open it in Perfetto or
+    /// `chrome://tracing`): a JSON object whose `traceEvents` hold one thread-name record per
+    /// thread row and one complete (`"ph": "X"`) event per span, `ts` and `dur` in
+    /// microseconds, `cat` the [`TraceKind`](super::TraceKind), and in `args` the tick and, for
+    /// tasks, the launch and the task range `first_task..end_task`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    /// use freyr::profile::TickProfileConfig;
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
+    /// registry.begin_tick(0);
+    /// registry.tick_phase("only");
+    /// registry.end_tick(Default::default());
+    /// let mut out = Vec::new();
+    /// registry.tick_profile().unwrap().write_chrome_trace(&mut out).unwrap();
+    /// let trace: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    /// let names: Vec<_> = trace["traceEvents"]
+    ///     .as_array()
+    ///     .unwrap()
+    ///     .iter()
+    ///     .filter(|e| e["ph"] == "X")
+    ///     .map(|e| e["name"].as_str().unwrap())
+    ///     .collect();
+    /// assert_eq!(names, ["only", "tick"]);
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// Any error of `out`.
+    #[cfg(feature = "json")]
+    pub fn write_chrome_trace(&self, out: impl Write) -> io::Result<()> {
+        self.trace.write_chrome(out)
     }
 
     /// The trace events recorded so far (ticks in [`TickProfileConfig::trace_ticks`]).

@@ -25,65 +25,15 @@
 //! enabled. Times are milliseconds as numbers; percentiles are nearest-rank over the window. Fields are
 //! only ever added (and `version` raised); none is renamed or removed.
 
-#[cfg(feature = "json")]
-use std::io::{self, Write};
+use std::collections::VecDeque;
 use std::time::Duration;
 
 #[cfg(feature = "json")]
 use serde::{Deserialize, Serialize};
 
-use super::{TickProfile, TickRecord};
-
-/// Statistics of one quantity over the window, in milliseconds.
-///
-/// # Examples
-///
-/// ```
-/// use std::time::Duration;
-/// let stats = freyr::profile::WindowStats::of((1..=100).map(Duration::from_millis));
-/// assert_eq!(stats.p50_ms, 50.0);
-/// assert_eq!(stats.p99_ms, 99.0);
-/// assert_eq!(stats.max_ms, 100.0);
-/// assert_eq!(stats.mean_ms, 50.5);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
-pub struct WindowStats {
-    /// The EWMA (tick wall time only; 0 elsewhere).
-    #[cfg_attr(feature = "json", serde(rename = "ewma"))]
-    pub ewma_ms: f64,
-    /// The mean.
-    #[cfg_attr(feature = "json", serde(rename = "mean"))]
-    pub mean_ms: f64,
-    /// The median (nearest rank).
-    #[cfg_attr(feature = "json", serde(rename = "p50"))]
-    pub p50_ms: f64,
-    /// The 99th percentile (nearest rank).
-    #[cfg_attr(feature = "json", serde(rename = "p99"))]
-    pub p99_ms: f64,
-    /// The largest value.
-    #[cfg_attr(feature = "json", serde(rename = "max"))]
-    pub max_ms: f64,
-}
-
-impl WindowStats {
-    /// The statistics of `values` (all zero when there are none).
-    pub fn of(values: impl Iterator<Item = Duration>) -> Self {
-        let mut ms: Vec<f64> = values.map(|d| d.as_secs_f64() * 1e3).collect();
-        if ms.is_empty() {
-            return WindowStats::default();
-        }
-        ms.sort_unstable_by(f64::total_cmp);
-        let rank = |p: f64| ms[((p * ms.len() as f64).ceil() as usize).clamp(1, ms.len()) - 1];
-        WindowStats {
-            ewma_ms: 0.0,
-            mean_ms: ms.iter().sum::<f64>() / ms.len() as f64,
-            p50_ms: rank(0.50),
-            p99_ms: rank(0.99),
-            max_ms: ms[ms.len() - 1],
-        }
-    }
-}
+use super::record::{
+    TickRecord, WindowStats, counter_struct, label_names, phase_names, with_tick_counters,
+};
 
 /// A named phase's statistics.
 #[derive(Clone, Debug, PartialEq)]
@@ -119,35 +69,22 @@ pub struct LoadFactorSummary {
     pub last: f64,
 }
 
-/// The window's summary.
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
-pub struct Summary {
-    /// Tick wall time.
-    pub wall_ms: WindowStats,
-    /// Per phase.
-    pub phases: Vec<PhaseSummary>,
-    /// Per label.
-    pub labels: Vec<LabelSummary>,
-    /// Chunk tasks launched.
-    pub tasks: u64,
-    /// Steals.
-    pub steals: u64,
-    /// Parks.
-    pub parks: u64,
-    /// Implicit sync points.
-    pub implicit_syncs: u64,
-    /// Explicit and phase-end sync points.
-    pub sync_points: u64,
-    /// Deadline jobs waited for.
-    pub deadline_stalls: u64,
-    /// Time waited for them.
-    pub deadline_stall_ms: f64,
-    /// Ticks dropped by the catch-up clamp.
-    pub dropped_ticks: u64,
-    /// The governor's load factor.
-    pub load_factor: LoadFactorSummary,
-}
+with_tick_counters!(counter_struct! {
+    /// The window's summary: the counters are summed over the window.
+    #[derive(Clone, Debug, PartialEq)]
+    #[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
+    pub struct Summary {
+        /// Tick wall time.
+        pub wall_ms: WindowStats,
+        /// Per phase.
+        pub phases: Vec<PhaseSummary>,
+        /// Per label.
+        pub labels: Vec<LabelSummary>,
+    } {
+        /// The governor's load factor.
+        pub load_factor: LoadFactorSummary,
+    } report
+});
 
 /// A phase's share of one tick.
 #[derive(Clone, Debug, PartialEq)]
@@ -173,27 +110,26 @@ pub struct LabelMs {
     pub ms: f64,
 }
 
-/// One tick, as the report writes it (see [`TickRecord`](super::TickRecord)).
-#[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
-#[allow(missing_docs)] // each field is its TickRecord namesake, in milliseconds where timed
-pub struct TickJson {
-    pub tick: u64,
-    pub wall_ms: f64,
-    pub phases: Vec<PhaseMs>,
-    pub labels: Vec<LabelMs>,
-    pub tasks: u64,
-    pub steals: u64,
-    pub parks: u64,
-    pub implicit_syncs: u64,
-    pub sync_points: u64,
-    pub deadline_stalls: u64,
-    pub deadline_stall_ms: f64,
-    pub dropped_ticks: u64,
-    pub load_factor: f64,
-}
+with_tick_counters!(counter_struct! {
+    /// One tick, as the report writes it (see [`TickRecord`]): times in milliseconds.
+    #[derive(Clone, Debug, PartialEq)]
+    #[cfg_attr(feature = "json", derive(Serialize, Deserialize))]
+    pub struct TickJson {
+        /// The tick's number.
+        pub tick: u64,
+        /// Its wall time.
+        pub wall_ms: f64,
+        /// Wall time per phase, in the order the phases began.
+        pub phases: Vec<PhaseMs>,
+        /// Per label, in order of first use.
+        pub labels: Vec<LabelMs>,
+    } {
+        /// The governor's load factor.
+        pub load_factor: f64,
+    } report
+});
 
-/// The whole report, from [`TickProfile::report`]; serialises to the schema above.
+/// The whole report, from [`TickProfile::report`](crate::TickProfile::report); serialises to the schema above.
 ///
 /// # Examples
 ///
@@ -235,55 +171,71 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn tick_json(r: &TickRecord) -> TickJson {
-    TickJson {
-        tick: r.tick,
-        wall_ms: ms(r.wall),
-        phases: r
-            .phases
-            .iter()
-            .map(|(n, d)| PhaseMs {
-                name: (*n).to_owned(),
-                ms: ms(*d),
-            })
-            .collect(),
-        labels: r
-            .labels
-            .iter()
-            .map(|l| LabelMs {
-                label: l.label.to_owned(),
-                calls: l.calls,
-                tasks: l.tasks,
-                ms: ms(l.wall),
-            })
-            .collect(),
-        tasks: r.tasks,
-        steals: r.steals,
-        parks: r.parks,
-        implicit_syncs: r.implicit_syncs,
-        sync_points: r.sync_points,
-        deadline_stalls: r.deadline_stalls,
-        deadline_stall_ms: ms(r.deadline_stall),
-        dropped_ticks: r.dropped_ticks,
-        load_factor: r.load_factor,
-    }
+/// A count as the report writes it: unchanged.
+fn count(v: u64) -> u64 {
+    v
 }
 
-impl TickProfile {
-    /// The report of the current window.
-    pub fn report(&self) -> TickReport {
-        let records = || self.records();
-        let sum = |f: fn(&TickRecord) -> u64| records().map(f).sum::<u64>();
-        let phases = self
-            .phase_names()
+/// The [`TickJson`] literal for record `$r`: the named fields, then every counter converted.
+macro_rules! tick_json {
+    ($r:ident; $($field:ident: $value:expr),* ;
+     [ $( $(#[$doc:meta])* $rec:ident: $rt:ty => $json:ident: $jt:ty = $conv:ident, )* ]) => {
+        TickJson { $($field: $value,)* $( $json: $conv($r.$rec), )* }
+    };
+}
+
+/// The [`Summary`] literal: the named fields, then every counter converted and summed over
+/// `$records()` in window order.
+macro_rules! summary {
+    ($records:ident; $($field:ident: $value:expr),* ;
+     [ $( $(#[$doc:meta])* $rec:ident: $rt:ty => $json:ident: $jt:ty = $conv:ident, )* ]) => {
+        Summary { $($field: $value,)* $( $json: $records().map(|r| $conv(r.$rec)).sum(), )* }
+    };
+}
+
+fn tick_json(r: &TickRecord) -> TickJson {
+    let phases = r
+        .phases
+        .iter()
+        .map(|(n, d)| PhaseMs {
+            name: (*n).to_owned(),
+            ms: ms(*d),
+        })
+        .collect();
+    let labels = r
+        .labels
+        .iter()
+        .map(|l| LabelMs {
+            label: l.label.to_owned(),
+            calls: l.calls,
+            tasks: l.tasks,
+            ms: ms(l.wall),
+        })
+        .collect();
+    with_tick_counters!(tick_json! {
+        r; tick: r.tick, wall_ms: ms(r.wall), phases: phases, labels: labels,
+        load_factor: r.load_factor;
+    })
+}
+
+impl TickReport {
+    /// The report of a window of `window` ticks holding `records` (oldest first), after
+    /// `ticks_recorded` ticks, whose tick wall time has statistics `wall`.
+    pub(crate) fn build(
+        window: usize,
+        ticks_recorded: u64,
+        wall: WindowStats,
+        records: &VecDeque<TickRecord>,
+    ) -> TickReport {
+        let records = || records.iter();
+        let phases = phase_names(records())
             .into_iter()
             .map(|name| PhaseSummary {
                 name: name.to_owned(),
-                ms: self.phase_stats(name),
+                ms: WindowStats::of(records().map(|r| r.phase(name))),
             })
             .collect();
-        let labels = self
-            .label_names()
+        let labels = label_names(records())
             .into_iter()
             .map(|label| {
                 let of = |r: &TickRecord| r.label(label).cloned();
@@ -297,93 +249,73 @@ impl TickProfile {
                 }
             })
             .collect();
-        let summary = Summary {
-            wall_ms: self.wall_stats(),
-            phases,
-            labels,
-            tasks: sum(|r| r.tasks),
-            steals: sum(|r| r.steals),
-            parks: sum(|r| r.parks),
-            implicit_syncs: sum(|r| r.implicit_syncs),
-            sync_points: sum(|r| r.sync_points),
-            deadline_stalls: sum(|r| r.deadline_stalls),
-            deadline_stall_ms: records().map(|r| ms(r.deadline_stall)).sum(),
-            dropped_ticks: sum(|r| r.dropped_ticks),
-            load_factor: LoadFactorSummary {
-                min: records().map(|r| r.load_factor).fold(1.0, f64::min),
-                last: self.last().map_or(1.0, |r| r.load_factor),
-            },
+        let load_factor = LoadFactorSummary {
+            min: records().map(|r| r.load_factor).fold(1.0, f64::min),
+            last: records().last().map_or(1.0, |r| r.load_factor),
         };
+        let summary = with_tick_counters!(summary! {
+            records; wall_ms: wall, phases: phases, labels: labels, load_factor: load_factor;
+        });
         TickReport {
             schema: "freyr.tick_profile".to_owned(),
             version: 1,
-            window: self.config.window,
-            ticks_recorded: self.ticks_recorded,
+            window,
+            ticks_recorded,
             summary,
             ticks: records().map(tick_json).collect(),
         }
     }
+}
 
-    /// Writes [`report`](Self::report) as pretty-printed JSON. Needs the `json` feature (of
-    /// `freyr`, or of `freyr-query`), which is off by default.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.enable_tick_profile(Default::default());
-    /// registry.begin_tick(9);
-    /// registry.end_tick(Default::default());
-    /// let mut out = Vec::new();
-    /// registry.tick_profile().unwrap().write_json(&mut out).unwrap();
-    /// let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    /// assert_eq!(report["ticks"][0]["tick"], 9);
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// Any error of `out`.
-    #[cfg(feature = "json")]
-    #[doc(alias = "serde")]
-    pub fn write_json(&self, out: impl Write) -> io::Result<()> {
-        serde_json::to_writer_pretty(out, &self.report()).map_err(io::Error::other)
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tick::record::LabelTick;
 
-    /// Writes the traced ticks as a Chrome trace-event file (open it in Perfetto or
-    /// `chrome://tracing`): a JSON object whose `traceEvents` hold one thread-name record per
-    /// thread row and one complete (`"ph": "X"`) event per span, `ts` and `dur` in
-    /// microseconds, `cat` the [`TraceKind`](super::TraceKind), and in `args` the tick and, for
-    /// tasks, the launch and the task range `first_task..end_task`. Needs the `json` feature.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use freyr::Registry;
-    /// use freyr::profile::TickProfileConfig;
-    ///
-    /// let mut registry = Registry::with_workers(2);
-    /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
-    /// registry.begin_tick(0);
-    /// registry.tick_phase("only");
-    /// registry.end_tick(Default::default());
-    /// let mut out = Vec::new();
-    /// registry.tick_profile().unwrap().write_chrome_trace(&mut out).unwrap();
-    /// let trace: serde_json::Value = serde_json::from_slice(&out).unwrap();
-    /// let names: Vec<_> = trace["traceEvents"]
-    ///     .as_array()
-    ///     .unwrap()
-    ///     .iter()
-    ///     .filter(|e| e["ph"] == "X")
-    ///     .map(|e| e["name"].as_str().unwrap())
-    ///     .collect();
-    /// assert_eq!(names, ["only", "tick"]);
-    /// ```
-    ///
-    /// # Errors
-    ///
-    /// Any error of `out`.
-    #[cfg(feature = "json")]
-    pub fn write_chrome_trace(&self, out: impl Write) -> io::Result<()> {
-        self.trace.write_chrome(out)
+    /// The JSON of one record, byte for byte: every key in the documented order (the counters
+    /// are generated from one list, so this pins that list's order and names).
+    #[test]
+    fn the_json_keys_come_in_the_documented_order() {
+        let record = TickRecord {
+            tick: 7,
+            wall: Duration::from_millis(2),
+            phases: vec![("p", Duration::from_millis(1))],
+            labels: vec![LabelTick {
+                label: "L",
+                calls: 1,
+                tasks: 2,
+                wall: Duration::from_micros(500),
+            }],
+            tasks: 3,
+            steals: 4,
+            parks: 5,
+            implicit_syncs: 6,
+            sync_points: 7,
+            deadline_stalls: 8,
+            deadline_stall: Duration::from_micros(1500),
+            dropped_ticks: 9,
+            load_factor: 0.25,
+        };
+        let report = TickReport::build(10, 1, WindowStats::default(), &VecDeque::from([record]));
+        let json = serde_json::to_string(&report).unwrap();
+        let stats = |v: &str| format!(r#"{{"ewma":0.0,"mean":{v},"p50":{v},"p99":{v},"max":{v}}}"#);
+        let expected = format!(
+            concat!(
+                r#"{{"schema":"freyr.tick_profile","version":1,"window":10,"ticks_recorded":1,"#,
+                r#""summary":{{"wall_ms":{zero},"phases":[{{"name":"p","ms":{one}}}],"#,
+                r#""labels":[{{"label":"L","calls":1,"tasks":2,"ms":{half}}}],"tasks":3,"#,
+                r#""steals":4,"parks":5,"implicit_syncs":6,"sync_points":7,"deadline_stalls":8,"#,
+                r#""deadline_stall_ms":1.5,"dropped_ticks":9,"#,
+                r#""load_factor":{{"min":0.25,"last":0.25}}}},"#,
+                r#""ticks":[{{"tick":7,"wall_ms":2.0,"phases":[{{"name":"p","ms":1.0}}],"#,
+                r#""labels":[{{"label":"L","calls":1,"tasks":2,"ms":0.5}}],"tasks":3,"steals":4,"#,
+                r#""parks":5,"implicit_syncs":6,"sync_points":7,"deadline_stalls":8,"#,
+                r#""deadline_stall_ms":1.5,"dropped_ticks":9,"load_factor":0.25}}]}}"#
+            ),
+            zero = r#"{"ewma":0.0,"mean":0.0,"p50":0.0,"p99":0.0,"max":0.0}"#,
+            one = stats("1.0"),
+            half = stats("0.5"),
+        );
+        assert_eq!(json, expected);
     }
 }

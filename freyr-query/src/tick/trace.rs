@@ -16,6 +16,7 @@ use std::io::{self, Write};
 use std::time::Instant;
 
 #[cfg(feature = "json")]
+#[cfg(feature = "json")]
 use serde::Serialize;
 
 /// What a [`TraceEvent`] shows.
@@ -119,6 +120,61 @@ pub(crate) fn nanos_since(epoch: Instant, t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
 }
 
+// The Chrome trace-event file, as `write_chrome` serialises it.
+
+#[cfg(feature = "json")]
+#[derive(Serialize)]
+struct Args {
+    tick: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    launch: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    first_task: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    end_task: Option<u32>,
+}
+#[cfg(feature = "json")]
+#[derive(Serialize)]
+struct Event<'a> {
+    name: &'a str,
+    cat: TraceKind,
+    ph: &'static str,
+    ts: f64,
+    dur: f64,
+    pid: u32,
+    tid: u32,
+    args: Args,
+}
+#[cfg(feature = "json")]
+#[derive(Serialize)]
+struct NameArgs {
+    name: String,
+}
+#[cfg(feature = "json")]
+#[derive(Serialize)]
+struct Meta {
+    name: &'static str,
+    ph: &'static str,
+    pid: u32,
+    tid: u32,
+    args: NameArgs,
+}
+#[cfg(feature = "json")]
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Item<'a> {
+    Event(Event<'a>),
+    Meta(Meta),
+}
+#[cfg(feature = "json")]
+#[derive(Serialize)]
+struct File<'a> {
+    #[serde(rename = "traceEvents")]
+    trace_events: Vec<Item<'a>>,
+    #[serde(rename = "displayTimeUnit")]
+    display_time_unit: &'static str,
+}
+
 impl TraceLog {
     pub(crate) fn new() -> Self {
         TraceLog {
@@ -207,53 +263,8 @@ impl TraceLog {
 
     /// Writes the events as a Chrome trace-event JSON object.
     #[cfg(feature = "json")]
+    #[cfg(feature = "json")]
     pub(crate) fn write_chrome(&self, out: impl Write) -> io::Result<()> {
-        #[derive(Serialize)]
-        struct Args {
-            tick: u64,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            launch: Option<u64>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            first_task: Option<u32>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            end_task: Option<u32>,
-        }
-        #[derive(Serialize)]
-        struct Event<'a> {
-            name: &'a str,
-            cat: TraceKind,
-            ph: &'static str,
-            ts: f64,
-            dur: f64,
-            pid: u32,
-            tid: u32,
-            args: Args,
-        }
-        #[derive(Serialize)]
-        struct NameArgs {
-            name: String,
-        }
-        #[derive(Serialize)]
-        struct Meta {
-            name: &'static str,
-            ph: &'static str,
-            pid: u32,
-            tid: u32,
-            args: NameArgs,
-        }
-        #[derive(Serialize)]
-        #[serde(untagged)]
-        enum Item<'a> {
-            Event(Event<'a>),
-            Meta(Meta),
-        }
-        #[derive(Serialize)]
-        struct File<'a> {
-            #[serde(rename = "traceEvents")]
-            trace_events: Vec<Item<'a>>,
-            #[serde(rename = "displayTimeUnit")]
-            display_time_unit: &'static str,
-        }
         let mut rows: Vec<u32> = self.events.iter().map(|e| e.row).collect();
         rows.sort_unstable();
         rows.dedup();

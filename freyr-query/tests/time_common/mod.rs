@@ -84,12 +84,9 @@ impl StableHash for Route {
     }
 }
 
-/// SplitMix64's finaliser (Steele, Lea and Flood, 2014).
-pub fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
+/// SplitMix64's generator step: the golden-ratio increment, then [`freyr::mix`].
+pub fn mix(z: u64) -> u64 {
+    freyr::mix(z.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 /// Per-entity randomness seeded by (entity, tick, salt), never a shared RNG.

@@ -4,125 +4,15 @@
 //! and the bundle it carries moves into the buffer's [`Arena`] (one growing allocation), from
 //! which `apply` moves it into the world. Both keep their capacity when the buffer is emptied.
 
-use core::any::Any;
-use core::num::NonZeroU32;
-use std::panic::{self, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+pub(crate) mod apply;
+mod pending;
 
 use crate::arena::Arena;
 use crate::bundle::{Bundle, check_distinct};
 use crate::entity::Entity;
-use crate::recorded::{Command, Recorded, Removed, drop_recorded, remove_erased};
-use crate::world::World;
+use crate::recorded::{Command, Recorded, drop_recorded, remove_erased};
 
-/// Generation bit that marks a pending handle. World generations never have it
-/// (they stay below 2^31), so a pending handle can never name a real entity.
-const PENDING: u32 = 1 << 31;
-
-/// Pending handles are numbered from one process-wide 63-bit space, handed out in blocks of
-/// this many numbers to the buffer that spawns:
-///
-/// ```text
-///  pending handle = Entity { index: n & 0xFFFF_FFFF, generation: PENDING | (n >> 32) }
-///  n: 63 bits, never reused  ──  a buffer use owns the blocks it took (`blocks`); its spawn
-///                                 k has number blocks[k / BLOCK] + k % BLOCK
-/// ```
-///
-/// A number is issued once, so a handle from an earlier use of a buffer (or from another
-/// buffer) never resolves in a later use: it is stale forever. The space lasts for 2^63
-/// spawns (three centuries at a billion spawns a second); exhausting it panics.
-const BLOCK: u64 = 64;
-
-/// One past the last pending number handed out.
-static NEXT_PENDING: AtomicU64 = AtomicU64::new(0);
-
-/// The largest pending number plus one (63 bits: 32 in the index, 31 in the generation).
-const PENDING_SPACE: u64 = 1 << 63;
-
-/// A fresh block of `BLOCK` pending numbers; returns its first.
-fn fresh_block() -> u64 {
-    NEXT_PENDING
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
-            n.checked_add(BLOCK).filter(|&end| end <= PENDING_SPACE)
-        })
-        .unwrap_or_else(|_| {
-            panic!(
-                "freyr: pending-handle space exhausted: the process numbered {PENDING_SPACE} \
-                 command-buffer spawns (2^63), and the numbers are never reused; restart the \
-                 process"
-            )
-        })
-}
-
-/// The panic of a buffer whose spawn count would pass `u32::MAX`.
-#[cold]
-#[inline(never)]
-fn too_many_spawns(held: u32, more: u32) -> ! {
-    panic!(
-        "freyr: command buffer spawn limit reached: a buffer records at most {} spawns between \
-         applies, it holds {held} and {more} more were asked for; apply the buffer more often",
-        u32::MAX
-    )
-}
-
-/// The handle for pending number `n`.
-fn pending_handle(n: u64) -> Entity {
-    debug_assert!(n < PENDING_SPACE);
-    let generation = PENDING | (n >> 32) as u32;
-    Entity::from_parts(
-        n as u32,
-        NonZeroU32::new(generation).expect("the pending bit is set"),
-    )
-}
-
-/// The pending number of `e`, if it is a pending handle.
-fn pending_number(e: Entity) -> Option<u64> {
-    let generation = e.generation();
-    (generation & PENDING != 0)
-        .then(|| (u64::from(generation & !PENDING) << 32) | u64::from(e.index()))
-}
-
-/// Drops a caught panic payload whose own `Drop` may panic: every further payload that raises
-/// is dropped the same way, so nothing unwinds out of here. After 64 payloads in a row that
-/// each panic when dropped, the last is leaked rather than looping forever.
-pub(crate) fn drop_payload(payload: Box<dyn Any + Send>) {
-    let mut payload = payload;
-    for _ in 0..64 {
-        match panic::catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-            Ok(()) => return,
-            Err(next) => payload = next,
-        }
-    }
-    core::mem::forget(payload);
-}
-
-/// What [`CommandBuffer::apply`] did.
-///
-/// # Examples
-/// ```
-/// use freyr::{CommandBuffer, World};
-/// let mut world = World::new();
-/// let mut commands = CommandBuffer::new();
-/// let e = commands.spawn((1u8,));
-/// commands.insert(e, (2u16,));
-/// commands.despawn(e);
-/// commands.despawn(e); // stale by then
-/// let report = commands.apply(&mut world);
-/// assert_eq!((report.applied, report.skipped_stale), (3, 1));
-/// assert_eq!(report.spawned.len(), 1);
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ApplyReport {
-    /// Commands that took effect.
-    pub applied: usize,
-    /// Commands skipped because their target entity was stale (despawned, never spawned, or a
-    /// pending handle from another buffer).
-    pub skipped_stale: usize,
-    /// Removals skipped because the entity lacked a component of the bundle.
-    pub skipped_missing: usize,
-    /// The real entities created by the buffer's spawns, in record order.
-    pub spawned: Vec<Entity>,
-}
+use self::pending::{BLOCK, fresh_block, pending_handle, pending_number, too_many_spawns};
 
 /// Records spawn / despawn / insert / remove commands and applies them to a world later, in
 /// record order.
@@ -412,149 +302,6 @@ impl CommandBuffer {
         // Keep `other`'s allocation for its next round.
         other.commands = taken;
     }
-
-    /// Applies every command to `world` in record order and empties the buffer (it stays
-    /// reusable). Commands whose target is stale are skipped and counted; removals of a missing
-    /// component are skipped and counted.
-    ///
-    /// # Panics
-    ///
-    /// If a command panics (a component's `Drop`, run by a despawn, a remove or an insert that
-    /// replaces a value), the world stays valid and every *remaining* command is still applied;
-    /// then the first such panic is re-raised (later ones are dropped). The buffer is left empty
-    /// either way, and every recorded value is dropped exactly once (or moved into the world).
-    ///
-    /// A spawn, insert or remove that would pass one of the world's [capacity
-    /// limits](crate::World#capacity-limits) panics the same way: that command is not applied
-    /// (its bundle is dropped), the others are, and the limit's panic is re-raised.
-    ///
-    /// # Examples
-    /// ```
-    /// let mut world = freyr::World::new();
-    /// let old = world.spawn(());
-    /// world.despawn(old).unwrap();
-    /// let mut commands = freyr::CommandBuffer::new();
-    /// commands.insert(old, (1u8,));
-    /// let report = commands.apply(&mut world);
-    /// assert_eq!((report.applied, report.skipped_stale), (0, 1));
-    /// ```
-    pub fn apply(&mut self, world: &mut World) -> ApplyReport {
-        match self.try_apply(world) {
-            (report, None) => report,
-            (_, Some(panic)) => panic::resume_unwind(panic),
-        }
-    }
-
-    /// Like [`apply`](CommandBuffer::apply), but returns the first panic of a command instead of
-    /// re-raising it, with the report of everything applied (for a caller that has more to do
-    /// before re-raising it, such as a sync point applying several buffers). A command that
-    /// panicked is counted in no field of the report (its change may have happened: a despawn
-    /// whose `Drop` panicked still removed the entity).
-    ///
-    /// # Examples
-    /// ```
-    /// struct Bomb;
-    /// impl Drop for Bomb {
-    ///     fn drop(&mut self) {
-    ///         panic!("boom");
-    ///     }
-    /// }
-    /// let mut world = freyr::World::new();
-    /// let e = world.spawn((Bomb,));
-    /// let mut commands = freyr::CommandBuffer::new();
-    /// commands.despawn(e);
-    /// commands.spawn((7u8,));
-    /// let (report, panic) = commands.try_apply(&mut world);
-    /// assert_eq!(report.applied, 1); // the spawn after the panicking despawn still ran
-    /// assert_eq!(panic.unwrap().downcast_ref::<&str>(), Some(&"boom"));
-    /// assert_eq!(world.len(), 1);
-    /// ```
-    pub fn try_apply(&mut self, world: &mut World) -> (ApplyReport, Option<Box<dyn Any + Send>>) {
-        let commands = core::mem::take(&mut self.commands);
-        // Spawn `k`'s entity, `None` if that spawn panicked: a spawn keeps its number either
-        // way, so later handles still resolve to their own spawns.
-        let mut spawned: Vec<Option<Entity>> = Vec::with_capacity(self.spawns as usize);
-        let mut report = ApplyReport::default();
-        let mut first_panic = None;
-        // Should anything unwind out of the loop, the bundles of the commands not yet run are
-        // dropped and the buffer is emptied all the same.
-        let mut rest = Unapplied {
-            buffer: &*self,
-            commands: &commands,
-            next: 0,
-        };
-        while let Some(&command) = rest.commands.get(rest.next) {
-            // This command's bundle is consumed by `apply_one`, whatever happens in it.
-            rest.next += 1;
-            let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-                rest.buffer.apply_one(command, world, &mut spawned)
-            }));
-            match outcome {
-                Ok(Some(true)) => report.applied += 1,
-                Ok(Some(false)) => report.skipped_stale += 1,
-                Ok(None) => report.skipped_missing += 1,
-                Err(panic) => match first_panic {
-                    None => first_panic = Some(panic),
-                    Some(_) => drop_payload(panic),
-                },
-            }
-        }
-        drop(rest);
-        report.spawned = spawned.into_iter().flatten().collect();
-        self.reset();
-        // Every bundle was moved out or dropped; keep the allocations for the next round.
-        self.arena.clear();
-        self.commands = commands;
-        self.commands.clear();
-        (report, first_panic)
-    }
-
-    /// Applies one command: `Some(true)` if it took effect, `Some(false)` if its target was
-    /// stale, `None` for a removal of a missing component. The command's bundle is moved out
-    /// of the arena (into the world, or dropped) on every path, panics included.
-    ///
-    /// The command must be one of this buffer's, not yet applied (its bundle live in the arena).
-    fn apply_one(
-        &self,
-        command: Command,
-        world: &mut World,
-        spawned: &mut Vec<Option<Entity>>,
-    ) -> Option<bool> {
-        let resolve = |e: Entity, spawned: &[Option<Entity>]| -> Option<Entity> {
-            match pending_number(e) {
-                None => Some(e),
-                Some(_) => self
-                    .spawn_of(e)
-                    .and_then(|k| spawned.get(k).copied().flatten()),
-            }
-        };
-        Some(match command {
-            Command::Spawn(r) => {
-                spawned.push(None);
-                // SAFETY: the command is unapplied, so its bundle is live in the arena; it is
-                // moved out here, once.
-                let entity = unsafe { (r.ops.spawn)(&self.arena, r.offset, world) };
-                *spawned.last_mut().expect("pushed above") = Some(entity);
-                true
-            }
-            Command::Despawn(e) => resolve(e, spawned).is_some_and(|e| world.despawn(e).is_ok()),
-            Command::Insert(e, r) => match resolve(e, spawned) {
-                // SAFETY: as for the spawn: the live bundle is moved out (inserted) once.
-                Some(e) => unsafe { (r.ops.insert)(&self.arena, r.offset, world, e) },
-                None => {
-                    // SAFETY: the command is unapplied, so its bundle is live in the arena; the
-                    // target is stale, so the bundle is dropped here, once.
-                    unsafe { (r.ops.drop)(&self.arena, r.offset) };
-                    false
-                }
-            },
-            Command::Remove(e, remove) => match resolve(e, spawned).map(|e| remove(world, e)) {
-                Some(Removed::Done) => true,
-                Some(Removed::Missing) => return None,
-                Some(Removed::Stale) | None => false,
-            },
-        })
-    }
 }
 
 impl Drop for CommandBuffer {
@@ -580,25 +327,10 @@ impl Drop for Emptied<'_> {
     }
 }
 
-/// The commands of an `apply` from `next` on, whose bundles are still in the arena: dropped
-/// if the loop is left early, so none leaks.
-struct Unapplied<'a> {
-    buffer: &'a CommandBuffer,
-    commands: &'a [Command],
-    next: usize,
-}
-
-impl Drop for Unapplied<'_> {
-    fn drop(&mut self) {
-        // SAFETY: commands from `next` on were not applied, so their bundles are live in the
-        // buffer's arena; the apply gives them up.
-        unsafe { drop_recorded(&self.commands[self.next..], &self.buffer.arena) };
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::world::World;
 
     #[test]
     #[should_panic(
@@ -648,58 +380,6 @@ mod tests {
         commands.spawn((2u8,));
         commands.despawn(p);
         let report = commands.apply(&mut world);
-        assert_eq!((report.applied, report.skipped_stale), (1, 1));
-        assert_eq!(world.len(), 1);
-    }
-}
-
-#[cfg(test)]
-mod numbering {
-    use super::*;
-
-    #[test]
-    fn pending_numbers_round_trip_through_handles() {
-        for n in [
-            0,
-            1,
-            BLOCK - 1,
-            u64::from(u32::MAX),
-            1 << 40,
-            PENDING_SPACE - 1,
-        ] {
-            assert_eq!(pending_number(pending_handle(n)), Some(n));
-        }
-        let mut world = World::new();
-        assert_eq!(pending_number(world.spawn(())), None);
-    }
-
-    #[test]
-    fn a_use_resolves_only_its_own_numbers() {
-        let mut a = CommandBuffer::new();
-        let handles: Vec<_> = (0..3 * BLOCK as u32).map(|_| a.spawn(())).collect();
-        for (k, h) in handles.iter().enumerate() {
-            assert_eq!(a.spawn_of(*h), Some(k));
-        }
-        let mut b = CommandBuffer::new();
-        let other = b.spawn(());
-        assert_eq!(a.spawn_of(other), None);
-        a.clear();
-        assert!(handles.iter().all(|h| a.spawn_of(*h).is_none()));
-    }
-
-    #[test]
-    fn a_stale_handle_stays_stale_after_more_uses_than_a_31_bit_tag_space() {
-        let mut world = World::new();
-        let mut old = CommandBuffer::new();
-        let stale = old.spawn(());
-        old.clear();
-        // As if 2^31 buffer uses had each spawned since: a 31-bit tag counter would have
-        // wrapped around to `stale`'s tag by now.
-        NEXT_PENDING.fetch_add((1 << 31) * BLOCK, Ordering::Relaxed);
-        let mut fresh = CommandBuffer::new();
-        fresh.spawn(());
-        fresh.despawn(stale);
-        let report = fresh.apply(&mut world);
         assert_eq!((report.applied, report.skipped_stale), (1, 1));
         assert_eq!(world.len(), 1);
     }

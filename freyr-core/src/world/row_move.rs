@@ -1,0 +1,243 @@
+//! Moving one row between archetypes: the vacant row it lands in, the copy of the columns
+//! both archetypes share, and the swap-remove of the row it leaves (finished even when a
+//! component's `Drop` panics); and the column mappings an edge caches for such a move.
+
+use crate::archetype::{Archetype, ArchetypeId, Rows};
+use crate::chunk::{ChunkTable, Window};
+use crate::column::{Column, copy_value};
+use crate::component::ComponentId;
+use crate::edges::{Field, InsertEdge, Move, RemoveEdge};
+use crate::entity::{Entities, Entity, Location};
+
+/// A live row found from a handle.
+#[derive(Copy, Clone)]
+pub(super) struct Found {
+    pub(super) archetype: usize,
+    pub(super) chunk: usize,
+    /// The chunk's global id (what the entity's slot stores).
+    pub(super) chunk_id: u32,
+    pub(super) row: usize,
+    pub(super) window: Window,
+}
+
+/// Mutable references to two distinct elements.
+#[inline(always)]
+pub(super) fn two_mut<T>(items: &mut [T], a: usize, b: usize) -> (&mut T, &mut T) {
+    assert_ne!(a, b);
+    if a < b {
+        let (left, right) = items.split_at_mut(b);
+        (&mut left[a], &mut right[0])
+    } else {
+        let (left, right) = items.split_at_mut(a);
+        (&mut right[0], &mut left[b])
+    }
+}
+
+/// Finishes removing a row whose values are being dropped, even if a `Drop` panics: moves the
+/// archetype's last row into the hole and re-points the moved entity's slot.
+pub(super) struct FinishRemove<'w> {
+    pub(super) rows: &'w mut Rows,
+    pub(super) chunks: &'w mut ChunkTable,
+    pub(super) entities: &'w mut Entities,
+    pub(super) chunk_id: u32,
+    pub(super) window: Window,
+    pub(super) row: usize,
+}
+
+impl Drop for FinishRemove<'_> {
+    fn drop(&mut self) {
+        vacate(
+            self.rows,
+            self.chunks,
+            self.entities,
+            self.window,
+            self.chunk_id,
+            self.row,
+        );
+    }
+}
+
+/// Swap-removes row `row` of the chunk at `hole` (global id `chunk_id`) without dropping its
+/// values (they were dropped or moved out), and points the entity moved into the hole at it.
+#[inline(always)]
+pub(super) fn vacate(
+    rows: &mut Rows,
+    chunks: &mut ChunkTable,
+    entities: &mut Entities,
+    hole: Window,
+    chunk_id: u32,
+    row: usize,
+) {
+    if let Some(moved) = rows.swap_remove_nodrop(hole, row, chunks) {
+        let location = Location {
+            chunk: chunk_id,
+            row: row as u32,
+        };
+        entities.set_location(moved, location);
+    }
+}
+
+/// The vacant row a moving entity lands in: row `row` of the target chunk at `window` (global
+/// id `chunk_id`), which is the target archetype's row `len`.
+pub(super) struct Landing {
+    pub(super) window: Window,
+    pub(super) row: usize,
+    pub(super) chunk_id: u32,
+}
+
+/// Starts moving a row: claims the target archetype's vacant row (`dst`, id `target`), writes
+/// `entity` there and moves the `moves` columns of row `src_row` of the source chunk at `source`
+/// into it. The row is not counted yet: the caller fills the bundle's columns, then calls
+/// [`complete_move`]. Only claiming the row can panic (before anything is written); nothing the
+/// caller does between the two may panic.
+///
+/// # Safety
+/// `moves` is the edge from the source row's archetype to `dst`'s, and (`source`, `src_row`) is
+/// a live row of the source; the values moved out are given up by that row, which
+/// [`complete_move`] removes without dropping them.
+#[inline(always)]
+pub(super) unsafe fn begin_move(
+    dst: &mut Rows,
+    target: ArchetypeId,
+    chunks: &mut ChunkTable,
+    entity: Entity,
+    (source, src_row): (Window, usize),
+    moves: &[Move],
+) -> Landing {
+    let (chunk, row) = dst.prepare_push(target, chunks);
+    let (window, chunk_id) = dst.window_and_id(chunk);
+    // SAFETY: (chunk, row) is the vacant row `dst.len`.
+    unsafe { Rows::write_entity(window, row, entity) };
+    for m in moves {
+        // SAFETY: the source slot holds a live value that moves (the caller removes the source
+        // row without dropping); the target slot of the same column type is vacant; offsets and
+        // sizes come from the two archetypes' layouts.
+        unsafe {
+            copy_value(
+                source.slot(m.src, m.size, src_row),
+                window.slot(m.dst, m.size, row),
+                m.size,
+            )
+        };
+    }
+    Landing {
+        window,
+        row,
+        chunk_id,
+    }
+}
+
+/// Finishes a row move begun with [`begin_move`] (and its columns all filled): counts the
+/// landed row, points `entity` at it, and removes the vacated source row `found`.
+#[inline(always)]
+pub(super) fn complete_move(
+    (src, dst): (&mut Rows, &mut Rows),
+    chunks: &mut ChunkTable,
+    entities: &mut Entities,
+    entity: Entity,
+    landing: &Landing,
+    found: &Found,
+) {
+    dst.len += 1;
+    let location = Location {
+        chunk: landing.chunk_id,
+        row: landing.row as u32,
+    };
+    entities.set_location(entity, location);
+    vacate(
+        src,
+        chunks,
+        entities,
+        found.window,
+        found.chunk_id,
+        found.row,
+    );
+}
+
+/// The column of `id` in `archetype`, which must have it.
+fn column(archetype: &Archetype, id: ComponentId) -> &Column {
+    let index = archetype
+        .column_index(id)
+        .expect("edge archetype has the component");
+    &archetype.rows.columns[index]
+}
+
+/// The moves of components `ids` (present in both archetypes) from `src` rows to `dst` rows,
+/// leaving out zero-sized ones.
+fn moves(src: &Archetype, dst: &Archetype, ids: &[ComponentId]) -> Box<[Move]> {
+    ids.iter()
+        .map(|&c| (column(src, c), column(dst, c)))
+        .filter(|(s, _)| s.size != 0)
+        .map(|(s, d)| Move {
+            src: s.offset,
+            dst: d.offset,
+            size: s.size,
+        })
+        .collect()
+}
+
+fn field(column: &Column, overwrite: bool) -> Field {
+    Field {
+        offset: column.offset,
+        size: column.size,
+        overwrite,
+        drop: column.drop,
+    }
+}
+
+impl InsertEdge {
+    pub(crate) fn new(
+        source: &Archetype,
+        target: &Archetype,
+        bundle: &[ComponentId],
+    ) -> InsertEdge {
+        let fields: Box<[Field]> = bundle
+            .iter()
+            .map(|&c| field(column(target, c), source.has(c)))
+            .collect();
+        InsertEdge {
+            overwrites: fields.iter().any(|f| f.overwrite),
+            drops_old: fields.iter().any(|f| f.overwrite && f.drop.is_some()),
+            fields,
+            moves: moves(source, target, source.components()),
+        }
+    }
+}
+
+impl RemoveEdge {
+    pub(crate) fn new(
+        source: &Archetype,
+        target: &Archetype,
+        bundle: &[ComponentId],
+    ) -> RemoveEdge {
+        RemoveEdge {
+            missing: None,
+            fields: bundle
+                .iter()
+                .map(|&c| field(column(source, c), false))
+                .collect(),
+            moves: moves(source, target, target.components()),
+        }
+    }
+
+    pub(crate) fn missing(name: &'static str) -> RemoveEdge {
+        RemoveEdge {
+            missing: Some(name),
+            fields: Box::new([]),
+            moves: Box::new([]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_mut_returns_the_requested_pair() {
+        let mut items = [1, 2, 3];
+        let (a, b) = two_mut(&mut items, 2, 0);
+        core::mem::swap(a, b);
+        assert_eq!(items, [3, 2, 1]);
+    }
+}

@@ -1,0 +1,273 @@
+//! Which rows each task of a launch covers: the matched archetypes' task ranges ([`Spans`])
+//! and one task's (or one batch's) run of rows ([`TaskRun`]).
+
+use core::ptr::NonNull;
+
+use freyr_core::{Archetype, CHUNK_CAPACITY, World};
+
+use crate::fetch::QueryData;
+use crate::filter::QueryFilter;
+use crate::state::QueryState;
+
+/// One matched, non-empty archetype's share of a launch: tasks `start..end`, `parts` per chunk;
+/// task `start + c * parts + k` runs part `k` of chunk `c` of `archetype` (see [`Spans`]).
+///
+/// `archetype` points into the world the spans were built from; it is only dereferenced by the
+/// launch's tasks, while the launch is registered (see [`launch`](crate::launch::launch)'s safety contract).
+#[derive(Copy, Clone)]
+pub(crate) struct Span<C> {
+    pub(crate) archetype: NonNull<Archetype>,
+    pub(crate) columns: C,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
+}
+
+/// The task layout of a launch: one [`Span`] per matched archetype with chunks, in archetype
+/// creation order, so task indices run in (archetype creation order, chunk index) order — the
+/// order commands are applied and reductions combined in.
+///
+/// Building it costs O(matched archetypes), not O(chunks): the chunk pointers are resolved by
+/// the tasks on the workers ([`Job::run_tasks`](job::Job::run_tasks)). The first span is stored
+/// inline, so a single-archetype launch allocates nothing here.
+///
+/// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
+/// into `parts` tasks of `rows` rows (the last ones shorter or empty), still in (chunk, row)
+/// order. The layout depends only on the chunk lengths and `rows`, never on the worker count.
+pub(crate) struct Spans<C> {
+    first: Span<C>,
+    rest: Vec<Span<C>>,
+    /// Tasks per chunk: `CHUNK_CAPACITY.div_ceil(rows)`.
+    parts: usize,
+    /// Rows per task (at most `CHUNK_CAPACITY`).
+    rows: usize,
+}
+
+impl<C: Copy> Spans<C> {
+    /// The spans of `state`'s matched archetypes in `world`, `rows` rows per task (`rows >= 1`;
+    /// `CHUNK_CAPACITY` or more means one task per chunk), or `None` when none has a chunk.
+    pub(crate) fn new<Q, F>(world: &World, state: &QueryState<Q, F>, rows: usize) -> Option<Self>
+    where
+        Q: QueryData<Columns = C>,
+        F: QueryFilter,
+    {
+        debug_assert!(rows >= 1, "Query::rows_per_task rejects 0");
+        let rows = rows.clamp(1, CHUNK_CAPACITY);
+        let parts = CHUNK_CAPACITY.div_ceil(rows);
+        let mut spans: Option<Spans<C>> = None;
+        let mut start = 0;
+        for matched in state.matched() {
+            let archetype = world.archetype(matched.id);
+            let chunks = archetype.chunk_count();
+            if chunks == 0 {
+                continue;
+            }
+            let span = Span {
+                archetype: NonNull::from(archetype),
+                columns: matched.columns,
+                start,
+                end: start + chunks * parts,
+            };
+            start = span.end;
+            match &mut spans {
+                None => {
+                    spans = Some(Spans {
+                        first: span,
+                        rest: Vec::new(),
+                        parts,
+                        rows,
+                    })
+                }
+                Some(spans) => spans.rest.push(span),
+            }
+        }
+        spans
+    }
+
+    /// Total number of tasks.
+    pub(crate) fn tasks(&self) -> usize {
+        self.rest.last().unwrap_or(&self.first).end
+    }
+
+    /// The chunk (of `span`'s archetype) that task `index` of `span` runs (a part of).
+    #[inline(always)]
+    pub(crate) fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
+        let local = index - span.start;
+        if self.parts == 1 {
+            local
+        } else {
+            local / self.parts
+        }
+    }
+
+    /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
+    /// rows starting at row 0 of `chunk`, with `ptrs` pointing there (see [`TaskRun`]).
+    #[inline(always)]
+    pub(crate) fn task_run<P>(
+        &self,
+        span: &Span<C>,
+        chunk: usize,
+        len: usize,
+        ptrs: P,
+    ) -> TaskRun<P> {
+        TaskRun {
+            ptrs,
+            len,
+            first: span.start + chunk * self.parts,
+            parts: self.parts,
+            rows: self.rows,
+        }
+    }
+
+    /// The span holding task `index`.
+    ///
+    /// # Panics
+    ///
+    /// If `index >= self.tasks()`.
+    #[inline]
+    pub(crate) fn find(&self, index: usize) -> &Span<C> {
+        if index < self.first.end {
+            return &self.first;
+        }
+        &self.rest[self.rest.partition_point(|s| s.end <= index)]
+    }
+}
+
+/// Consecutive tasks of one span whose chunks are consecutive in one slab, so that their rows
+/// are contiguous in every column: the run's column pointers `ptrs` (at row 0 of its first
+/// chunk), its length, and how task indices map to its rows.
+///
+/// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: rows
+/// `c * CHUNK_CAPACITY + k * rows ..` up to `rows` rows, cut at the chunk's end (chunks are
+/// full except the archetype's last, cut at `len`).
+pub(crate) struct TaskRun<P> {
+    pub(crate) ptrs: P,
+    /// Rows in the run.
+    pub(crate) len: usize,
+    /// Task index of the run's first chunk's part 0.
+    pub(crate) first: usize,
+    parts: usize,
+    rows: usize,
+}
+
+impl<P> TaskRun<P> {
+    /// The task index one past the run's last task.
+    #[inline(always)]
+    pub(crate) fn end(&self) -> usize {
+        self.first + self.len.div_ceil(CHUNK_CAPACITY) * self.parts
+    }
+
+    /// Rows `start..end` of the run that task `index` (in `first..end()`) runs; empty for a
+    /// part past the end of a short last chunk.
+    #[inline(always)]
+    pub(crate) fn task_rows(&self, index: usize) -> (usize, usize) {
+        let local = index - self.first;
+        if self.parts == 1 {
+            let start = local * CHUNK_CAPACITY;
+            return (start, (start + CHUNK_CAPACITY).min(self.len));
+        }
+        let chunk_start = local / self.parts * CHUNK_CAPACITY;
+        let chunk_end = (chunk_start + CHUNK_CAPACITY).min(self.len);
+        let start = (chunk_start + local % self.parts * self.rows).min(chunk_end);
+        (start, (start + self.rows).min(chunk_end))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spans(counts: &[usize]) -> Spans<usize> {
+        let mut world = World::new();
+        let entity = world.spawn((1u8,));
+        let id = world.entity_location(entity).expect("spawned").0;
+        let archetype = NonNull::from(world.archetype(id));
+        let mut start = 0;
+        let mut all = counts.iter().enumerate().map(|(i, &n)| {
+            let span = Span {
+                archetype,
+                columns: i,
+                start,
+                end: start + n,
+            };
+            start += n;
+            span
+        });
+        let first = all.next().expect("at least one span");
+        Spans {
+            first,
+            rest: all.collect(),
+            parts: 1,
+            rows: CHUNK_CAPACITY,
+        }
+    }
+
+    #[test]
+    fn every_task_index_finds_the_span_that_holds_it() {
+        for counts in [
+            vec![1954],
+            vec![1, 1],
+            vec![3, 1, 5],
+            (1..=40).map(|i| i % 7 + 1).collect::<Vec<_>>(),
+        ] {
+            let spans = spans(&counts);
+            assert_eq!(spans.tasks(), counts.iter().sum::<usize>());
+            let mut index = 0;
+            for (which, &n) in counts.iter().enumerate() {
+                for chunk in 0..n {
+                    let span = spans.find(index);
+                    assert_eq!(span.columns, which, "task {index} of {counts:?}");
+                    assert_eq!(index - span.start, chunk);
+                    index += 1;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_split_covers_every_row_once_in_chunk_and_row_order() {
+        for (rows, len) in [
+            (CHUNK_CAPACITY, 512),
+            (CHUNK_CAPACITY, 3),
+            (64, 512),
+            (64, 488),
+            (100, 512),
+            (100, 7),
+            (1, 3),
+            (511, 512),
+        ] {
+            let mut spans = spans(&[3]);
+            spans.parts = CHUNK_CAPACITY.div_ceil(rows);
+            spans.rows = rows;
+            spans.first.end = 3 * spans.parts;
+            let lens = [CHUNK_CAPACITY, CHUNK_CAPACITY, len];
+            let total = lens.iter().sum::<usize>();
+            let mut seen = Vec::new();
+            // Chunk 0 alone, then chunks 1 and 2 as one run (as if chunk 1 began a slab).
+            for (chunk, run_len) in [(0, CHUNK_CAPACITY), (1, total - CHUNK_CAPACITY)] {
+                let span = *spans.find(0);
+                let run = spans.task_run(&span, chunk, run_len, ());
+                let first_row = chunk * CHUNK_CAPACITY;
+                for index in run.first..run.end() {
+                    assert_eq!(
+                        spans.chunk_of(&span, index),
+                        chunk + (index - run.first) / spans.parts
+                    );
+                    let (start, end) = run.task_rows(index);
+                    assert!(
+                        start <= end && end - start <= rows,
+                        "task {index}: rows {start}..{end}"
+                    );
+                    seen.extend(
+                        (first_row + start..first_row + end)
+                            .map(|r| (r / CHUNK_CAPACITY, r % CHUNK_CAPACITY)),
+                    );
+                }
+            }
+            assert_eq!(spans.tasks(), 3 * spans.parts);
+            let want: Vec<_> = (0..3)
+                .flat_map(|c| (0..lens[c]).map(move |r| (c, r)))
+                .collect();
+            assert_eq!(seen, want, "rows {rows}, last chunk {len}");
+        }
+    }
+}
