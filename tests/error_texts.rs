@@ -6,9 +6,9 @@
 use std::error::Error;
 
 use freyr::{
-    ComponentError, DeadlineError, DeadlineScheduler, Entity, FixedStepError, GovernorParams,
-    Grid, GridError, GroupPanic, JobPanic, NoSuchEntity, PumpError, QueryError, Registry, TaskGroup, ThreadPool,
-    UnhashedComponents, ZeroBudget,
+    ComponentError, DeadlineError, DeadlineScheduler, Entity, FixedStepError, GovernorParams, Grid,
+    GridError, GroupPanic, JobPanic, NoSuchEntity, PumpError, QueryError, Registry, TaskGroup,
+    ThreadPool, UnhashedComponents, ZeroBudget,
 };
 
 /// Compiles only for error types.

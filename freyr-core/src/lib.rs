@@ -50,6 +50,7 @@ mod edges;
 mod entity;
 mod error;
 mod recorded;
+pub mod snapshot;
 mod world;
 mod world_id;
 
