@@ -55,6 +55,15 @@ pub use freyr_query::{
     TraceKind, WindowStats,
 };
 
+/// Snapshots and rollback: [`Registry::snapshot`] / [`Registry::restore`], the per-tick
+/// [`SnapshotRing`](snapshot::SnapshotRing), and the storage-level [`World::snapshot`].
+pub mod snapshot {
+    pub use freyr_core::snapshot::{
+        MissingSnapshotTypes, ParallelFor, Sequential, SnapshotTypes, WorldSnapshot,
+    };
+    pub use freyr_query::{Snapshot, SnapshotError, SnapshotRing};
+}
+
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for
 /// an enum, so a component joins [`Registry::world_hash`] without a hand-written impl.
 ///

@@ -68,6 +68,7 @@ mod query;
 mod registry;
 mod resources;
 mod row_path;
+mod snapshot;
 mod state;
 mod tick;
 mod view;
@@ -92,6 +93,7 @@ pub use crate::query::{Query, Reduction};
 pub use crate::registry::{BoxedClock, Registry, System, TimeStats};
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
+pub use crate::snapshot::{Snapshot, SnapshotError, SnapshotRing};
 pub use crate::state::QueryState;
 pub use crate::tick::{
     LabelTick, TickExtras, TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent,
@@ -100,3 +102,4 @@ pub use crate::tick::{
 pub use crate::view::{ComponentView, Read, Res, SharedPtr, ViewSet};
 
 pub use freyr_core::Entity;
+pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};

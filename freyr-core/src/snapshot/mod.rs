@@ -149,9 +149,25 @@ impl SnapshotTypes {
         self.ops.contains_key(&TypeId::of::<T>())
     }
 
-    /// The component types of `world`'s live entities that a snapshot cannot copy, in id order;
-    /// allocates nothing when there are none.
-    fn check(&self, world: &World) -> Result<(), MissingSnapshotTypes> {
+    /// Checks that a snapshot can copy every component type of `world`'s live entities;
+    /// allocates nothing when it can. Reads only the layout.
+    ///
+    /// # Errors
+    /// [`MissingSnapshotTypes`] naming every type it cannot copy, in component-id order.
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr::World;
+    /// use freyr::snapshot::SnapshotTypes;
+    /// let mut world = World::new();
+    /// world.spawn((1u8, 2u16));
+    /// let mut types = SnapshotTypes::new();
+    /// types.register_copy::<u8>();
+    /// assert_eq!(types.check(&world).unwrap_err().unregistered, ["u16"]);
+    /// types.register_copy::<u16>();
+    /// assert!(types.check(&world).is_ok());
+    /// ```
+    pub fn check(&self, world: &World) -> Result<(), MissingSnapshotTypes> {
         let mut missing = MissingSnapshotTypes::default();
         let mut ids: Vec<(ComponentId, bool)> = Vec::new();
         for archetype in world.archetypes().iter().filter(|a| !a.is_empty()) {
