@@ -79,9 +79,11 @@ impl Registry {
         self.snapshot_types.components.exclude::<T>();
     }
 
-    /// Registers resource `R` for snapshots (copied with `Clone`, `clone_from` into a reused
-    /// snapshot): a restore puts back its value at the snapshot, or removes it if it was
-    /// absent then.
+    /// Registers resource `R` for snapshots: a restore puts back its value at the snapshot, or
+    /// removes it if it was absent then. It is copied with `Clone`, and with `clone_from` into
+    /// a reused snapshot's kept value: implement `clone_from` for a resource that holds heap
+    /// memory (a derived `Clone` does not) and a warm [`SnapshotRing`](crate::SnapshotRing)
+    /// allocates nothing for it.
     ///
     /// # Panics
     ///
