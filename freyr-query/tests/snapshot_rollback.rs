@@ -47,12 +47,12 @@ fn registry(workers: usize) -> Registry {
             .each_async_with(move |e, (p, v), ctx| {
                 p.0 = p.0.wrapping_mul(31).wrapping_add(v.0 + tick);
                 let key = u64::from(e.index()) + tick;
-                if key % 13 == 0 {
+                if key.is_multiple_of(13) {
                     ctx.commands().despawn(e);
-                } else if key % 7 == 0 {
+                } else if key.is_multiple_of(7) {
                     ctx.commands().insert(e, (Marked,));
                 }
-                if key % 17 == 0 {
+                if key.is_multiple_of(17) {
                     let spawned = ctx.commands().spawn((Pos(key), Vel(1)));
                     if tick > S {
                         ctx.commands().insert(spawned, (Late(tick),));

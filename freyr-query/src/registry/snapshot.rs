@@ -318,3 +318,24 @@ impl Registry {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_ids_and_launch_numbers_are_never_rewound() {
+        let mut registry = Registry::with_workers(2);
+        registry.register_snapshot_copy::<u32>();
+        registry.spawn((1u32,));
+        let snapshot = registry.snapshot().unwrap();
+        registry.query::<&mut u32>().each_async(|_, v| *v += 1);
+        registry.execute_tasks();
+        let (id, seq) = (registry.id(), registry.next_seq);
+        assert!(seq > 0);
+        registry.restore(&snapshot).unwrap();
+        assert_eq!((registry.id(), registry.next_seq), (id, seq));
+        let other = Registry::with_workers(1);
+        assert_ne!(other.id(), id, "registry ids are never reissued");
+    }
+}
