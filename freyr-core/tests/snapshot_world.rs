@@ -96,6 +96,9 @@ fn a_restored_world_continues_exactly_like_the_original() {
     let (mut world, ids) = build();
     let snapshot = world.snapshot(&types()).unwrap();
     let before = describe(&world);
+    let emptied = |w: &World| w.archetypes().iter().filter(|a| a.is_empty()).count();
+    let empty_at_s = emptied(&world);
+    assert!(empty_at_s >= 2, "the empty set and (Tag, u8) at least");
     let spawned = advance(&mut world, &ids);
     let after = describe(&world);
     let late_id = world.component_id::<Late>().unwrap();
@@ -108,6 +111,7 @@ fn a_restored_world_continues_exactly_like_the_original() {
         "a restored world has a fresh identity"
     );
     assert_eq!(describe(&restored), before);
+    assert_eq!(emptied(&restored), empty_at_s, "empty archetypes are kept");
     assert_eq!(
         restored.component_id::<Late>(),
         None,
