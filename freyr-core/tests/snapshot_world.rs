@@ -276,9 +276,11 @@ fn a_panicking_clone_loses_nothing() {
     PANIC_AT.store(usize::MAX, Ordering::SeqCst);
     let snapshot = world.snapshot(&types).unwrap();
     let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
-    PANIC_AT.store(clones + 700, Ordering::SeqCst);
+    let fail_at = rows - 100; // in the last chunk
+    PANIC_AT.store(clones + fail_at, Ordering::SeqCst);
     assert!(catch_unwind(AssertUnwindSafe(|| World::restore_from(&snapshot))).is_err());
-    assert_eq!(DROPS.load(Ordering::SeqCst) - drops, 700);
+    assert_eq!(DROPS.load(Ordering::SeqCst) - drops, fail_at);
+    assert_eq!(CLONES.load(Ordering::SeqCst) - clones, fail_at + 1);
     PANIC_AT.store(usize::MAX, Ordering::SeqCst);
     let restored = World::restore_from(&snapshot);
     assert_eq!(
