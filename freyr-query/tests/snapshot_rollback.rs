@@ -367,7 +367,7 @@ fn a_clone_panicking_mid_snapshot_loses_nothing() {
 
 #[test]
 fn a_ring_rolls_back_to_any_tick_it_holds() {
-    let mut ring = SnapshotRing::new(4);
+    let mut ring = SnapshotRing::new(3);
     let mut straight = registry(2);
     let mut rolled = registry(2);
     let mut hashes = Vec::new();
@@ -377,13 +377,13 @@ fn a_ring_rolls_back_to_any_tick_it_holds() {
         straight.update(0.1);
         rolled.update(0.1);
     }
-    assert_eq!(ring.ticks(), (TICKS - 4..TICKS).collect::<Vec<_>>());
-    let back = TICKS - 3;
+    assert_eq!(ring.ticks(), (TICKS - 3..TICKS).collect::<Vec<_>>());
+    let back = TICKS - 2;
     ring.restore(&mut rolled, back).unwrap();
     assert_eq!(hash(&rolled), hashes[back as usize]);
     assert_eq!(
         ring.ticks(),
-        (TICKS - 4..=back).collect::<Vec<_>>(),
+        (TICKS - 3..=back).collect::<Vec<_>>(),
         "later ticks forgotten"
     );
     assert_eq!(
