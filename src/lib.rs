@@ -13,6 +13,7 @@
 //! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
 //! | [`time`] | the tools around a deterministic tick: [`FixedStep`](time::FixedStep), clocks, gates, the overrun governor; [`time::deadline`], [`time::pump`], [`time::budget`], [`time::path`] |
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
+//! | [`snapshot`] | rollback: registry snapshots and restore, the per-tick snapshot ring |
 //! | [`hash`] | deterministic world hashes: [`StableHash`], [`StableHasher`](hash::StableHasher), component sets |
 //!
 //! The crates underneath (`freyr-core` storage, `freyr-sched` the pool, `freyr-time` the time
@@ -149,6 +150,15 @@ pub mod hash {
     #[cfg(feature = "derive")]
     pub use freyr_derive::StableHash;
     pub use freyr_query::{HashComponents, StableHash, StableHasher, UnhashedComponents};
+}
+
+/// Snapshots and rollback: [`Registry::snapshot`] / [`Registry::restore`], the per-tick
+/// [`SnapshotRing`](snapshot::SnapshotRing), and the storage-level [`World::snapshot`].
+pub mod snapshot {
+    pub use freyr_core::snapshot::{
+        MissingSnapshotTypes, ParallelFor, Sequential, SnapshotTypes, WorldSnapshot,
+    };
+    pub use freyr_query::{Snapshot, SnapshotError, SnapshotRing};
 }
 
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for

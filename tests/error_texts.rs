@@ -55,6 +55,8 @@ fn every_public_error_type_is_an_error() {
     is_error::<DeadlineError>();
     is_error::<FixedStepError>();
     is_error::<GridError>();
+    is_error::<freyr::snapshot::SnapshotError>();
+    is_error::<freyr::snapshot::MissingSnapshotTypes>();
 }
 
 fn group_panic(pool: &ThreadPool) -> GroupPanic {
@@ -184,6 +186,7 @@ fn every_error_text_follows_the_convention() {
         ..Default::default()
     };
     errors.push(("GovernorError", Box::new(bad.validate().unwrap_err())));
+    errors.extend(snapshot_errors());
     for (what, error) in &errors {
         check(what, error.as_ref());
     }
@@ -191,4 +194,53 @@ fn every_error_text_follows_the_convention() {
     assert!(errors[0].1.to_string().contains(&gone.to_string()));
     assert!(errors[1].1.to_string().contains("9v3"));
     assert!(errors[3].1.to_string().contains(&kept.to_string()));
+}
+
+/// Every `SnapshotError` variant, and `MissingSnapshotTypes` alone.
+fn snapshot_errors() -> Vec<(&'static str, Box<dyn Error>)> {
+    use freyr::snapshot::{MissingSnapshotTypes, SnapshotError};
+    let mut registry = Registry::with_workers(1);
+    registry.spawn((1u8,));
+    registry.insert_resource(2u16);
+    let excluded_only = MissingSnapshotTypes {
+        unregistered: Vec::new(),
+        excluded_live: vec!["Hit"],
+    };
+    vec![
+        (
+            "SnapshotError::MissingTypes",
+            Box::new(registry.snapshot().unwrap_err()),
+        ),
+        (
+            "SnapshotError::MissingTypes (resources only)",
+            Box::new(SnapshotError::MissingTypes {
+                components: MissingSnapshotTypes::default(),
+                resources: vec!["u16"],
+            }),
+        ),
+        (
+            "MissingSnapshotTypes (excluded only)",
+            Box::new(excluded_only),
+        ),
+        (
+            "SnapshotError::NotQuiet",
+            Box::new(SnapshotError::NotQuiet {
+                launches_in_flight: 1,
+                pending_command_buffers: 0,
+                queued_destructions: 2,
+            }),
+        ),
+        (
+            "SnapshotError::InsideUpdate",
+            Box::new(SnapshotError::InsideUpdate),
+        ),
+        (
+            "SnapshotError::Incomplete",
+            Box::new(SnapshotError::Incomplete),
+        ),
+        (
+            "SnapshotError::TickNotInRing",
+            Box::new(SnapshotError::TickNotInRing { tick: 3 }),
+        ),
+    ]
 }

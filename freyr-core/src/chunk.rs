@@ -220,6 +220,51 @@ impl ChunkList {
         }
     }
 
+    /// The chunk count of every slab, in order (for snapshots).
+    pub(crate) fn slab_sizes(&self) -> impl ExactSizeIterator<Item = usize> + '_ {
+        self.slabs.iter().map(|s| s.chunks)
+    }
+
+    /// Allocates an uninitialised slab of `ids.len()` chunks and appends them with exactly those
+    /// global ids, which `table` must hold as unused entries (see
+    /// [`ChunkTable::with_free_ids`]). For restoring a snapshot.
+    pub(crate) fn push_slab_with_ids(
+        &mut self,
+        ids: &[u32],
+        archetype: u32,
+        table: &mut ChunkTable,
+    ) {
+        let chunks = ids.len();
+        debug_assert!(chunks >= 1);
+        self.list.reserve(chunks);
+        self.slabs.reserve(1);
+        let layout = self.slab_layout(chunks);
+        // SAFETY: `layout` has a non-zero size (it always holds the entity column, `chunks > 0`).
+        let ptr = unsafe { std::alloc::alloc(layout) };
+        let Some(base) = NonNull::new(ptr) else {
+            std::alloc::handle_alloc_error(layout)
+        };
+        let start = self.list.len();
+        self.slabs.push(Slab {
+            base,
+            chunks,
+            start,
+        });
+        for (c, &id) in ids.iter().enumerate() {
+            let window = Window {
+                slab: base,
+                chunks: chunks as u32,
+                first: (c * CHUNK_CAPACITY) as u32,
+            };
+            table.entries[id as usize] = ChunkEntry {
+                archetype,
+                index: (start + c) as u32,
+                window,
+            };
+            self.list.push(Chunk { window, id });
+        }
+    }
+
     /// Frees the last slab (the values in its chunks must already be dropped or moved out) and
     /// returns its chunks' ids to `table`. Returns whether there was a slab.
     pub(crate) fn pop_slab(&mut self, table: &mut ChunkTable) -> bool {
@@ -316,6 +361,25 @@ impl ChunkTable {
     /// Returns an id for reuse.
     pub(crate) fn free(&mut self, id: u32) {
         self.free.push(id);
+    }
+
+    /// The number of ids ever handed out and the free ids (reused last first), for snapshots.
+    pub(crate) fn parts(&self) -> (usize, &[u32]) {
+        (self.entries.len(), &self.free)
+    }
+
+    /// A table of `count` ids whose free list is `free`; every other id is a placeholder that
+    /// [`ChunkList::push_slab_with_ids`] fills in. For restoring a snapshot.
+    pub(crate) fn with_free_ids(count: usize, free: &[u32]) -> ChunkTable {
+        let unused = ChunkEntry {
+            archetype: u32::MAX,
+            index: u32::MAX,
+            window: NO_CHUNK.window,
+        };
+        ChunkTable {
+            entries: vec![unused; count],
+            free: free.to_vec(),
+        }
     }
 
     #[inline]

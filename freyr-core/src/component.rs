@@ -231,6 +231,26 @@ impl Components {
     pub(crate) fn len(&self) -> usize {
         self.infos.len()
     }
+
+    /// Every registered component, in id order.
+    pub(crate) fn infos(&self) -> &[ComponentInfo] {
+        &self.infos
+    }
+
+    /// A registry holding exactly `infos` (ids `0..infos.len()`, as read by
+    /// [`infos`](Components::infos)).
+    pub(crate) fn from_infos(infos: &[ComponentInfo]) -> Components {
+        let mut by_type = TypeIdMap::default();
+        by_type.reserve(infos.len());
+        for (index, info) in infos.iter().enumerate() {
+            debug_assert_eq!(info.id.index(), index);
+            by_type.insert(info.type_id, info.id);
+        }
+        Components {
+            infos: infos.to_vec(),
+            by_type,
+        }
+    }
 }
 
 #[cfg(test)]

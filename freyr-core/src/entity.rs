@@ -295,6 +295,22 @@ impl Entities {
         self.len -= 1;
     }
 
+    /// The allocator's whole state: slots, free stack (bottom first) and live count (for
+    /// snapshots; see `crate::snapshot`).
+    pub(crate) fn parts(&self) -> (&[u32], &[u32], usize) {
+        (&self.slots, &self.free, self.len)
+    }
+
+    /// Overwrites the allocator with a state read by [`parts`](Entities::parts), reusing this
+    /// allocator's buffers: the same operations then hand out the same handles.
+    pub(crate) fn set_parts(&mut self, slots: &[u32], free: &[u32], len: usize) {
+        self.slots.clear();
+        self.slots.extend_from_slice(slots);
+        self.free.clear();
+        self.free.extend_from_slice(free);
+        self.len = len;
+    }
+
     /// Number of indices ever allocated (the slot table length).
     #[cfg(test)]
     pub(crate) fn slot_count(&self) -> usize {

@@ -65,6 +65,7 @@ mod edges;
 mod entity;
 mod error;
 mod recorded;
+pub mod snapshot;
 mod world;
 mod world_id;
 

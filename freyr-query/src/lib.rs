@@ -87,6 +87,7 @@ mod query;
 mod registry;
 mod resources;
 mod row_path;
+mod snapshot;
 mod state;
 mod tick;
 mod tuples;
@@ -119,6 +120,7 @@ pub use crate::registry::{BoxedClock, Registry, System};
 #[doc(hidden)]
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
+pub use crate::snapshot::{Snapshot, SnapshotError, SnapshotRing};
 pub use crate::state::QueryState;
 pub use crate::tick::{
     CALLER_ROW, LabelMs, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs, PhaseSummary,
@@ -130,3 +132,4 @@ pub use crate::view::SharedPtr;
 pub use crate::view::{ComponentView, Res, View, ViewSet};
 
 pub use freyr_core::Entity;
+pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};

@@ -29,8 +29,12 @@ use hashbrown::HashMap;
 /// ```
 #[derive(Default)]
 pub struct Resources {
-    map: HashMap<TypeId, Box<dyn Any + Send + Sync>>,
+    /// Each value with its type's name (for errors that name a resource type).
+    map: HashMap<TypeId, (Box<dyn Any + Send + Sync>, &'static str)>,
 }
+
+/// A resource value, type-erased.
+pub(crate) type AnyResource = Box<dyn Any + Send + Sync>;
 
 impl Resources {
     /// An empty map.
@@ -40,9 +44,10 @@ impl Resources {
 
     /// Stores `value`, returning the previous value of the same type.
     pub fn insert<T: Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+        let name = core::any::type_name::<T>();
         self.map
-            .insert(TypeId::of::<T>(), Box::new(value))
-            .map(|old| {
+            .insert(TypeId::of::<T>(), (Box::new(value), name))
+            .map(|(old, _)| {
                 *old.downcast::<T>()
                     .expect("resource stored under its own TypeId")
             })
@@ -50,7 +55,7 @@ impl Resources {
 
     /// The value of type `T`, if present.
     pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
-        self.map.get(&TypeId::of::<T>()).map(|b| {
+        self.map.get(&TypeId::of::<T>()).map(|(b, _)| {
             b.downcast_ref::<T>()
                 .expect("resource stored under its own TypeId")
         })
@@ -58,7 +63,7 @@ impl Resources {
 
     /// The value of type `T`, mutably, if present.
     pub fn get_mut<T: Send + Sync + 'static>(&mut self) -> Option<&mut T> {
-        self.map.get_mut(&TypeId::of::<T>()).map(|b| {
+        self.map.get_mut(&TypeId::of::<T>()).map(|(b, _)| {
             b.downcast_mut::<T>()
                 .expect("resource stored under its own TypeId")
         })
@@ -66,7 +71,7 @@ impl Resources {
 
     /// Removes and returns the value of type `T`.
     pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
-        self.map.remove(&TypeId::of::<T>()).map(|old| {
+        self.map.remove(&TypeId::of::<T>()).map(|(old, _)| {
             *old.downcast::<T>()
                 .expect("resource stored under its own TypeId")
         })
@@ -85,6 +90,28 @@ impl Resources {
     /// Whether no resource is stored.
     pub fn is_empty(&self) -> bool {
         self.map.is_empty()
+    }
+
+    /// Every stored resource's type id and type name (in no particular order).
+    pub(crate) fn types(&self) -> impl Iterator<Item = (TypeId, &'static str)> + '_ {
+        self.map.iter().map(|(&id, &(_, name))| (id, name))
+    }
+
+    /// Stores a type-erased value under `type_id` (which must be the value's own type id),
+    /// returning the previous one.
+    pub(crate) fn insert_any(
+        &mut self,
+        type_id: TypeId,
+        name: &'static str,
+        value: AnyResource,
+    ) -> Option<AnyResource> {
+        debug_assert_eq!((*value).type_id(), type_id);
+        self.map.insert(type_id, (value, name)).map(|(old, _)| old)
+    }
+
+    /// Removes the value stored under `type_id`.
+    pub(crate) fn remove_any(&mut self, type_id: TypeId) -> Option<AnyResource> {
+        self.map.remove(&type_id).map(|(old, _)| old)
     }
 }
 

@@ -500,6 +500,42 @@ impl World {
         }
     }
 
+    /// The state a snapshot copies: allocator, component table, archetypes, chunk ids.
+    pub(crate) fn snapshot_parts(&self) -> (&Entities, &Components, &[Archetype], &ChunkTable) {
+        (
+            &self.entities,
+            &self.components,
+            &self.archetypes,
+            &self.chunks,
+        )
+    }
+
+    /// A world made of restored parts, with a fresh [`WorldId`] and every cache (archetype
+    /// index, bundles, edges) rebuilt or empty. `archetypes` are in id order.
+    pub(crate) fn from_snapshot_parts(
+        entities: Entities,
+        components: Components,
+        archetypes: Vec<Archetype>,
+        chunks: ChunkTable,
+    ) -> World {
+        let mut archetype_index = HashMap::with_capacity(archetypes.len());
+        for (index, archetype) in archetypes.iter().enumerate() {
+            debug_assert_eq!(archetype.id().index(), index);
+            archetype_index.insert(Box::from(archetype.components()), archetype.id());
+        }
+        World {
+            id: WorldId::fresh(),
+            entities,
+            components,
+            archetypes,
+            archetype_index,
+            chunks,
+            bundles: TypeIdMap::default(),
+            insert_edges: Vec::new(),
+            remove_edges: Vec::new(),
+        }
+    }
+
     /// Test support: checks every structural invariant, panicking on the first violation.
     ///
     /// Checked: per archetype, all chunks but the last non-empty one are full, the slabs tile

@@ -28,6 +28,7 @@ mod profile;
 mod pump;
 pub(crate) mod queries;
 mod resources;
+mod snapshot;
 mod sync_point;
 mod systems;
 mod tick;
@@ -128,6 +129,8 @@ pub struct Registry {
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
+    /// The component and resource types a snapshot copies, and those it leaves out.
+    snapshot_types: crate::snapshot::SnapshotRegistry,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
@@ -414,6 +417,7 @@ impl Registry {
             destroy_queue: Vec::new(),
             profiler,
             hashables: Hashables::default(),
+            snapshot_types: Default::default(),
             tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,

@@ -328,6 +328,14 @@ impl SyncedWorld {
         self.resources.remove::<T>()
     }
 
+    /// The world and the resources, both exclusively, after waiting for every in-flight
+    /// launch (for restoring a snapshot, which replaces both). Ends the current layout.
+    pub(crate) fn write_all(&mut self, profiler: &Profiler) -> (&mut World, &mut Resources) {
+        self.wait(&OpAccess::Exclusive, profiler);
+        self.epoch += 1;
+        (self.world.get_mut(), &mut self.resources)
+    }
+
     // ---- the layout, which in-flight work never changes (point 5) ----------------------------
 
     /// `T`'s component id, if registered.

@@ -1,0 +1,320 @@
+//! Snapshots of a whole [`Registry`](crate::Registry) for rollback: [`Snapshot`] (the world,
+//! the tick and the registered resources), [`SnapshotError`], and [`SnapshotRing`] (the last
+//! ticks' snapshots, buffers reused). The registry's methods live in `registry/snapshot.rs`.
+
+mod ring;
+
+use core::any::{Any, TypeId};
+use core::fmt;
+
+use freyr_core::snapshot::{MissingSnapshotTypes, ParallelFor, SnapshotTypes, WorldSnapshot};
+use freyr_sched::ThreadPool;
+
+use crate::resources::{AnyResource, Resources};
+
+pub use self::ring::SnapshotRing;
+
+/// How one registered resource type is copied.
+#[derive(Copy, Clone)]
+pub(crate) struct ResourceOps {
+    pub(crate) type_id: TypeId,
+    pub(crate) name: &'static str,
+    /// Copies the resource (or its absence) into a snapshot's slot, reusing the slot's box.
+    pub(crate) save: fn(&Resources, &mut Option<AnyResource>),
+    /// A clone of a value `save` stored.
+    pub(crate) clone_out: fn(&(dyn Any + Send + Sync)) -> AnyResource,
+}
+
+fn save_resource<R: Clone + Send + Sync + 'static>(
+    resources: &Resources,
+    slot: &mut Option<AnyResource>,
+) {
+    match (
+        resources.get::<R>(),
+        slot.as_mut().and_then(|b| b.downcast_mut::<R>()),
+    ) {
+        (Some(value), Some(kept)) => kept.clone_from(value),
+        (Some(value), None) => *slot = Some(Box::new(value.clone())),
+        (None, _) => *slot = None,
+    }
+}
+
+fn clone_resource<R: Clone + Send + Sync + 'static>(
+    value: &(dyn Any + Send + Sync),
+) -> AnyResource {
+    let value = value
+        .downcast_ref::<R>()
+        .expect("a snapshot slot holds its own resource type");
+    Box::new(value.clone())
+}
+
+/// The types a registry's snapshots copy: components (through freyr-core's [`SnapshotTypes`])
+/// and resources, each registered or excluded.
+#[derive(Default)]
+pub(crate) struct SnapshotRegistry {
+    pub(crate) components: SnapshotTypes,
+    pub(crate) resources: Vec<ResourceOps>,
+    pub(crate) excluded_resources: Vec<TypeId>,
+}
+
+impl SnapshotRegistry {
+    pub(crate) fn register_resource<R: Clone + Send + Sync + 'static>(&mut self) {
+        let (type_id, name) = (TypeId::of::<R>(), core::any::type_name::<R>());
+        if self.excluded_resources.contains(&type_id) {
+            panic!(
+                "freyr: register_snapshot_resource::<{name}>() after \
+                 exclude_resource_from_snapshot::<{name}>(): a type is either copied or \
+                 excluded; remove one of the two calls"
+            );
+        }
+        if self.resources.iter().all(|r| r.type_id != type_id) {
+            self.resources.push(ResourceOps {
+                type_id,
+                name,
+                save: save_resource::<R>,
+                clone_out: clone_resource::<R>,
+            });
+        }
+    }
+
+    pub(crate) fn exclude_resource<R: Send + Sync + 'static>(&mut self) {
+        let (type_id, name) = (TypeId::of::<R>(), core::any::type_name::<R>());
+        if self.resources.iter().any(|r| r.type_id == type_id) {
+            panic!(
+                "freyr: exclude_resource_from_snapshot::<{name}>() after \
+                 register_snapshot_resource::<{name}>(): a type is either copied or excluded; \
+                 remove one of the two calls"
+            );
+        }
+        if !self.excluded_resources.contains(&type_id) {
+            self.excluded_resources.push(type_id);
+        }
+    }
+
+    /// Stored resources that are neither registered nor excluded, sorted by name; allocates
+    /// nothing when there are none.
+    pub(crate) fn unaccounted_resources(&self, resources: &Resources) -> Vec<&'static str> {
+        let mut names: Vec<&'static str> = resources
+            .types()
+            .filter(|(id, _)| {
+                !self.excluded_resources.contains(id)
+                    && self.resources.iter().all(|r| r.type_id != *id)
+            })
+            .map(|(_, name)| name)
+            .collect();
+        names.sort_unstable();
+        names
+    }
+}
+
+/// One registered resource in a snapshot: its value at the snapshot, or `None` if absent.
+pub(crate) struct ResourceImage {
+    pub(crate) ops: ResourceOps,
+    pub(crate) value: Option<AnyResource>,
+}
+
+/// A registry at one moment, taken by [`Registry::snapshot`](crate::Registry::snapshot) and
+/// put back by [`Registry::restore`](crate::Registry::restore) (as often as wanted).
+///
+/// It holds a copy of the world (see [`WorldSnapshot`]), the [`tick`](Snapshot::tick), and the
+/// value (or absence) of every resource registered for snapshots. Dropping it drops every
+/// copied value exactly once.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::Registry;
+///
+/// #[derive(Clone, Copy)]
+/// struct Hp(u32);
+///
+/// let mut registry = Registry::with_workers(2);
+/// registry.register_snapshot_copy::<Hp>();
+/// let e = registry.spawn((Hp(10),));
+/// let snapshot = registry.snapshot().unwrap();
+/// assert_eq!(snapshot.tick(), 0);
+/// registry.get_mut::<Hp>(e).unwrap().0 = 0;
+/// registry.update(0.1);
+/// registry.restore(&snapshot).unwrap();
+/// assert_eq!((registry.get::<Hp>(e).unwrap().0, registry.tick()), (10, 0));
+/// ```
+pub struct Snapshot {
+    pub(crate) world: WorldSnapshot,
+    pub(crate) tick: u64,
+    pub(crate) resources: Vec<ResourceImage>,
+    /// Set once the world and every resource were copied; cleared when a taking starts.
+    pub(crate) complete: bool,
+}
+
+impl Default for Snapshot {
+    fn default() -> Self {
+        Snapshot::new()
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("tick", &self.tick)
+            .field("world", &self.world)
+            .field("resources", &self.resources.len())
+            .finish()
+    }
+}
+
+impl Snapshot {
+    /// An empty snapshot for [`Registry::snapshot_into`](crate::Registry::snapshot_into) to
+    /// fill (restoring it is refused with [`SnapshotError::Incomplete`]).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let snapshot = freyr::snapshot::Snapshot::new();
+    /// assert!(!snapshot.is_complete());
+    /// ```
+    pub fn new() -> Snapshot {
+        Snapshot {
+            world: WorldSnapshot::new(),
+            tick: 0,
+            resources: Vec::new(),
+            complete: false,
+        }
+    }
+
+    /// The registry's [`tick`](crate::Registry::tick) when the snapshot was taken: the next
+    /// tick to run after a restore.
+    pub fn tick(&self) -> u64 {
+        self.tick
+    }
+
+    /// Whether the snapshot holds a whole registry (false when new or when its taking panicked).
+    pub fn is_complete(&self) -> bool {
+        self.complete && self.world.is_complete()
+    }
+
+    /// The copy of the world.
+    pub fn world(&self) -> &WorldSnapshot {
+        &self.world
+    }
+}
+
+/// Why a snapshot or a restore was refused. Nothing changed.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::Registry;
+/// use freyr::snapshot::SnapshotError;
+///
+/// struct Secret(u8);
+///
+/// let mut registry = Registry::with_workers(1);
+/// registry.spawn((Secret(1),));
+/// registry.insert_resource(5u64);
+/// match registry.snapshot().unwrap_err() {
+///     SnapshotError::MissingTypes { components, resources } => {
+///         assert_eq!(components.unregistered.len(), 1);
+///         assert_eq!(resources, ["u64"]);
+///     }
+///     other => panic!("{other}"),
+/// }
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// Live component types or stored resources that a snapshot would not copy: every such
+    /// type is named (a forgotten type must never diverge unseen).
+    MissingTypes {
+        /// Component types of live entities neither registered nor excluded, and excluded
+        /// ones a live entity has.
+        components: MissingSnapshotTypes,
+        /// Stored resource types neither registered nor excluded, sorted by name.
+        resources: Vec<&'static str>,
+    },
+    /// Work is not finished: launches that no sync point retired yet (their commands and
+    /// reduction results are only known once retired), or commands and destructions recorded
+    /// but not applied. A snapshot of this moment would lose them; run a sync point
+    /// ([`execute_tasks`](crate::Registry::execute_tasks)) first.
+    NotQuiet {
+        /// Launches not yet retired.
+        launches_in_flight: usize,
+        /// Command buffers of retired launches not yet applied.
+        pending_command_buffers: usize,
+        /// Entities queued by `destroy_entity`, not yet destroyed.
+        queued_destructions: usize,
+    },
+    /// Called inside [`update`](crate::Registry::update) (from a system): a tick is half run.
+    /// Take snapshots and restore between ticks.
+    InsideUpdate,
+    /// The snapshot is incomplete: new, or its taking panicked.
+    Incomplete,
+    /// A [`SnapshotRing`] holds no snapshot of this tick.
+    TickNotInRing {
+        /// The tick asked for.
+        tick: u64,
+    },
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::MissingTypes {
+                components,
+                resources,
+            } => {
+                write!(f, "{components}")?;
+                if !resources.is_empty() {
+                    if !components.is_empty() {
+                        write!(f, "; ")?;
+                    }
+                    write!(f, "a snapshot would not copy the resources ")?;
+                    for (i, name) in resources.iter().enumerate() {
+                        write!(f, "{}`{name}`", if i > 0 { ", " } else { "" })?;
+                    }
+                    write!(
+                        f,
+                        "; register each with `register_snapshot_resource::<R>()`, or leave it \
+                         out on purpose with `exclude_resource_from_snapshot::<R>()`"
+                    )?;
+                }
+                Ok(())
+            }
+            SnapshotError::NotQuiet {
+                launches_in_flight,
+                pending_command_buffers,
+                queued_destructions,
+            } => write!(
+                f,
+                "not a quiet point: {launches_in_flight} launches in flight, \
+                 {pending_command_buffers} command buffers and {queued_destructions} \
+                 destructions not applied; call `execute_tasks()` first"
+            ),
+            SnapshotError::InsideUpdate => write!(
+                f,
+                "called inside `update` (a tick is half run); take snapshots and restore \
+                 between ticks"
+            ),
+            SnapshotError::Incomplete => {
+                write!(
+                    f,
+                    "the snapshot is incomplete (never taken, or its taking panicked)"
+                )
+            }
+            SnapshotError::TickNotInRing { tick } => {
+                write!(f, "the snapshot ring holds no snapshot of tick {tick}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+/// The registry's pool as a [`ParallelFor`]: the snapshot's copying, spread over the workers.
+pub(crate) struct OnPool<'a>(pub(crate) &'a ThreadPool);
+
+impl ParallelFor for OnPool<'_> {
+    fn parallel_for(&self, count: usize, f: &(dyn Fn(usize) + Sync)) {
+        let grain = (count / (self.0.workers() * 4)).max(1);
+        self.0.parallel_for(count, grain, f);
+    }
+}
