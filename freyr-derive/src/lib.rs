@@ -199,10 +199,53 @@ fn bind_fields(fields: &Fields, krate: &Path) -> syn::Result<(TokenStream2, Toke
     Ok((pattern, quote!(#(#hashes)*)))
 }
 
+/// `PLAIN_BYTES` for a struct: yes when, checked at compile time, every field is plain and the
+/// fields lie in declaration order from offset 0 with no padding anywhere; nothing (the default,
+/// no) when a field is skipped, since the memory then holds bytes the hash does not feed.
+fn plain_bytes(fields: &Fields, krate: &Path) -> syn::Result<TokenStream2> {
+    let mut checks = Vec::new();
+    let mut end = quote!(0usize);
+    for (i, f) in fields.iter().enumerate() {
+        if is_skipped(&f.attrs)? {
+            return Ok(quote!());
+        }
+        let ty = &f.ty;
+        let access = match &f.ident {
+            Some(ident) => quote!(#ident),
+            None => {
+                let index = Index::from(i);
+                quote!(#index)
+            }
+        };
+        checks.push(quote! {
+            <#ty as #krate::StableHash>::PLAIN_BYTES.claimed()
+                && ::core::mem::offset_of!(Self, #access) == #end
+        });
+        end = quote!(#end + ::core::mem::size_of::<#ty>());
+    }
+    // SAFETY (of the generated block): a yes needs every field plain (all bytes initialised, no
+    // pointers, memory = its stable-hash bytes on a little-endian target), each field starting
+    // where the previous one ends, from offset 0, and the fields' sizes adding up to the
+    // struct's size: then the struct has no padding and its memory is its fields' bytes in
+    // declaration order, which is exactly what the derived `stable_hash` feeds.
+    Ok(quote! {
+        #[allow(unsafe_code)]
+        const PLAIN_BYTES: #krate::PlainBytes<Self> = unsafe {
+            #krate::PlainBytes::new_unchecked(
+                true #(&& #checks)* && ::core::mem::size_of::<Self>() == #end
+            )
+        };
+    })
+}
+
 fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let ContainerOptions { krate } = container_options(&input.attrs)?;
     let name = &input.ident;
 
+    let plain = match &input.data {
+        Data::Struct(data) => plain_bytes(&data.fields, &krate)?,
+        _ => quote!(),
+    };
     let body = match &input.data {
         Data::Struct(data) => {
             let mut hashes = Vec::new();
@@ -282,6 +325,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     Ok(quote! {
         #[automatically_derived]
         impl #impl_generics #krate::StableHash for #name #ty_generics #where_clause {
+            #plain
             fn stable_hash(&self, __hasher: &mut #krate::StableHasher) {
                 #body
             }

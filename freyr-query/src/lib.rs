@@ -54,6 +54,7 @@
 
 pub mod access;
 mod commands;
+pub mod digest;
 mod error;
 mod fetch;
 mod filter;
@@ -81,6 +82,7 @@ pub mod loom_handoff {
 }
 
 pub use crate::commands::{Commands, Context};
+pub use crate::digest::{ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes, RowDigests, WorldDigest, diff};
 pub use crate::error::QueryError;
 pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};
 pub use crate::filter::{QueryFilter, With, Without};
