@@ -44,13 +44,13 @@ fn archetype_digest(world: &World, hashables: &Hashables, archetype: &Archetype)
     let (names, ids, fns) = columns_of(world, hashables, archetype);
     let mut entities = Vec::with_capacity(archetype.chunk_count());
     let mut columns = Vec::with_capacity(archetype.chunk_count() * ids.len());
-    let mut bits = [0u64; CHUNK_CAPACITY];
+    let mut bits = [0u8; 8 * CHUNK_CAPACITY];
     for chunk in archetype.chunks() {
-        for (slot, e) in bits.iter_mut().zip(chunk.entities()) {
-            *slot = e.to_bits();
+        for (slot, e) in bits.chunks_exact_mut(8).zip(chunk.entities()) {
+            slot.copy_from_slice(&e.to_bits().to_le_bytes());
         }
         let mut h = DigestHasher::new();
-        h.write_u64s(&bits[..chunk.len()]);
+        h.write(&bits[..8 * chunk.len()]);
         entities.push(h.finish());
         for (&id, f) in ids.iter().zip(&fns) {
             columns.push(f.map_or(0, |f| {
