@@ -49,7 +49,10 @@ pub use freyr_query::{
     StableHasher, System, TimeStats, UnhashedComponents, ViewSet, With, Without,
 };
 
-pub use freyr_query::{ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes, RowDigests, WorldDigest, diff};
+pub use freyr_query::{
+    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes,
+    RowDigests, WorldDigest, diff,
+};
 
 // The tick profiler.
 pub use freyr_query::{

@@ -17,6 +17,13 @@
 //! | `struct S;` (a tag) | nothing: the world hash already records whether an entity has it |
 //! | `enum E { X, Y(A), Z { b: B } }` | the variant index (`0`, `1`, `2` as `u32`), then its fields |
 //!
+//! For a struct the derive also sets `StableHash::PLAIN_BYTES`, which lets a world digest
+//! (`Registry::digest`) hash a column of the type as raw memory: yes when, checked by a constant
+//! the compiler evaluates, every field's type is itself `PLAIN_BYTES`, the fields lie in
+//! declaration order from offset 0, and their sizes add up to `size_of::<Self>()` (no padding);
+//! no when any of that fails, when a field is skipped, and for every enum. The answer never
+//! changes what `stable_hash` feeds, only how fast a digest reads it.
+//!
 //! Attributes:
 //!
 //! - `#[stable_hash(skip)]` on a field leaves it out (a cache, a debug counter);
@@ -54,6 +61,9 @@
 //! // Field order matters, and floats hash by their bits.
 //! assert_ne!(hash(&Position { x: 1.0, y: 2.0 }), hash(&Position { x: 2.0, y: 1.0 }));
 //! assert_ne!(hash(&Position { x: 0.0, y: 0.0 }), hash(&Position { x: -0.0, y: 0.0 }));
+//! // `Position` is two `f32`s with no padding: a digest reads its column as raw memory.
+//! assert!(<Position as StableHash>::PLAIN_BYTES.claimed());
+//! assert!(!<Order as StableHash>::PLAIN_BYTES.claimed());
 //! // The variant index comes first: `Idle` is the index 0 and nothing else.
 //! assert_eq!(hash(&Order::Idle), hash(&0u32));
 //! assert_ne!(hash(&Order::MoveTo(Position { x: 0.0, y: 0.0 })), hash(&Order::Idle));

@@ -82,7 +82,10 @@ pub mod loom_handoff {
 }
 
 pub use crate::commands::{Commands, Context};
-pub use crate::digest::{ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes, RowDigests, WorldDigest, diff};
+pub use crate::digest::{
+    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes,
+    RowDigests, WorldDigest, diff,
+};
 pub use crate::error::QueryError;
 pub use crate::fetch::{ColumnPtr, QueryData, QueryItem};
 pub use crate::filter::{QueryFilter, With, Without};

@@ -40,7 +40,11 @@ pub(crate) fn world_digest(world: &World, hashables: &Hashables) -> WorldDigest 
     WorldDigest::new(archetypes)
 }
 
-fn archetype_digest(world: &World, hashables: &Hashables, archetype: &Archetype) -> ArchetypeDigest {
+fn archetype_digest(
+    world: &World,
+    hashables: &Hashables,
+    archetype: &Archetype,
+) -> ArchetypeDigest {
     let (names, ids, fns) = columns_of(world, hashables, archetype);
     let mut entities = Vec::with_capacity(archetype.chunk_count());
     let mut columns = Vec::with_capacity(archetype.chunk_count() * ids.len());

@@ -150,10 +150,8 @@ row_loop! {
         bytes: &[u8],
     ) where {} {
         let mut lanes = *acc;
-        let mut s = first;
-        for stripe in bytes.chunks_exact(STRIPE) {
+        for (s, stripe) in (first..).zip(bytes.chunks_exact(STRIPE)) {
             absorb(&mut lanes, s, &words(stripe));
-            s += 1;
         }
         *acc = lanes;
     }
@@ -265,12 +263,17 @@ mod tests {
     #[test]
     fn any_split_matches_the_reference() {
         let bytes: Vec<u8> = (0..2300u32).map(|i| (i * 37 + 11) as u8).collect();
-        for len in [0, 1, 7, 8, 9, 63, 64, 65, 127, 128, 200, 1023, 1024, 1025, 1100, 2300] {
+        for len in [
+            0, 1, 7, 8, 9, 63, 64, 65, 127, 128, 200, 1023, 1024, 1025, 1100, 2300,
+        ] {
             let stream = &bytes[..len];
             let mut whole = DigestHasher::new();
             whole.write(stream);
             assert_eq!(whole.finish(), reference(stream), "len {len}");
-            for cut in [0, 1, 3, 8, 13, 64, 70, 1000].into_iter().filter(|&c| c <= len) {
+            for cut in [0, 1, 3, 8, 13, 64, 70, 1000]
+                .into_iter()
+                .filter(|&c| c <= len)
+            {
                 let mut h = DigestHasher::new();
                 h.write(&stream[..cut]);
                 h.write(&stream[cut..]);
@@ -306,7 +309,9 @@ mod tests {
 
     #[test]
     fn words_match_their_bytes() {
-        let words: Vec<u64> = (0..37u64).map(|i| i.wrapping_mul(0x0123_4567_89ab_cdef)).collect();
+        let words: Vec<u64> = (0..37u64)
+            .map(|i| i.wrapping_mul(0x0123_4567_89ab_cdef))
+            .collect();
         let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
         for lead in [0usize, 1, 3, 8, 9] {
             let mut h = DigestHasher::new();

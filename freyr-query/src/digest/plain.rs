@@ -108,6 +108,11 @@ impl<T: ?Sized> Copy for PlainBytes<T> {}
 
 impl<T: ?Sized> fmt::Debug for PlainBytes<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "PlainBytes<{}>({})", core::any::type_name::<T>(), self.plain)
+        write!(
+            f,
+            "PlainBytes<{}>({})",
+            core::any::type_name::<T>(),
+            self.plain
+        )
     }
 }

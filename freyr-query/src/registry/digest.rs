@@ -147,8 +147,9 @@ impl Registry {
             archetype: found.archetype,
             chunk,
         };
-        Ok(Some(
-            found.with_rows(&self.row_digests(at)?, &other.row_digests(at)?),
-        ))
+        Ok(Some(found.with_rows(
+            &self.row_digests(at)?,
+            &other.row_digests(at)?,
+        )))
     }
 }
