@@ -7,6 +7,28 @@ use freyr_core::Entity;
 use super::{ArchetypeDigest, RowDigests, WorldDigest};
 
 /// What differs at a [`Divergence`].
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{DivergenceKind, Registry, StableHash};
+///
+/// #[derive(StableHash)]
+/// struct Hp(u32);
+/// #[derive(StableHash)]
+/// struct Shield(u32);
+///
+/// let mut a = Registry::with_workers(1);
+/// let mut b = Registry::with_workers(1);
+/// for r in [&mut a, &mut b] {
+///     r.register_hashable::<Hp>();
+///     r.register_hashable::<Shield>();
+///     r.spawn((Hp(1),));
+/// }
+/// b.spawn((Hp(1), Shield(2))); // a structural change on one side only
+/// let found = a.locate_divergence(&b).unwrap().unwrap();
+/// assert!(matches!(&found.kind, DivergenceKind::Archetypes { a: None, b: Some(names) } if names.len() == 2));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum DivergenceKind {
     /// The archetype at this index has other component types on each side, or exists on one
@@ -42,7 +64,24 @@ pub enum DivergenceKind {
 ///
 /// # Examples
 ///
-/// See the [module documentation](crate::digest).
+/// ```
+/// use freyr::{Registry, StableHash};
+///
+/// #[derive(StableHash)]
+/// struct Hp(u32);
+///
+/// let build = |hp: u32| {
+///     let mut r = Registry::with_workers(1);
+///     r.register_hashable::<Hp>();
+///     let ids = r.spawn_batch((0..10).map(|i| (Hp(i * hp),)));
+///     (r, ids)
+/// };
+/// let ((a, ids), (b, _)) = (build(1), build(2));
+/// let found = a.locate_divergence(&b).unwrap().unwrap();
+/// // Row 0 holds `Hp(0)` on both sides; row 1 is the first to differ.
+/// assert_eq!((found.archetype, found.chunk, found.row, found.entity), (1, Some(0), Some(1), Some(ids[1])));
+/// assert!(found.to_string().ends_with(&format!("differs in chunk 0, row 1, entity {}", ids[1])));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence {
     /// Index of the archetype in creation order.
@@ -65,7 +104,22 @@ pub struct Divergence {
 ///
 /// # Examples
 ///
-/// See the [module documentation](crate::digest).
+/// ```
+/// use freyr::{DivergenceKind, Registry, StableHash};
+///
+/// #[derive(StableHash)]
+/// struct Hp(u32);
+///
+/// let mut r = Registry::with_workers(1);
+/// r.register_hashable::<Hp>();
+/// let ids = r.spawn_batch((0..1000).map(|i| (Hp(i),)));
+/// let before = r.digest().unwrap();
+/// assert!(freyr::diff(&before, &before).is_none());
+/// r.get_mut::<Hp>(ids[700]).unwrap().0 += 1;
+/// let found = freyr::diff(&before, &r.digest().unwrap()).unwrap();
+/// assert!(matches!(found.kind, DivergenceKind::Component { index: 0, .. }));
+/// assert_eq!((found.chunk, found.row), (Some(1), None)); // the row needs `with_rows`
+/// ```
 pub fn diff(a: &WorldDigest, b: &WorldDigest) -> Option<Divergence> {
     if a == b {
         return None;
@@ -138,7 +192,24 @@ impl Divergence {
     ///
     /// # Examples
     ///
-    /// See the [module documentation](crate::digest).
+    /// ```
+    /// use freyr::{ChunkAddress, Registry, StableHash};
+    ///
+    /// #[derive(StableHash)]
+    /// struct Hp(u32);
+    ///
+    /// let build = |swap: bool| {
+    ///     let mut r = Registry::with_workers(1);
+    ///     r.register_hashable::<Hp>();
+    ///     r.spawn_batch((0..3).map(|i| (Hp(if swap && i == 2 { 9 } else { i }),)));
+    ///     r
+    /// };
+    /// let (a, b) = (build(false), build(true));
+    /// let found = freyr::diff(&a.digest().unwrap(), &b.digest().unwrap()).unwrap();
+    /// let at = ChunkAddress { archetype: found.archetype, chunk: found.chunk.unwrap() };
+    /// let found = found.with_rows(&a.row_digests(at).unwrap(), &b.row_digests(at).unwrap());
+    /// assert_eq!(found.row, Some(2));
+    /// ```
     pub fn with_rows(mut self, a: &RowDigests, b: &RowDigests) -> Divergence {
         let rows = a.len().max(b.len());
         let row = match &self.kind {
