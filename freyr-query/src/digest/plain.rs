@@ -57,8 +57,8 @@ impl<T: ?Sized> PlainBytes<T> {
     /// # Safety
     ///
     /// If `plain` is true: `T` is `Sized`; every byte of every value of `T` is initialised (no
-    /// padding, no uninhabited parts) and holds no pointer or other data whose bytes are not
-    /// the value; and on a little-endian target the `size_of::<T>()` bytes of a value, in
+    /// padding, no uninhabited parts) and holds no pointer, no `UnsafeCell` and no other data
+    /// whose bytes are not the value; and on a little-endian target the `size_of::<T>()` bytes of a value, in
     /// memory order, are exactly the bytes `T`'s `StableHash::stable_hash` feeds its hasher.
     ///
     /// # Examples
