@@ -145,11 +145,15 @@ pub mod profile {
 }
 
 /// Deterministic hashing: [`StableHash`] (the trait, and its derive), the
-/// [`StableHasher`](hash::StableHasher), and the component sets a world hash covers.
+/// [`StableHasher`](hash::StableHasher), the component sets a world hash covers, and the desync
+/// locator: the per-chunk [`WorldDigest`](hash::WorldDigest) and [`diff`](hash::diff).
 pub mod hash {
     #[cfg(feature = "derive")]
     pub use freyr_derive::StableHash;
-    pub use freyr_query::{HashComponents, StableHash, StableHasher, UnhashedComponents};
+    pub use freyr_query::{
+        ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, HashComponents,
+        PlainBytes, RowDigests, StableHash, StableHasher, UnhashedComponents, WorldDigest, diff,
+    };
 }
 
 /// Snapshots and rollback: [`Registry::snapshot`] / [`Registry::restore`], the per-tick

@@ -17,6 +17,13 @@
 //! | `struct S;` (a tag) | nothing: the world hash already records whether an entity has it |
 //! | `enum E { X, Y(A), Z { b: B } }` | the variant index (`0`, `1`, `2` as `u32`), then its fields |
 //!
+//! For a struct the derive also sets `StableHash::PLAIN_BYTES`, which lets a world digest
+//! (`Registry::digest`) hash a column of the type as raw memory: yes when, checked by a constant
+//! the compiler evaluates, every field's type is itself `PLAIN_BYTES`, the fields lie in
+//! declaration order from offset 0, and their sizes add up to `size_of::<Self>()` (no padding);
+//! no when any of that fails, when a field is skipped, and for every enum. The answer never
+//! changes what `stable_hash` feeds, only how fast a digest reads it.
+//!
 //! Attributes:
 //!
 //! - `#[stable_hash(skip)]` on a field leaves it out (a cache, a debug counter);
@@ -55,6 +62,9 @@
 //! // Field order matters, and floats hash by their bits.
 //! assert_ne!(hash(&Position { x: 1.0, y: 2.0 }), hash(&Position { x: 2.0, y: 1.0 }));
 //! assert_ne!(hash(&Position { x: 0.0, y: 0.0 }), hash(&Position { x: -0.0, y: 0.0 }));
+//! // `Position` is two `f32`s with no padding: a digest reads its column as raw memory.
+//! assert!(<Position as StableHash>::PLAIN_BYTES.claimed());
+//! assert!(!<Order as StableHash>::PLAIN_BYTES.claimed());
 //! // The variant index comes first: `Idle` is the index 0 and nothing else.
 //! assert_eq!(hash(&Order::Idle), hash(&0u32));
 //! assert_ne!(hash(&Order::MoveTo(Position { x: 0.0, y: 0.0 })), hash(&Order::Idle));
@@ -200,10 +210,53 @@ fn bind_fields(fields: &Fields, krate: &Path) -> syn::Result<(TokenStream2, Toke
     Ok((pattern, quote!(#(#hashes)*)))
 }
 
+/// `PLAIN_BYTES` for a struct: yes when, checked at compile time, every field is plain and the
+/// fields lie in declaration order from offset 0 with no padding anywhere; nothing (the default,
+/// no) when a field is skipped, since the memory then holds bytes the hash does not feed.
+fn plain_bytes(fields: &Fields, krate: &Path) -> syn::Result<TokenStream2> {
+    let mut checks = Vec::new();
+    let mut end = quote!(0usize);
+    for (i, f) in fields.iter().enumerate() {
+        if is_skipped(&f.attrs)? {
+            return Ok(quote!());
+        }
+        let ty = &f.ty;
+        let access = match &f.ident {
+            Some(ident) => quote!(#ident),
+            None => {
+                let index = Index::from(i);
+                quote!(#index)
+            }
+        };
+        checks.push(quote! {
+            <#ty as #krate::StableHash>::PLAIN_BYTES.claimed()
+                && ::core::mem::offset_of!(Self, #access) == #end
+        });
+        end = quote!(#end + ::core::mem::size_of::<#ty>());
+    }
+    // SAFETY (of the generated block): a yes needs every field plain (all bytes initialised, no
+    // pointers, memory = its stable-hash bytes on a little-endian target), each field starting
+    // where the previous one ends, from offset 0, and the fields' sizes adding up to the
+    // struct's size: then the struct has no padding and its memory is its fields' bytes in
+    // declaration order, which is exactly what the derived `stable_hash` feeds.
+    Ok(quote! {
+        #[allow(unsafe_code)]
+        const PLAIN_BYTES: #krate::PlainBytes<Self> = unsafe {
+            #krate::PlainBytes::new_unchecked(
+                true #(&& #checks)* && ::core::mem::size_of::<Self>() == #end
+            )
+        };
+    })
+}
+
 fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let ContainerOptions { krate } = container_options(&input.attrs)?;
     let name = &input.ident;
 
+    let plain = match &input.data {
+        Data::Struct(data) => plain_bytes(&data.fields, &krate)?,
+        _ => quote!(),
+    };
     let body = match &input.data {
         Data::Struct(data) => {
             let mut hashes = Vec::new();
@@ -283,6 +336,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     Ok(quote! {
         #[automatically_derived]
         impl #impl_generics #krate::StableHash for #name #ty_generics #where_clause {
+            #plain
             fn stable_hash(&self, __hasher: &mut #krate::StableHasher) {
                 #body
             }

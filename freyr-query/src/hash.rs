@@ -50,6 +50,8 @@ pub const fn mix(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+use crate::digest::PlainBytes;
+
 /// FNV-1a, 64-bit: a fixed, portable hash for comparing worlds.
 ///
 /// # Examples
@@ -127,13 +129,32 @@ impl core::hash::Hasher for StableHasher {
 /// assert_ne!(a.finish(), b.finish()); // bit-exact
 /// ```
 pub trait StableHash {
+    /// Whether the memory of a value is exactly the bytes [`stable_hash`](Self::stable_hash)
+    /// feeds, so that a [`WorldDigest`](crate::WorldDigest) may hash a column of them as raw
+    /// memory. Default: no. Saying yes takes `unsafe` ([`PlainBytes::new_unchecked`]);
+    /// `#[derive(StableHash)]` says yes, after compile-time checks, for a struct of plain
+    /// fields without padding. It never changes `stable_hash` or the world hash.
+    const PLAIN_BYTES: PlainBytes<Self> = PlainBytes::NO;
+
     /// Feeds `self` into `h`.
     fn stable_hash(&self, h: &mut StableHasher);
+}
+
+/// `PLAIN_BYTES` for a type whose memory is its little-endian bytes (the integers, floats,
+/// `bool`, `char`).
+macro_rules! plain_bytes_yes {
+    () => {
+        // SAFETY: the type is a primitive number, `bool` or `char`: every byte is initialised, it
+        // holds no pointer, and its memory on a little-endian target is its `to_le_bytes` (of
+        // `to_bits`, or of the `u8` / `u32` it is hashed as), which is what `stable_hash` feeds.
+        const PLAIN_BYTES: PlainBytes<Self> = unsafe { PlainBytes::new_unchecked(true) };
+    };
 }
 
 macro_rules! impl_stable_hash_int {
     ($($t:ty),*) => {$(
         impl StableHash for $t {
+            plain_bytes_yes!();
             fn stable_hash(&self, h: &mut StableHasher) {
                 core::hash::Hasher::write(h, &self.to_le_bytes());
             }
@@ -144,36 +165,47 @@ macro_rules! impl_stable_hash_int {
 impl_stable_hash_int!(u8, u16, u32, u64, u128, i8, i16, i32, i64, i128);
 
 impl StableHash for usize {
+    // SAFETY: where `usize` is 8 bytes its memory on a little-endian target is the `u64`'s
+    // little-endian bytes `stable_hash` feeds; elsewhere the answer is no.
+    const PLAIN_BYTES: PlainBytes<Self> =
+        unsafe { PlainBytes::new_unchecked(size_of::<usize>() == 8) };
     fn stable_hash(&self, h: &mut StableHasher) {
         (*self as u64).stable_hash(h);
     }
 }
 
 impl StableHash for isize {
+    // SAFETY: as for `usize`: 8 bytes, two's complement, hashed as the `i64`'s bytes.
+    const PLAIN_BYTES: PlainBytes<Self> =
+        unsafe { PlainBytes::new_unchecked(size_of::<isize>() == 8) };
     fn stable_hash(&self, h: &mut StableHasher) {
         (*self as i64).stable_hash(h);
     }
 }
 
 impl StableHash for bool {
+    plain_bytes_yes!();
     fn stable_hash(&self, h: &mut StableHasher) {
         u8::from(*self).stable_hash(h);
     }
 }
 
 impl StableHash for char {
+    plain_bytes_yes!();
     fn stable_hash(&self, h: &mut StableHasher) {
         u32::from(*self).stable_hash(h);
     }
 }
 
 impl StableHash for f32 {
+    plain_bytes_yes!();
     fn stable_hash(&self, h: &mut StableHasher) {
         self.to_bits().stable_hash(h);
     }
 }
 
 impl StableHash for f64 {
+    plain_bytes_yes!();
     fn stable_hash(&self, h: &mut StableHasher) {
         self.to_bits().stable_hash(h);
     }
@@ -186,6 +218,8 @@ impl StableHash for Entity {
 }
 
 impl StableHash for () {
+    // SAFETY: `()` has no bytes and feeds none.
+    const PLAIN_BYTES: PlainBytes<Self> = unsafe { PlainBytes::new_unchecked(true) };
     fn stable_hash(&self, _h: &mut StableHasher) {}
 }
 
@@ -202,6 +236,10 @@ impl<T: StableHash> StableHash for Option<T> {
 }
 
 impl<T: StableHash, const N: usize> StableHash for [T; N] {
+    // SAFETY: an array is its `N` elements back to back with no padding between them, and
+    // `stable_hash` feeds them in order; so it is plain exactly when `T` is.
+    const PLAIN_BYTES: PlainBytes<Self> =
+        unsafe { PlainBytes::new_unchecked(T::PLAIN_BYTES.claimed()) };
     fn stable_hash(&self, h: &mut StableHasher) {
         for v in self {
             v.stable_hash(h);
@@ -247,6 +285,20 @@ impl<T: StableHash + ?Sized> StableHash for Box<T> {
 macro_rules! impl_stable_hash_tuple {
     ($($name:ident $index:tt),+) => {
         impl<$($name: StableHash),+> StableHash for ($($name,)+) {
+            // SAFETY: yes only when every element is plain and the elements lie in index order
+            // with no padding before, between or after them (checked on the layout), which is
+            // the order `stable_hash` feeds them in.
+            const PLAIN_BYTES: PlainBytes<Self> = unsafe {
+                let mut end = 0;
+                let mut plain = true;
+                $(
+                    plain = plain
+                        && $name::PLAIN_BYTES.claimed()
+                        && core::mem::offset_of!(Self, $index) == end;
+                    end += size_of::<$name>();
+                )+
+                PlainBytes::new_unchecked(plain && end == size_of::<Self>())
+            };
             fn stable_hash(&self, h: &mut StableHasher) {
                 $(self.$index.stable_hash(h);)+
             }

@@ -15,6 +15,7 @@ use core::fmt;
 use freyr_core::{Component, ComponentId, Entity, World};
 
 use crate::access::Access;
+use crate::digest::ColumnFns;
 use crate::hash::{StableHash, StableHasher};
 
 /// One type `world_hash_all` hashes: the monomorphised functions that resolve its id and hash
@@ -25,6 +26,8 @@ struct Hashed {
     id_in: fn(&World) -> Option<ComponentId>,
     /// Feeds `Option<&T>` of one entity, exactly as `world_hash::<(.., T, ..)>` does.
     hash: fn(&World, Entity, &mut StableHasher),
+    /// Hashes a chunk's column of `T`, or one row of it, for the world digest.
+    column: ColumnFns,
 }
 
 fn hash_one<T: Component + StableHash>(world: &World, entity: Entity, h: &mut StableHasher) {
@@ -57,6 +60,7 @@ impl Hashables {
                 type_id,
                 id_in: World::component_id::<T>,
                 hash: hash_one::<T>,
+                column: ColumnFns::of::<T>(),
             });
         }
     }
@@ -76,6 +80,18 @@ impl Hashables {
         }
         if !self.excluded.contains(&type_id) {
             self.excluded.push(type_id);
+        }
+    }
+
+    /// How a component type joins the world digest: `Some(Some(_))` hashed, `Some(None)`
+    /// excluded, `None` neither.
+    pub(crate) fn column_fns(&self, type_id: TypeId) -> Option<Option<ColumnFns>> {
+        if let Some(h) = self.hashed.iter().find(|h| h.type_id == type_id) {
+            Some(Some(h.column))
+        } else if self.excluded.contains(&type_id) {
+            Some(None)
+        } else {
+            None
         }
     }
 

@@ -73,6 +73,7 @@
 
 pub mod access;
 mod commands;
+pub mod digest;
 mod error;
 mod fetch;
 mod filter;
@@ -102,6 +103,10 @@ pub mod loom_handoff {
 }
 
 pub use crate::commands::{Commands, EachContext};
+pub use crate::digest::{
+    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes,
+    RowDigests, WorldDigest, diff,
+};
 pub use crate::error::QueryError;
 pub use crate::fetch::{QueryData, QueryItem};
 // The three internals below appear in the signatures of the `QueryData` and `ViewSet` impls (their

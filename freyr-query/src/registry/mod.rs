@@ -10,6 +10,7 @@
 //! - `systems`: systems and phases;
 //! - `profile`: the profiler and the world hash;
 //! - `hashing`: the registered hashable types and the hash over all of them;
+//! - `digest`: the per-chunk world digest and the desync locator;
 //! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
 //! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
 //! - `pump`: async-pump results drained in their owning system's update;
@@ -22,6 +23,7 @@
 mod async_system;
 pub(crate) mod cache;
 mod deadlines;
+mod digest;
 mod entities;
 mod hashing;
 mod profile;
