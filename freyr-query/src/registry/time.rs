@@ -215,8 +215,8 @@ impl Registry {
     /// registry.add_system(Phase::PreUpdate, move |r: &mut Registry, _: f32| {
     ///     if let Some(last) = r.last_tick() {
     ///         assert_eq!(last.tick + 1, r.tick());
-    ///         let levers = governor.step(last.wall);
-    ///         r.set_load_factor(levers.load_factor);
+    ///         let load_factor = governor.step(last.wall);
+    ///         r.set_load_factor(load_factor);
     ///     }
     /// });
     /// for _ in 0..3 {
