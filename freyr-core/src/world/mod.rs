@@ -11,6 +11,7 @@
 //! - `change.rs`: `despawn`, `insert`, `remove`.
 
 mod change;
+mod parts;
 mod row_move;
 mod spawn;
 
@@ -497,42 +498,6 @@ impl World {
             rows.len = 0;
             rows.drop_values(0, len);
             rows.trim(&mut self.chunks, 0);
-        }
-    }
-
-    /// The state a snapshot copies: allocator, component table, archetypes, chunk ids.
-    pub(crate) fn snapshot_parts(&self) -> (&Entities, &Components, &[Archetype], &ChunkTable) {
-        (
-            &self.entities,
-            &self.components,
-            &self.archetypes,
-            &self.chunks,
-        )
-    }
-
-    /// A world made of restored parts, with a fresh [`WorldId`] and every cache (archetype
-    /// index, bundles, edges) rebuilt or empty. `archetypes` are in id order.
-    pub(crate) fn from_snapshot_parts(
-        entities: Entities,
-        components: Components,
-        archetypes: Vec<Archetype>,
-        chunks: ChunkTable,
-    ) -> World {
-        let mut archetype_index = HashMap::with_capacity(archetypes.len());
-        for (index, archetype) in archetypes.iter().enumerate() {
-            debug_assert_eq!(archetype.id().index(), index);
-            archetype_index.insert(Box::from(archetype.components()), archetype.id());
-        }
-        World {
-            id: WorldId::fresh(),
-            entities,
-            components,
-            archetypes,
-            archetype_index,
-            chunks,
-            bundles: TypeIdMap::default(),
-            insert_edges: Vec::new(),
-            remove_edges: Vec::new(),
         }
     }
 
