@@ -182,10 +182,16 @@ fn every_error_text_follows_the_convention() {
         ),
     ];
     let bad = GovernorParams {
-        min_load_factor: 0.0,
+        min_load_factor: 1.5,
         ..Default::default()
     };
-    errors.push(("GovernorError", Box::new(bad.validate().unwrap_err())));
+    let governor = bad.validate().unwrap_err();
+    // The governor's error names the field and the value it was given.
+    assert_eq!(
+        governor.to_string(),
+        "governor parameter `min_load_factor` is 1.5; it must lie in (0, 1]"
+    );
+    errors.push(("GovernorError", Box::new(governor)));
     errors.extend(snapshot_errors());
     for (what, error) in &errors {
         check(what, error.as_ref());

@@ -91,38 +91,64 @@ impl GovernorParams {
     /// use freyr::time::GovernorParams;
     /// let bad = GovernorParams { low_watermark: 0.95, ..Default::default() };
     /// let err = bad.validate().unwrap_err();
-    /// assert!(err.to_string().contains("low_watermark"));
+    /// assert_eq!(
+    ///     err.to_string(),
+    ///     "governor parameter `low_watermark` is 0.95; it must be at least 0 and below high_watermark"
+    /// );
     /// ```
     pub fn validate(&self) -> Result<(), GovernorError> {
-        let fail = |field: &'static str, rule: &'static str| Err(GovernorError { field, rule });
+        let fail = |field: &'static str, value: f64, rule: &'static str| {
+            Err(GovernorError { field, value, rule })
+        };
         let unit_open = |x: f64| x > 0.0 && x < 1.0;
         let unit_half_open = |x: f64| x > 0.0 && x <= 1.0;
         if self.budget.is_zero() {
-            return fail("budget", "must be longer than zero");
+            return fail(
+                "budget",
+                self.budget.as_secs_f64(),
+                "must be longer than zero",
+            );
         }
         if !(self.high_watermark > 0.0 && self.high_watermark.is_finite()) {
-            return fail("high_watermark", "must be a positive number");
+            return fail(
+                "high_watermark",
+                self.high_watermark,
+                "must be a positive number",
+            );
         }
         if !(self.low_watermark >= 0.0 && self.low_watermark < self.high_watermark) {
             return fail(
                 "low_watermark",
+                self.low_watermark,
                 "must be at least 0 and below high_watermark",
             );
         }
         if !unit_open(self.decrease_factor) {
-            return fail("decrease_factor", "must lie strictly between 0 and 1");
+            return fail(
+                "decrease_factor",
+                self.decrease_factor,
+                "must lie strictly between 0 and 1",
+            );
         }
         if !unit_half_open(self.increase_step) {
-            return fail("increase_step", "must lie in (0, 1]");
+            return fail("increase_step", self.increase_step, "must lie in (0, 1]");
         }
         if self.eval_interval_ticks == 0 {
-            return fail("eval_interval_ticks", "must be at least 1");
+            return fail(
+                "eval_interval_ticks",
+                f64::from(self.eval_interval_ticks),
+                "must be at least 1",
+            );
         }
         if !unit_half_open(self.ewma_alpha) {
-            return fail("ewma_alpha", "must lie in (0, 1]");
+            return fail("ewma_alpha", self.ewma_alpha, "must lie in (0, 1]");
         }
         if !unit_half_open(self.min_load_factor) {
-            return fail("min_load_factor", "must lie in (0, 1]");
+            return fail(
+                "min_load_factor",
+                self.min_load_factor,
+                "must lie in (0, 1]",
+            );
         }
         Ok(())
     }
@@ -138,9 +164,11 @@ impl GovernorParams {
 ///     .unwrap_err();
 /// assert_eq!(err.field(), "eval_interval_ticks");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GovernorError {
     field: &'static str,
+    /// The rejected value (a duration in seconds).
+    value: f64,
     rule: &'static str,
 }
 
@@ -161,7 +189,11 @@ impl GovernorError {
 
 impl fmt::Display for GovernorError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "governor parameter `{}` {}", self.field, self.rule)
+        write!(
+            f,
+            "governor parameter `{}` is {}; it {}",
+            self.field, self.value, self.rule
+        )
     }
 }
 
