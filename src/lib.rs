@@ -85,7 +85,7 @@ pub mod sched {
     pub use freyr_sched::{
         GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
         ThreadPoolBuilder, WorkerMetrics, current_worker_index, drop_payload, keep_first,
-        resolve_worker_count,
+        panic_message, resolve_worker_count,
     };
 }
 

@@ -117,7 +117,7 @@ pub use group::TaskGroup;
 pub use group_inner::GroupPanic;
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
-pub use payload::{drop_payload, keep_first};
+pub use payload::{drop_payload, keep_first, panic_message};
 pub use pool::{ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use shared::current_worker_index;

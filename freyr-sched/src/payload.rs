@@ -35,8 +35,21 @@ pub fn drop_payload(payload: Box<dyn Any + Send + 'static>) {
 }
 
 /// The text of a panic payload: the message of a `&str` or `String` payload (what `panic!`
-/// makes), and `"(a panic payload that is not a string)"` for any other payload type.
-pub(crate) fn panic_message(payload: &(dyn Any + Send)) -> &str {
+/// makes), and `"(a panic payload that is not a string)"` for any other payload type. The one
+/// rule every Freyr report of a panic uses ([`GroupPanic`](crate::GroupPanic)'s `Display`, the
+/// time tools' `JobPanic`).
+///
+/// # Examples
+///
+/// ```
+/// use freyr::sched::panic_message;
+///
+/// let caught = std::panic::catch_unwind(|| panic!("no route to {}", 7)).unwrap_err();
+/// assert_eq!(panic_message(&*caught), "no route to 7");
+/// let other = std::panic::catch_unwind(|| std::panic::panic_any(7_u8)).unwrap_err();
+/// assert_eq!(panic_message(&*other), "(a panic payload that is not a string)");
+/// ```
+pub fn panic_message(payload: &(dyn Any + Send)) -> &str {
     if let Some(s) = payload.downcast_ref::<&str>() {
         s
     } else if let Some(s) = payload.downcast_ref::<String>() {

@@ -233,15 +233,9 @@ impl<R> fmt::Debug for PoolJob<R> {
 
 pub(crate) use freyr_sched::pool_hooks::pool_id;
 
-/// The text of a panic payload.
+/// The text of a panic payload, owned (the rule of [`freyr_sched::panic_message`]).
 pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
-    if let Some(s) = payload.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = payload.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        String::from("(a panic payload that is not a string)")
-    }
+    freyr_sched::panic_message(payload).to_owned()
 }
 
 /// Drops `value` (a cancelled job's closure and its inputs); a panic from
