@@ -7,7 +7,7 @@
 //!
 //! | path | what it holds |
 //! |---|---|
-//! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`]; the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
+//! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`], [`mix`] (per-entity randomness); the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
 //! | [`storage`] | the world's layout: archetypes, 512-entity chunks, component ids, the command buffer's report |
 //! | [`query`] | queries and their parts: [`Query`](query::Query), [`QueryData`](query::QueryData), filters, views, [`QueryState`](query::QueryState), access sets |
 //! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
