@@ -312,7 +312,9 @@ fn damage_pass(registry: &mut Registry, _dt: f32) {
         }
     });
     for &e in hits.iter() {
-        let health = registry.get_mut::<Health>(e).expect("every aircraft has health");
+        let health = registry
+            .get_mut::<Health>(e)
+            .expect("every aircraft has health");
         health.0 = if health.0 <= 7 { 100 } else { health.0 - 7 };
     }
     registry.insert_resource(population);

@@ -334,7 +334,10 @@ impl Archetype {
     /// ```
     #[inline]
     pub fn changed_tick(&self, chunk: usize, column: usize) -> u64 {
-        assert!(column < self.components().len(), "freyr: no column {column}");
+        assert!(
+            column < self.components().len(),
+            "freyr: no column {column}"
+        );
         self.rows.ticks.changed(chunk, column)
     }
 
@@ -354,7 +357,10 @@ impl Archetype {
     /// ```
     #[inline]
     pub fn added_tick(&self, chunk: usize, column: usize) -> u64 {
-        assert!(column < self.components().len(), "freyr: no column {column}");
+        assert!(
+            column < self.components().len(),
+            "freyr: no column {column}"
+        );
         self.rows.ticks.added(chunk, column)
     }
 
@@ -376,7 +382,10 @@ impl Archetype {
     /// ```
     #[inline]
     pub fn mark_changed(&self, chunk: usize, column: usize, tick: u64) {
-        assert!(column < self.components().len(), "freyr: no column {column}");
+        assert!(
+            column < self.components().len(),
+            "freyr: no column {column}"
+        );
         self.rows.ticks.set_changed(chunk, column, tick);
     }
 }

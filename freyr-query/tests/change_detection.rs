@@ -17,13 +17,21 @@ struct Pos(u64);
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Marked;
 
-/// Every stamp of the world: (archetype, chunk, column, changed, added), in order.
-fn stamps(world: &World) -> Vec<(usize, usize, usize, u64, u64)> {
+/// One stamp: (archetype, chunk, column, changed, added).
+type Stamp = (usize, usize, usize, u64, u64);
+/// The entities of the chunks a filter visited, chunk by chunk.
+type Visited = Vec<Vec<Entity>>;
+
+/// Every stamp of the world, in order.
+fn stamps(world: &World) -> Vec<Stamp> {
     let mut out = Vec::new();
     for (a, arch) in world.archetypes().iter().enumerate() {
         for chunk in 0..arch.chunk_count() {
             for column in 0..arch.components().len() {
-                let ticks = (arch.changed_tick(chunk, column), arch.added_tick(chunk, column));
+                let ticks = (
+                    arch.changed_tick(chunk, column),
+                    arch.added_tick(chunk, column),
+                );
                 out.push((a, chunk, column, ticks.0, ticks.1));
             }
         }
@@ -32,7 +40,7 @@ fn stamps(world: &World) -> Vec<(usize, usize, usize, u64, u64)> {
 }
 
 /// The entities of the chunks `Changed<Hp>` since `since` visits, chunk by chunk.
-fn changed_hp(r: &mut Registry, since: u64) -> Vec<Vec<Entity>> {
+fn changed_hp(r: &mut Registry, since: u64) -> Visited {
     let mut chunks = Vec::new();
     r.query::<&Hp>()
         .filter_changed::<Hp>(since)
@@ -41,7 +49,7 @@ fn changed_hp(r: &mut Registry, since: u64) -> Vec<Vec<Entity>> {
 }
 
 /// The entities of the chunks `Added<Pos>` since `since` visits.
-fn added_pos(r: &mut Registry, since: u64) -> Vec<Vec<Entity>> {
+fn added_pos(r: &mut Registry, since: u64) -> Visited {
     let mut chunks = Vec::new();
     r.query::<&Pos>()
         .filter_added::<Pos>(since)
@@ -55,7 +63,10 @@ fn after_one_get_mut_changed_visits_only_that_entitys_chunk() {
     let ids = r.spawn_batch((0..N).map(|i| (Hp(i as u32), Pos(i))));
     r.update(0.0);
     assert_eq!(r.tick(), 1);
-    assert!(changed_hp(&mut r, 0).is_empty(), "nothing written since tick 0");
+    assert!(
+        changed_hp(&mut r, 0).is_empty(),
+        "nothing written since tick 0"
+    );
     let target = ids[ids.len() * 2 / 3];
     r.get_mut::<Hp>(target).unwrap().0 += 1;
     let visited = changed_hp(&mut r, 0);
@@ -74,12 +85,10 @@ fn after_one_get_mut_changed_visits_only_that_entitys_chunk() {
     // chunks it visits.
     r.update(0.0);
     let mut rows = 0;
-    r.query::<&mut Hp>()
-        .filter_changed::<Hp>(0)
-        .each(|_, hp| {
-            hp.0 += 1;
-            rows += 1;
-        });
+    r.query::<&mut Hp>().filter_changed::<Hp>(0).each(|_, hp| {
+        hp.0 += 1;
+        rows += 1;
+    });
     assert_eq!(rows, visited[0].len());
     assert_eq!(changed_hp(&mut r, 1), visited);
 }
@@ -103,7 +112,10 @@ fn added_after_spawn_insert_and_a_swap_remove_that_moves_a_row() {
     r.insert(moved_away, (Marked,)).unwrap();
     let added = added_pos(&mut r, 1);
     assert_eq!(added.len(), 2, "the hole's chunk and the landing chunk");
-    assert!(added[0].contains(&spawned), "the last row filled the hole in chunk 0");
+    assert!(
+        added[0].contains(&spawned),
+        "the last row filled the hole in chunk 0"
+    );
     assert_eq!(added[0].len(), 512);
     assert_eq!(added[1], [moved_away]);
     // Chunk 1 lost a row but received none: not added.
@@ -117,7 +129,11 @@ fn added_after_spawn_insert_and_a_swap_remove_that_moves_a_row() {
     r.update(0.0);
     let world = r.world();
     let arch = world.archetype(world.entity_location(ids[1]).unwrap().0);
-    let last = *arch.chunk(arch.chunk_count() - 1).entities().last().unwrap();
+    let last = *arch
+        .chunk(arch.chunk_count() - 1)
+        .entities()
+        .last()
+        .unwrap();
     r.despawn(last).unwrap();
     assert!(added_pos(&mut r, 3).is_empty());
 }
@@ -125,7 +141,7 @@ fn added_after_spawn_insert_and_a_swap_remove_that_moves_a_row() {
 /// A mixed run: `each_async` writes on some chunks, commands that spawn, insert (row moves) and
 /// despawn (hole fills), a `get_mut`, and a filtered async pass. Returns the final stamps and
 /// what the filters visited each tick.
-fn mixed_run(workers: usize) -> (Vec<(usize, usize, usize, u64, u64)>, Vec<Vec<Vec<Entity>>>) {
+fn mixed_run(workers: usize) -> (Vec<Stamp>, Vec<Visited>) {
     let mut r = Registry::with_workers(workers);
     r.spawn_batch((0..N).map(|i| (Hp(100), Pos(i))));
     r.add_system(Phase::Update, |r: &mut Registry, _: f32| {
@@ -133,7 +149,7 @@ fn mixed_run(workers: usize) -> (Vec<(usize, usize, usize, u64, u64)>, Vec<Vec<V
         r.query::<(&mut Hp, &Pos)>()
             .each_async_with(move |e, (hp, pos), ctx| {
                 let key = mix(u64::from(e.index()) ^ (tick << 32));
-                if key % 50 == 0 {
+                if key.is_multiple_of(50) {
                     hp.0 = hp.0.saturating_sub(1);
                 }
                 if key % 97 == 1 {
@@ -171,7 +187,10 @@ fn mixed_run(workers: usize) -> (Vec<(usize, usize, usize, u64, u64)>, Vec<Vec<V
 #[test]
 fn stamps_and_filters_are_identical_for_every_worker_count() {
     let (stamps_1, visits_1) = mixed_run(1);
-    assert!(stamps_1.iter().any(|s| s.3 == TICKS - 1), "the last tick stamped something");
+    assert!(
+        stamps_1.iter().any(|s| s.3 == TICKS - 1),
+        "the last tick stamped something"
+    );
     assert!(visits_1.iter().any(|v| !v.is_empty()));
     for &workers in &WORKERS[1..] {
         let (stamps, visits) = mixed_run(workers);
@@ -213,7 +232,7 @@ fn rollback_registry() -> Registry {
         let tick = r.tick();
         let mut hit = Vec::new();
         r.query::<Entity>().each(|e, _| {
-            if mix(u64::from(e.index()) ^ (tick << 32)) % 1500 == 0 {
+            if mix(u64::from(e.index()) ^ (tick << 32)).is_multiple_of(1500) {
                 hit.push(e);
             }
         });
@@ -222,7 +241,7 @@ fn rollback_registry() -> Registry {
         }
         r.query::<&Pos>().each_async_with(move |e, _, ctx| {
             let key = mix(u64::from(e.index()).wrapping_add(tick));
-            if key % 3000 == 0 {
+            if key.is_multiple_of(3000) {
                 ctx.commands().despawn(e);
             } else if key % 2900 == 1 {
                 ctx.commands().spawn((Hp(7), Pos(key)));
@@ -233,7 +252,7 @@ fn rollback_registry() -> Registry {
 }
 
 /// Steps `r` to tick `to`, recording what the filters visit after each tick.
-fn record(r: &mut Registry, to: u64) -> Vec<(Vec<Vec<Entity>>, Vec<Vec<Entity>>)> {
+fn record(r: &mut Registry, to: u64) -> Vec<(Visited, Visited)> {
     let mut out = Vec::new();
     while r.tick() < to {
         r.update(0.0);
@@ -250,8 +269,16 @@ fn a_rollback_restores_the_stamps_and_the_filters_equal_the_uninterrupted_run() 
     let before = record(&mut straight, split);
     let stamps_at_split = stamps(straight.world());
     let after = record(&mut straight, TICKS);
-    assert!(after.iter().all(|(changed, added)| !changed.is_empty() && !added.is_empty()));
-    assert!(after.iter().any(|(changed, _)| changed.len() < (N as usize).div_ceil(512)));
+    assert!(
+        after
+            .iter()
+            .all(|(changed, added)| !changed.is_empty() && !added.is_empty())
+    );
+    assert!(
+        after
+            .iter()
+            .any(|(changed, _)| changed.len() < (N as usize).div_ceil(512))
+    );
 
     let mut rolled = rollback_registry();
     assert_eq!(record(&mut rolled, split), before);
@@ -259,7 +286,11 @@ fn a_rollback_restores_the_stamps_and_the_filters_equal_the_uninterrupted_run() 
     record(&mut rolled, TICKS);
     rolled.restore(&snapshot).unwrap();
     assert_eq!(rolled.tick(), split);
-    assert_eq!(stamps(rolled.world()), stamps_at_split, "a restore stamps nothing");
+    assert_eq!(
+        stamps(rolled.world()),
+        stamps_at_split,
+        "a restore stamps nothing"
+    );
     // Nothing looks changed or added at the restored tick that was not in the original run.
     assert!(changed_hp(&mut rolled, split - 1).is_empty());
     assert_eq!(record(&mut rolled, TICKS), after);
