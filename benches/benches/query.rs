@@ -15,6 +15,9 @@
 //! - `simple_iter` / `frag_iter`: the ecs_bench_suite shapes (10k entities of (Transform,
 //!   Position, Rotation, Velocity), `pos += vel`; 26 archetypes of 20 entities with `Data`,
 //!   `data *= 2`), each peer in its plain and (bevy_ecs) contiguous form.
+//! - `changed_50k`: a `Changed<Position>` query over 50k entities with one chunk written since
+//!   the reader's tick (Freyr `filter_changed`, one comparison per unchanged chunk) against
+//!   bevy_ecs's `Changed<Position>` on the same world (a tick check per row).
 //! - `heavy_compute`: 1k entities, each inverting its 4x4 matrix 100 times, in parallel.
 //! - `chunk_tasks_1954`: 1M entities, `each_async` with an empty callback (1,954 chunk tasks)
 //!   against rayon `par_iter` over 1,954 items.
@@ -34,6 +37,8 @@ use std::time::Duration;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
+#[path = "query/changed.rs"]
+mod changed;
 #[path = "query/dispatch.rs"]
 mod dispatch;
 #[path = "query/each_1m.rs"]
@@ -99,6 +104,7 @@ fn query(c: &mut Criterion) {
     stream::register_seq(&mut group);
     simple_iter::register(&mut group);
     frag_iter::register(&mut group);
+    changed::register(&mut group);
     for n in worker_counts() {
         stream::register_par(&mut group, n);
         each_async_1m::register(&mut group, n);

@@ -193,7 +193,7 @@ mod tests {
     fn world_of(kind: AiKind, n: u64) -> (Registry, Vec<Entity>) {
         let mut registry = Registry::with_workers(1);
         let entities = registry.spawn_batch((0..n).map(|i| {
-            let (f, input, mut ai) = new_aircraft(i, 0, WORLD_SIZE);
+            let (f, input, mut ai, _) = new_aircraft(i, 0, WORLD_SIZE);
             ai.kind = kind;
             (f, input, ai)
         }));

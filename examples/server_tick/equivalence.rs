@@ -232,6 +232,7 @@ fn the_trace_of_a_server_tick_parses_and_covers_every_task_and_every_peer_built(
             "Update",
             "ai",
             "integrate",
+            "damage",
             "gather",
             "serialize",
             "flush",

@@ -20,6 +20,8 @@ pub struct Known {
     pub state: Quantized,
     /// The tick it was last sent.
     pub last_tick: u64,
+    /// The hit points it holds.
+    pub health: u8,
 }
 
 /// A running digest of a byte stream: FNV-1a 64 over every byte ever sent, plus counts.

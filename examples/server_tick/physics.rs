@@ -67,7 +67,7 @@ mod tests {
 
     #[test]
     fn turbulence_depends_on_the_entity_and_the_tick_only() {
-        let (flight, input, _) = new_aircraft(3, 0, WORLD_SIZE);
+        let (flight, input, _, _) = new_aircraft(3, 0, WORLD_SIZE);
         let step = |index, tick| {
             let mut f = flight;
             integrate(index, &mut f, &input, tick, WORLD_SIZE);
@@ -81,7 +81,7 @@ mod tests {
     #[test]
     fn aircraft_stay_on_the_map() {
         for n in 0..200 {
-            let (mut flight, mut input, _) = new_aircraft(n, 1, WORLD_SIZE);
+            let (mut flight, mut input, _, _) = new_aircraft(n, 1, WORLD_SIZE);
             input.climb = if n % 2 == 0 { 30.0 } else { -30.0 };
             input.throttle = 1.0;
             for tick in 0..3000 {

@@ -28,7 +28,7 @@ use crate::levers::{LeverParams, Levers, ai_sample_due};
 use crate::peer::{Peer, StreamDigest};
 use crate::physics;
 use crate::snapshot::{self, SnapshotLevers, SnapshotTable};
-use crate::world::{Ai, Flight, Input, map_side, mix, new_aircraft};
+use crate::world::{Ai, Flight, Health, Input, hit, map_side, mix, new_aircraft};
 
 /// What the world looks like and how it changes.
 #[derive(Clone, Debug, PartialEq)]
@@ -86,6 +86,8 @@ struct Peers {
     next_peer_id: u32,
     /// Indices into `peers` due a snapshot this tick.
     work: Vec<usize>,
+    /// By entity index: the last tick the entity's `Health` chunk was found changed.
+    health_tick: Vec<u64>,
 }
 
 /// The aircraft population's bookkeeping (a resource).
@@ -93,6 +95,8 @@ struct Population {
     /// Aircraft spawned so far (numbers the next spawn).
     spawned: u64,
     kills: Vec<Entity>,
+    /// This tick's damaged aircraft (recycled).
+    hits: Vec<Entity>,
     /// Aircraft shot down so far.
     killed: u64,
 }
@@ -129,10 +133,12 @@ impl Server {
             departed: Vec::new(),
             next_peer_id: peer_count,
             work: Vec::new(),
+            health_tick: Vec::new(),
         });
         registry.insert_resource(Population {
             spawned: settings.entities as u64,
             kills: Vec::new(),
+            hits: Vec::new(),
             killed: 0,
         });
         registry.insert_resource(Levers::unloaded(&LeverParams::default()));
@@ -140,6 +146,7 @@ impl Server {
         registry.add_system(Phase::PreUpdate, rebuild_grid);
         registry.add_system(Phase::Update, ai_pass);
         registry.add_system(Phase::Update, integrate_pass);
+        registry.add_system(Phase::Update, damage_pass);
         registry.add_system(Phase::Update, peers_pass);
         registry.add_system(Phase::PostUpdate, tail);
         Server { registry, settings }
@@ -290,6 +297,29 @@ fn integrate_pass(registry: &mut Registry, _dt: f32) {
     registry.execute_tasks();
 }
 
+/// Damage (Update, serial): about 2% of aircraft lose hit points, found with a read-only pass
+/// and written with `get_mut`, so only their chunks are stamped changed (a `&mut Health` query
+/// would stamp every chunk). A shot-down aircraft is back at 100 (the kills are the tail's).
+fn damage_pass(registry: &mut Registry, _dt: f32) {
+    registry.tick_phase("damage");
+    let tick = registry.tick();
+    let mut population = take::<Population>(registry);
+    let hits = &mut population.hits;
+    hits.clear();
+    registry.query::<Entity>().each(|e, _| {
+        if hit(e.index(), tick) {
+            hits.push(e);
+        }
+    });
+    for &e in hits.iter() {
+        let health = registry
+            .get_mut::<Health>(e)
+            .expect("every aircraft has health");
+        health.0 = if health.0 <= 7 { 100 } else { health.0 - 7 };
+    }
+    registry.insert_resource(population);
+}
+
 /// The snapshots: a serial gather, the per-peer pass, a serial flush.
 fn peers_pass(registry: &mut Registry, _dt: f32) {
     let tick = registry.tick();
@@ -312,11 +342,28 @@ fn peers_pass(registry: &mut Registry, _dt: f32) {
 /// Serial gather: the frozen snapshot table, and the peers due a snapshot.
 fn gather(registry: &mut Registry, state: &mut Peers, tick: u64, governor_interval: u32) {
     registry.tick_phase("gather");
+    // Health changed this tick: one comparison per unchanged chunk, the changed ones whole.
+    let health_tick = &mut state.health_tick;
+    registry
+        .query::<Entity>()
+        .filter_changed::<Health>(tick.saturating_sub(1))
+        .each_chunk(|entities, _| {
+            for e in entities {
+                let index = e.index() as usize;
+                if health_tick.len() <= index {
+                    health_tick.resize(index + 1, 0);
+                }
+                health_tick[index] = tick;
+            }
+        });
     let table = &mut state.table;
     table.clear();
     registry
-        .query::<(&Flight, &Ai)>()
-        .each(|entity, (flight, ai)| table.push(entity, flight, ai.kind));
+        .query::<(&Flight, &Ai, &Health)>()
+        .each(|entity, (flight, ai, health)| {
+            let changed = health_tick.get(entity.index() as usize).copied();
+            table.push(entity, flight, ai.kind, (health.0, changed.unwrap_or(0)));
+        });
     table.finish();
     state.work.clear();
     for (i, peer) in state.peers.iter_mut().enumerate() {

@@ -10,7 +10,9 @@ use freyr::Entity;
 
 use crate::grid::{GridEntry, SpatialGrid};
 use crate::peer::{Candidate, Known, Peer};
-use crate::wire::{END, PACKET, Quantized, put_delta, put_despawn, put_full, put_varint};
+use crate::wire::{
+    END, PACKET, Quantized, put_delta, put_despawn, put_full, put_health, put_varint,
+};
 use crate::world::{AiKind, Flight, MAX_SPEED};
 
 /// An entity a peer has not been sent for this many ticks is forgotten by both sides; it is sent
@@ -28,6 +30,11 @@ pub struct SnapRow {
     pub kind: u8,
     /// Its quantised state (computed once, shared by every peer).
     pub state: Quantized,
+    /// Its hit points.
+    pub health: u8,
+    /// The last tick its `Health` chunk was found changed (a `Changed<Health>` filter in the
+    /// gather): a peer that last received the entity at or after it holds the current value.
+    pub health_tick: u64,
 }
 
 /// The frozen, read-only input of the per-peer pass.
@@ -62,7 +69,7 @@ impl SnapshotTable {
     }
 
     /// Adds a live entity.
-    pub fn push(&mut self, entity: Entity, flight: &Flight, kind: AiKind) {
+    pub fn push(&mut self, entity: Entity, flight: &Flight, kind: AiKind, health: (u8, u64)) {
         let index = entity.index() as usize;
         if self.row_of.len() <= index {
             self.row_of.resize(index + 1, 0);
@@ -74,6 +81,8 @@ impl SnapshotTable {
             flight: *flight,
             kind: kind as u8,
             state: Quantized::of(flight.pos, flight.vel, flight.heading),
+            health: health.0,
+            health_tick: health.1,
         });
         self.grid.push(GridEntry {
             entity,
@@ -183,8 +192,15 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
         let (index, generation) = (r.entity.index(), r.entity.generation());
         record.clear();
         match known.get(&index) {
-            Some(k) if k.generation == generation => put_delta(record, index, &k.state, &r.state),
-            _ => put_full(record, index, generation, r.kind, &r.state),
+            Some(k) if k.generation == generation => {
+                put_delta(record, index, &k.state, &r.state);
+                // Health is looked at only for entities whose chunk changed since this peer
+                // last received them; the rest are skipped with one comparison.
+                if r.health_tick > k.last_tick && r.health != k.health {
+                    put_health(record, index, r.health);
+                }
+            }
+            _ => put_full(record, index, generation, r.kind, &r.state, r.health),
         }
         if buf.len() + record.len() + 1 > budget {
             break;
@@ -196,6 +212,7 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
                 generation,
                 state: r.state,
                 last_tick: tick,
+                health: r.health,
             },
         );
     }
@@ -212,7 +229,7 @@ mod tests {
         let mut table = SnapshotTable::new(2000.0, WORLD_SIZE);
         table.clear();
         for (e, f) in entities {
-            table.push(*e, f, AiKind::Patrol);
+            table.push(*e, f, AiKind::Patrol, (100, 0));
         }
         table.finish();
         table
@@ -283,11 +300,50 @@ mod tests {
             index,
             generation: generation + 1,
             kind: AiKind::Patrol as u8,
-            q: table.rows[5].state
+            q: table.rows[5].state,
+            hp: 100
         }));
         build(&mut peer, &table, FULL_LEVERS, 2);
         let (_, records) = decode(&peer.buf).unwrap();
         assert!(!records.iter().any(|r| matches!(r, Record::Despawn { .. })));
+    }
+
+    #[test]
+    fn health_is_sent_only_for_entities_whose_chunk_changed_since_the_peer_received_them() {
+        let mut peer = Peer::new(4, 4000.0, WORLD_SIZE);
+        let entities = around(&peer, 20);
+        let table_with = |health: &dyn Fn(usize) -> (u8, u64)| {
+            let mut table = SnapshotTable::new(2000.0, WORLD_SIZE);
+            table.clear();
+            for (i, (e, f)) in entities.iter().enumerate() {
+                table.push(*e, f, AiKind::Patrol, health(i));
+            }
+            table.finish();
+            table
+        };
+        build(&mut peer, &table_with(&|_| (100, 0)), FULL_LEVERS, 0);
+        assert_eq!(peer.known.len(), 20);
+        // Entity 3's value changed at tick 1 (its chunk stamped); entity 4's chunk changed but
+        // its value did not; entity 5's value differs but its chunk was not found changed since
+        // the peer received it (so it cannot have changed: nothing is sent).
+        let changed = table_with(&|i| match i {
+            3 => (93, 1),
+            4 => (100, 1),
+            5 => (50, 0),
+            _ => (100, 0),
+        });
+        build(&mut peer, &changed, FULL_LEVERS, 1);
+        let (_, records) = decode(&peer.buf).unwrap();
+        let health: Vec<_> = records
+            .iter()
+            .filter(|r| matches!(r, Record::Health { .. }))
+            .collect();
+        let index = entities[3].0.index();
+        assert_eq!(health, [&Record::Health { index, hp: 93 }]);
+        // Received at tick 1, the value is not sent again.
+        build(&mut peer, &changed, FULL_LEVERS, 2);
+        let (_, records) = decode(&peer.buf).unwrap();
+        assert!(!records.iter().any(|r| matches!(r, Record::Health { .. })));
     }
 
     #[test]

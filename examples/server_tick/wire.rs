@@ -2,10 +2,13 @@
 //!
 //! ```text
 //! packet  := 0xF5 varint(tick) record* 0x00
-//! record  := 0x01 varint(index) varint(generation) kind field[7]      full: absolute fields
+//! record  := 0x01 varint(index) varint(generation) kind field[7] hp   full: absolute fields
 //!          | 0x02 varint(index) mask field[popcount(mask)]            delta against what the
 //!                                                                     peer last received
 //!          | 0x03 varint(index) varint(generation)                    despawn
+//!          | 0x04 varint(index) hp                                    health, after the
+//!                                                                     entity's delta, only
+//!                                                                     when it changed
 //! field   := zigzag varint (LEB128) of a quantised value, or of its change
 //! ```
 //!
@@ -48,6 +51,8 @@ pub const FULL: u8 = 0x01;
 pub const DELTA: u8 = 0x02;
 /// Tag of a despawn record.
 pub const DESPAWN: u8 = 0x03;
+/// Tag of a health record.
+pub const HEALTH: u8 = 0x04;
 
 /// Appends `v` as an unsigned LEB128 varint.
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -64,7 +69,7 @@ pub fn put_signed(out: &mut Vec<u8>, v: i64) {
 }
 
 /// Appends a full record.
-pub fn put_full(out: &mut Vec<u8>, index: u32, generation: u32, kind: u8, q: &Quantized) {
+pub fn put_full(out: &mut Vec<u8>, index: u32, generation: u32, kind: u8, q: &Quantized, hp: u8) {
     out.push(FULL);
     put_varint(out, u64::from(index));
     put_varint(out, u64::from(generation));
@@ -72,6 +77,7 @@ pub fn put_full(out: &mut Vec<u8>, index: u32, generation: u32, kind: u8, q: &Qu
     for &f in &q.fields {
         put_signed(out, i64::from(f));
     }
+    out.push(hp);
 }
 
 /// Appends a delta record of `now` against `before`.
@@ -92,6 +98,13 @@ pub fn put_delta(out: &mut Vec<u8>, index: u32, before: &Quantized, now: &Quanti
     }
 }
 
+/// Appends a health record: entity `index`'s new hit points.
+pub fn put_health(out: &mut Vec<u8>, index: u32, hp: u8) {
+    out.push(HEALTH);
+    put_varint(out, u64::from(index));
+    out.push(hp);
+}
+
 /// Appends a despawn record.
 pub fn put_despawn(out: &mut Vec<u8>, index: u32, generation: u32) {
     out.push(DESPAWN);
@@ -109,6 +122,7 @@ pub enum Record {
         generation: u32,
         kind: u8,
         q: Quantized,
+        hp: u8,
     },
     /// A delta record.
     Delta {
@@ -117,6 +131,8 @@ pub enum Record {
     },
     /// A despawn.
     Despawn { index: u32, generation: u32 },
+    /// A health change.
+    Health { index: u32, hp: u8 },
 }
 
 /// Decodes one packet into its tick and records.
@@ -163,11 +179,13 @@ pub fn decode(mut bytes: &[u8]) -> Result<(u64, Vec<Record>), String> {
                 for f in &mut q.fields {
                     *f = i32::try_from(signed(&mut bytes)?).map_err(|e| e.to_string())?;
                 }
+                let hp = byte(&mut bytes)?;
                 records.push(Record::Full {
                     index,
                     generation,
                     kind,
                     q,
+                    hp,
                 });
             }
             DELTA => {
@@ -185,6 +203,11 @@ pub fn decode(mut bytes: &[u8]) -> Result<(u64, Vec<Record>), String> {
                 let index = small(varint(&mut bytes)?)?;
                 let generation = small(varint(&mut bytes)?)?;
                 records.push(Record::Despawn { index, generation });
+            }
+            HEALTH => {
+                let index = small(varint(&mut bytes)?)?;
+                let hp = byte(&mut bytes)?;
+                records.push(Record::Health { index, hp });
             }
             other => return Err(format!("unknown record tag {other:#x}")),
         }
@@ -207,8 +230,9 @@ mod tests {
         b.fields[5] -= 300;
         let mut out = vec![PACKET];
         put_varint(&mut out, 123_456);
-        put_full(&mut out, 7, 2, 1, &a);
+        put_full(&mut out, 7, 2, 1, &a, 90);
         put_delta(&mut out, 7, &a, &b);
+        put_health(&mut out, 7, 88);
         put_despawn(&mut out, 9, 4);
         out.push(END);
         let (tick, records) = decode(&out).unwrap();
@@ -223,12 +247,14 @@ mod tests {
                     index: 7,
                     generation: 2,
                     kind: 1,
-                    q: a
+                    q: a,
+                    hp: 90
                 },
                 Record::Delta {
                     index: 7,
                     deltas: want
                 },
+                Record::Health { index: 7, hp: 88 },
                 Record::Despawn {
                     index: 9,
                     generation: 4

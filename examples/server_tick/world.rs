@@ -61,6 +61,23 @@ pub struct Flight {
     pub heading: f32,
 }
 
+/// Hit points: changed rarely (only aircraft of a squadron engaged this tick take damage, a
+/// few percent per tick), so the per-peer pass sends it only from chunks changed since the
+/// tick the peer last received the entity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Health(pub u8);
+
+/// Aircraft per squadron: consecutive spawn numbers fly, and are engaged, together.
+pub const SQUADRON: u64 = 64;
+
+/// Whether aircraft `index` takes damage at `tick`: its squadron is engaged (1 in 25 per tick)
+/// and it is hit (1 in 2): about 2% of aircraft per tick, a pure function of (entity, tick).
+#[must_use]
+pub fn hit(index: u32, tick: u64) -> bool {
+    let index = u64::from(index);
+    mix(index / SQUADRON, tick).is_multiple_of(25) && mix(index, tick ^ 0x6869_7421) & 1 == 0
+}
+
 /// What the controller asks of the airframe: written only by the AI pass, for its own entity.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Input {
@@ -129,7 +146,7 @@ impl StableHash for Ai {
 /// The components of aircraft number `n` of a batch made at tick `tick` on a map `side` metres
 /// across: a pure function, so the same spawns happen on every worker count.
 #[must_use]
-pub fn new_aircraft(n: u64, tick: u64, side: f32) -> (Flight, Input, Ai) {
+pub fn new_aircraft(n: u64, tick: u64, side: f32) -> (Flight, Input, Ai, Health) {
     let h = |purpose: u64| mix(mix(n, tick), purpose);
     let pos = [
         unit(h(1)) * side,
@@ -160,7 +177,7 @@ pub fn new_aircraft(n: u64, tick: u64, side: f32) -> (Flight, Input, Ai) {
         throttle: 0.7,
         climb: 0.0,
     };
-    (flight, input, ai)
+    (flight, input, ai, Health(100))
 }
 
 #[cfg(test)]

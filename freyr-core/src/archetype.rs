@@ -6,6 +6,7 @@ use crate::column::{Column, copy_value, for_each_finishing_on_panic};
 use crate::component::{ComponentId, Components};
 use crate::edges::EdgeIndex;
 use crate::entity::Entity;
+use crate::ticks::ChangeTicks;
 
 /// Empty chunks an archetype keeps for reuse after rows leave it, even when none are live: the
 /// floor of the removal hysteresis in [`Rows::trim`].
@@ -85,6 +86,8 @@ pub(crate) struct Rows {
     pub(crate) needs_drop: bool,
     pub(crate) chunks: ChunkList,
     pub(crate) len: usize,
+    /// Per (chunk, column): the tick write access was last granted and a row last arrived.
+    pub(crate) ticks: ChangeTicks,
 }
 
 impl Rows {
@@ -131,6 +134,9 @@ impl Rows {
         if chunk == self.chunks.list.len() {
             self.grow(archetype, table);
         }
+        // A row arrives (conservatively stamped before it is committed): once per push or per
+        // chunk of a batch, never per column value.
+        self.ticks.set_arrived(chunk, table.tick);
         (chunk, row)
     }
 
@@ -140,6 +146,7 @@ impl Rows {
     fn grow(&mut self, archetype: ArchetypeId, table: &mut ChunkTable) {
         let chunks = (self.chunks.list.len() + 1).min(self.chunks.max_slab());
         self.chunks.push_slab(chunks, archetype.0, table);
+        self.ticks.ensure(self.chunks.list.len());
     }
 
     /// Allocates chunks so that `additional` more rows fit without allocating: exactly the
@@ -157,6 +164,7 @@ impl Rows {
             let chunks = (needed - self.chunks.list.len()).min(self.chunks.max_slab());
             self.chunks.push_slab(chunks, archetype.0, table);
         }
+        self.ticks.ensure(self.chunks.list.len());
     }
 
     /// Writes `entity` into the entity column at `row` of the chunk at `window`.
@@ -349,6 +357,7 @@ impl Archetype {
             components,
             signature: words.into_boxed_slice(),
             rows: Rows {
+                ticks: ChangeTicks::new(columns.len()),
                 needs_drop: columns.iter().any(|c| c.drop.is_some()),
                 sized: columns
                     .iter()

@@ -325,6 +325,9 @@ unsafe impl Sync for ChunkEntry {}
 pub(crate) struct ChunkTable {
     entries: Vec<ChunkEntry>,
     free: Vec<u32>,
+    /// The world's current change tick ([`World::set_change_tick`](crate::World::set_change_tick)):
+    /// what row arrivals stamp. Kept here because every path that moves a row holds the table.
+    pub(crate) tick: u64,
 }
 
 impl ChunkTable {
@@ -379,6 +382,7 @@ impl ChunkTable {
         ChunkTable {
             entries: vec![unused; count],
             free: free.to_vec(),
+            tick: 0,
         }
     }
 

@@ -311,3 +311,81 @@ impl Archetype {
         unsafe { ChunkRef::new(self, window, len) }
     }
 }
+
+/// Change ticks (see [`World::set_change_tick`](crate::World::set_change_tick)): per chunk and
+/// column, the tick write access was last granted and the tick a row last arrived. "Changed"
+/// means that write access to the chunk's column was granted (a query with `&mut T`, a
+/// `get_mut`, a row move), not that the bytes differ. Code that writes through
+/// [`ChunkRef::column_ptr`] bypasses the stamping and must call
+/// [`mark_changed`](Archetype::mark_changed) itself.
+impl Archetype {
+    /// The tick write access to column `column` of chunk `chunk` was last granted (0: never).
+    ///
+    /// # Panics
+    /// If `chunk` is not an allocated chunk or `column` not a column of this archetype.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// world.set_change_tick(5);
+    /// let e = world.spawn((1u32,));
+    /// let (arch, chunk, _) = world.entity_location(e).unwrap();
+    /// assert_eq!(world.archetype(arch).changed_tick(chunk, 0), 5);
+    /// ```
+    #[inline]
+    pub fn changed_tick(&self, chunk: usize, column: usize) -> u64 {
+        assert!(
+            column < self.components().len(),
+            "freyr: no column {column}"
+        );
+        self.rows.ticks.changed(chunk, column)
+    }
+
+    /// The tick a row last arrived in chunk `chunk` (a spawn, an insert or removal moving a row
+    /// in, or the last row filling a hole), recorded per column (0: never).
+    ///
+    /// # Panics
+    /// As [`changed_tick`](Archetype::changed_tick).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// world.set_change_tick(2);
+    /// let e = world.spawn((1u32,));
+    /// let (arch, chunk, _) = world.entity_location(e).unwrap();
+    /// assert_eq!(world.archetype(arch).added_tick(chunk, 0), 2);
+    /// ```
+    #[inline]
+    pub fn added_tick(&self, chunk: usize, column: usize) -> u64 {
+        assert!(
+            column < self.components().len(),
+            "freyr: no column {column}"
+        );
+        self.rows.ticks.added(chunk, column)
+    }
+
+    /// Stamps column `column` of chunk `chunk` changed at `tick` (one relaxed store), for code
+    /// that writes through [`ChunkRef::column_ptr`]: call it with the world's
+    /// [`change_tick`](crate::World::change_tick) for every chunk and column written, or
+    /// `Changed` filters will not see the write.
+    ///
+    /// # Panics
+    /// As [`changed_tick`](Archetype::changed_tick).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// let e = world.spawn((1u32,));
+    /// let (arch, chunk, _) = world.entity_location(e).unwrap();
+    /// world.archetype(arch).mark_changed(chunk, 0, 9);
+    /// assert_eq!(world.archetype(arch).changed_tick(chunk, 0), 9);
+    /// ```
+    #[inline]
+    pub fn mark_changed(&self, chunk: usize, column: usize, tick: u64) {
+        assert!(
+            column < self.components().len(),
+            "freyr: no column {column}"
+        );
+        self.rows.ticks.set_changed(chunk, column, tick);
+    }
+}

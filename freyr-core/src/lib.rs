@@ -46,7 +46,7 @@
 //! 1. `lib.rs` (the crate-wide [`CHUNK_CAPACITY`]), `component`, `arena`, `world_id`: ids,
 //!    type registry and raw memory;
 //! 2. `entity`, `bundle`, `edges` (the cached edge data), `column`, `chunk` (chunks, slabs and
-//!    their ids), `error`, `command/pending` (pending handles);
+//!    their ids), `ticks` (change ticks), `error`, `command/pending` (pending handles);
 //! 3. `archetype`: the rows of one component set;
 //! 4. `chunk_ref` (the read-only [`ChunkRef`] view, and the [`Archetype`] methods that hand it
 //!    out), `world/row_move` (moving a row along an edge, and building an edge's mappings);
@@ -66,6 +66,7 @@ mod entity;
 mod error;
 mod recorded;
 pub mod snapshot;
+mod ticks;
 mod world;
 mod world_id;
 

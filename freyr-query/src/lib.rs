@@ -72,6 +72,7 @@
 //!    `query/mod.rs` and `query/build`.
 
 pub mod access;
+mod changed;
 mod commands;
 pub mod digest;
 mod error;

@@ -104,6 +104,9 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     data: Q::State,
     filter: F::State,
     matched: Vec<MatchedArchetype<Q::Columns>>,
+    /// Per matched archetype (same order): the column indices `Q` writes, which a run stamps
+    /// changed on every chunk it visits.
+    written: Vec<Box<[usize]>>,
     /// Number of archetypes (a prefix of `world.archetypes()`) already examined.
     cursor: usize,
     /// Total archetype examinations ever made; equals `cursor` unless ids were resolved late.
@@ -132,6 +135,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             data,
             filter,
             matched: Vec::new(),
+            written: Vec::new(),
             cursor: 0,
             examined: 0,
             access,
@@ -194,6 +198,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             self.data = Q::init_state(world);
             self.filter = F::init_state(world);
             self.matched.clear();
+            self.written.clear();
             self.cursor = 0;
             self.access = Arc::new(Self::component_access(&self.data, &[]));
         }
@@ -201,6 +206,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         F::resolve(&mut self.filter, world);
         let archetypes = world.archetypes();
         let matched_before = self.matched.len();
+        let mut writes: Option<Access> = None;
         for archetype in &archetypes[self.cursor..] {
             self.examined += 1;
             if Q::matches(&self.data, archetype) && F::matches(&self.filter, archetype) {
@@ -208,6 +214,18 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                     id: archetype.id(),
                     columns: Q::columns(&self.data, archetype),
                 });
+                let writes = writes.get_or_insert_with(|| {
+                    let mut access = Access::new();
+                    Q::component_access(&self.data, &mut access);
+                    access
+                });
+                let written = archetype.components().iter().enumerate();
+                self.written.push(
+                    written
+                        .filter(|(_, id)| writes.writes().contains(**id))
+                        .map(|(column, _)| column)
+                        .collect(),
+                );
             }
         }
         self.cursor = archetypes.len();
@@ -270,5 +288,10 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
 
     pub(crate) fn matched(&self) -> &[MatchedArchetype<Q::Columns>] {
         &self.matched
+    }
+
+    /// The column indices `Q` writes in the `i`-th matched archetype.
+    pub(crate) fn written(&self, i: usize) -> &[usize] {
+        &self.written[i]
     }
 }

@@ -94,6 +94,10 @@ struct ArchetypeImage {
     chunk_ids: Vec<u32>,
     entities: RawBuf,
     columns: Vec<ColumnImage>,
+    /// Change ticks of every allocated chunk, chunk-major by column (restored as they were:
+    /// a restore stamps nothing).
+    changed: Vec<u64>,
+    added: Vec<u64>,
 }
 
 impl ArchetypeImage {
@@ -105,6 +109,8 @@ impl ArchetypeImage {
             chunk_ids: Vec::new(),
             entities: RawBuf::new(),
             columns: Vec::new(),
+            changed: Vec::new(),
+            added: Vec::new(),
         }
     }
 
@@ -322,6 +328,8 @@ fn shape_archetype(image: &mut ArchetypeImage, archetype: &Archetype, types: &Sn
     image
         .chunk_ids
         .extend(rows.chunks.list.iter().map(|c| c.id));
+    rows.ticks
+        .export_into(rows.chunks.list.len(), &mut image.changed, &mut image.added);
     let capacity = archetype.chunk_count() * CHUNK_CAPACITY;
     image
         .entities

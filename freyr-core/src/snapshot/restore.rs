@@ -136,6 +136,9 @@ impl WorldSnapshot {
                     .push_slab_with_ids(ids, id.0, &mut table);
                 start += chunks as usize;
             }
+            let rows = &mut archetype.rows;
+            rows.ticks.ensure(rows.chunks.list.len());
+            rows.ticks.import(&image.changed, &image.added);
             archetypes.push(archetype);
         }
         let mut building = Building {

@@ -148,7 +148,12 @@ impl World {
         unsafe { B::field_ptrs(&mut *bundle, &mut fields) };
         let source = found.window;
         if target == found.archetype {
-            // Every component is present: swap the new values in place.
+            // Every component is present: swap the new values in place (write access to the
+            // row's chunk: every column is stamped changed, conservatively).
+            self.archetypes[found.archetype]
+                .rows
+                .ticks
+                .set_chunk_changed(found.chunk, self.chunks.tick);
             for (&field, f) in fields.iter().zip(edge.fields.iter()) {
                 let slot = source.slot(f.offset, f.size, found.row);
                 // SAFETY: the slot holds the entity's live value of this element's type and

@@ -8,9 +8,11 @@
 //!   building an edge's column mappings;
 //! - `mod.rs`: the `World` type, lookups, bundle and edge caches, component access;
 //! - `spawn.rs`: `spawn`, `spawn_batch`, `reserve`;
-//! - `change.rs`: `despawn`, `insert`, `remove`.
+//! - `change.rs`: `despawn`, `insert`, `remove`;
+//! - `change_tick.rs`: the change tick those operations stamp.
 
 mod change;
+mod change_tick;
 mod parts;
 mod row_move;
 mod spawn;
@@ -464,6 +466,17 @@ impl World {
     /// ```
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<&mut T, ComponentError> {
         let ptr = self.component_ptr::<T>(entity)?;
+        if let Some(found) = self.find(entity)
+            && let Some(id) = self.components.id_of(TypeId::of::<T>())
+        {
+            let archetype = &self.archetypes[found.archetype];
+            if let Some(column) = archetype.column_index(id) {
+                archetype
+                    .rows
+                    .ticks
+                    .set_changed(found.chunk, column, self.chunks.tick);
+            }
+        }
         // SAFETY: as in `get`; `&mut self` makes the reference exclusive, and the pointer has the
         // chunk allocation's provenance (it was never derived from a shared reference).
         Ok(unsafe { &mut *ptr })

@@ -69,6 +69,9 @@ pub(super) fn vacate(
     row: usize,
 ) {
     if let Some(moved) = rows.swap_remove_nodrop(hole, row, chunks) {
+        // The last row filled the hole: a row arrived in the hole's chunk.
+        rows.ticks
+            .set_arrived(chunks.get(chunk_id).index as usize, chunks.tick);
         let location = Location {
             chunk: chunk_id,
             row: row as u32,

@@ -10,6 +10,7 @@
 
 use freyr_core::{CommandBuffer, Entity, World};
 
+use crate::changed::{ArchetypeTicks, TickTerm};
 use crate::commands::EachContext;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
@@ -40,6 +41,64 @@ where
         // SAFETY: `ptrs` are the run's columns, holding `len` rows like `entities`; access is
         // exclusive per the caller contract.
         unsafe { rows::<Q, C>(run.ptrs, entities, f) };
+    }
+}
+
+/// Stamps `tick` on every chunk of the matched archetypes for the columns `Q` writes: the
+/// write access an unfiltered `each` grants, one relaxed store per chunk and written column,
+/// outside the row loops.
+#[inline]
+pub(crate) fn stamp_all<Q: QueryData, F: QueryFilter>(
+    world: &World,
+    state: &QueryState<Q, F>,
+    tick: u64,
+) {
+    for (i, matched) in state.matched().iter().enumerate() {
+        let written = state.written(i);
+        if written.is_empty() {
+            continue;
+        }
+        let archetype = world.archetype(matched.id);
+        for chunk in 0..archetype.chunk_count() {
+            for &column in written {
+                archetype.mark_changed(chunk, column, tick);
+            }
+        }
+    }
+}
+
+/// Calls `f` for every row of the matched chunks that pass `terms`, in (archetype, chunk, row)
+/// order, stamping `tick` on the written columns of each visited chunk: `each` with a change
+/// filter (per chunk rather than per slab run, since a run may mix passing and failing chunks).
+///
+/// # Safety
+///
+/// As for [`each_row`] (the world is the one `state` was refreshed against).
+#[inline]
+pub(crate) unsafe fn each_row_selected<Q, F, C>(
+    world: &World,
+    state: &QueryState<Q, F>,
+    (terms, tick): (&[TickTerm], u64),
+    f: &mut C,
+) where
+    Q: QueryData,
+    F: QueryFilter,
+    C: for<'w> FnMut(Entity, Q::Item<'w>),
+{
+    for (i, matched) in state.matched().iter().enumerate() {
+        let archetype = world.archetype(matched.id);
+        let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
+            continue;
+        };
+        for (index, chunk) in archetype.chunks().enumerate() {
+            if !select.select(index) {
+                continue;
+            }
+            let ptrs = Q::ptrs(matched.columns, chunk);
+            // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
+            // exclusive per the caller contract.
+            unsafe { rows::<Q, C>(ptrs, chunk.entities(), f) };
+        }
     }
 }
 
@@ -76,15 +135,25 @@ row_loop! {
 ///
 /// As for [`each_row`].
 #[inline]
-pub(crate) unsafe fn each_chunk<Q, F, C>(world: &World, state: &QueryState<Q, F>, f: &mut C)
-where
+pub(crate) unsafe fn each_chunk<Q, F, C>(
+    world: &World,
+    state: &QueryState<Q, F>,
+    (terms, tick): (&[TickTerm], u64),
+    f: &mut C,
+) where
     Q: QueryData,
     F: QueryFilter,
     C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
 {
-    for matched in state.matched() {
+    for (i, matched) in state.matched().iter().enumerate() {
         let archetype = world.archetype(matched.id);
-        for chunk in archetype.chunks() {
+        let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
+            continue;
+        };
+        for (index, chunk) in archetype.chunks().enumerate() {
+            if !select.select(index) {
+                continue;
+            }
             let ptrs = Q::ptrs(matched.columns, chunk);
             // SAFETY: all `len` rows are initialised; the slices do not outlive the call; access
             // is exclusive per the caller contract.
@@ -127,6 +196,7 @@ pub(crate) unsafe fn each_row_with<Q, F, V, C>(
     world: &World,
     state: &QueryState<Q, F>,
     views: V::Fetch,
+    (terms, tick): (&[TickTerm], u64),
     commands: &mut CommandBuffer,
     f: &mut C,
 ) where
@@ -138,9 +208,15 @@ pub(crate) unsafe fn each_row_with<Q, F, V, C>(
     // SAFETY: caller contract.
     let views = unsafe { V::item(views) };
     let mut ctx = EachContext::new(views, commands);
-    for matched in state.matched() {
+    for (i, matched) in state.matched().iter().enumerate() {
         let archetype = world.archetype(matched.id);
-        for chunk in archetype.chunks() {
+        let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
+            continue;
+        };
+        for (index, chunk) in archetype.chunks().enumerate() {
+            if !select.select(index) {
+                continue;
+            }
             let ptrs = Q::ptrs(matched.columns, chunk);
             // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
             // exclusive per the caller contract.

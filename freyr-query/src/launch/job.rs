@@ -496,7 +496,9 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
                     <Entity as QueryData>::ptrs((), rows),
                 ),
             );
-            let stop = end.min(run.end());
+            // A span ends where its chunks stop passing a change filter, which may be before
+            // the slab run does.
+            let stop = end.min(run.end()).min(span.end);
             let traced = job.trace.as_ref().map(|t| (t, Instant::now()));
             // SAFETY: `run.first <= index < stop <= run.end()`; this thread owns the indices
             // `index..stop` (each runs exactly once); the launch is registered until retired, and

@@ -5,12 +5,15 @@ use core::ptr::NonNull;
 
 use freyr_core::{Archetype, CHUNK_CAPACITY, World};
 
+use crate::changed::{ArchetypeTicks, TickTerm};
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::state::QueryState;
 
-/// One matched, non-empty archetype's share of a launch: tasks `start..end`, `parts` per chunk;
-/// task `start + c * parts + k` runs part `k` of chunk `c` of `archetype` (see [`Spans`]).
+/// One run of consecutive chunks of a matched archetype in a launch: tasks `start..end`, `parts`
+/// per chunk; task `start + c * parts + k` runs part `k` of chunk `first_chunk + c` of
+/// `archetype` (see [`Spans`]). Without a change filter a span covers all of its archetype's
+/// chunks (`first_chunk` 0); with one, each maximal run of chunks that pass is a span.
 ///
 /// `archetype` points into the world the spans were built from; it is only dereferenced by the
 /// launch's tasks, while the launch is registered (see [`launch`](crate::launch::launch)'s safety contract).
@@ -18,6 +21,7 @@ use crate::state::QueryState;
 pub(crate) struct Span<C> {
     pub(crate) archetype: NonNull<Archetype>,
     pub(crate) columns: C,
+    pub(crate) first_chunk: usize,
     pub(crate) start: usize,
     pub(crate) end: usize,
 }
@@ -26,9 +30,11 @@ pub(crate) struct Span<C> {
 /// creation order, so task indices run in (archetype creation order, chunk index) order — the
 /// order commands are applied and reductions combined in.
 ///
-/// Building it costs O(matched archetypes), not O(chunks): the chunk pointers are resolved by
-/// the tasks on the workers ([`Job::run_tasks`](job::Job::run_tasks)). The first span is stored
-/// inline, so a single-archetype launch allocates nothing here.
+/// Building it resolves no chunk pointer: those are resolved by the tasks on the workers
+/// ([`Job::run_tasks`](job::Job::run_tasks)). It visits every chunk once, on the launching
+/// thread, to grant write access (one relaxed store per chunk and written column) and, with a
+/// change filter, to select the chunks (one comparison per chunk and term). The first span is
+/// stored inline, so a single-span launch allocates nothing here.
 ///
 /// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
 /// into `parts` tasks of `rows` rows (the last ones shorter or empty), still in (chunk, row)
@@ -44,8 +50,15 @@ pub(crate) struct Spans<C> {
 
 impl<C: Copy> Spans<C> {
     /// The spans of `state`'s matched archetypes in `world`, `rows` rows per task (`rows >= 1`;
-    /// `CHUNK_CAPACITY` or more means one task per chunk), or `None` when none has a chunk.
-    pub(crate) fn new<Q, F>(world: &World, state: &QueryState<Q, F>, rows: usize) -> Option<Self>
+    /// `CHUNK_CAPACITY` or more means one task per chunk), keeping only the chunks that pass the
+    /// change filter `terms` and stamping `tick` on the written columns of those; `None` when no
+    /// chunk is left.
+    pub(crate) fn new<Q, F>(
+        world: &World,
+        state: &QueryState<Q, F>,
+        rows: usize,
+        (terms, tick): (&[TickTerm], u64),
+    ) -> Option<Self>
     where
         Q: QueryData<Columns = C>,
         F: QueryFilter,
@@ -54,30 +67,44 @@ impl<C: Copy> Spans<C> {
         let rows = rows.clamp(1, CHUNK_CAPACITY);
         let parts = CHUNK_CAPACITY.div_ceil(rows);
         let mut spans: Option<Spans<C>> = None;
-        let mut start = 0;
-        for matched in state.matched() {
-            let archetype = world.archetype(matched.id);
-            let chunks = archetype.chunk_count();
-            if chunks == 0 {
-                continue;
+        let mut push = |span: Span<C>| match &mut spans {
+            None => {
+                spans = Some(Spans {
+                    first: span,
+                    rest: Vec::new(),
+                    parts,
+                    rows,
+                })
             }
-            let span = Span {
-                archetype: NonNull::from(archetype),
-                columns: matched.columns,
-                start,
-                end: start + chunks * parts,
+            Some(spans) => spans.rest.push(span),
+        };
+        let mut start = 0;
+        for (i, matched) in state.matched().iter().enumerate() {
+            let archetype = world.archetype(matched.id);
+            let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
+                continue;
             };
-            start = span.end;
-            match &mut spans {
-                None => {
-                    spans = Some(Spans {
-                        first: span,
-                        rest: Vec::new(),
-                        parts,
-                        rows,
-                    })
+            let chunks = archetype.chunk_count();
+            let mut chunk = 0;
+            while chunk < chunks {
+                if !select.select(chunk) {
+                    chunk += 1;
+                    continue;
                 }
-                Some(spans) => spans.rest.push(span),
+                let first_chunk = chunk;
+                chunk += 1;
+                while chunk < chunks && select.select(chunk) {
+                    chunk += 1;
+                }
+                let end = start + (chunk - first_chunk) * parts;
+                push(Span {
+                    archetype: NonNull::from(archetype),
+                    columns: matched.columns,
+                    first_chunk,
+                    start,
+                    end,
+                });
+                start = end;
             }
         }
         spans
@@ -92,11 +119,12 @@ impl<C: Copy> Spans<C> {
     #[inline(always)]
     pub(crate) fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
         let local = index - span.start;
-        if self.parts == 1 {
-            local
-        } else {
-            local / self.parts
-        }
+        span.first_chunk
+            + if self.parts == 1 {
+                local
+            } else {
+                local / self.parts
+            }
     }
 
     /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
@@ -112,7 +140,7 @@ impl<C: Copy> Spans<C> {
         TaskRun {
             ptrs,
             len,
-            first: span.start + chunk * self.parts,
+            first: span.start + (chunk - span.first_chunk) * self.parts,
             parts: self.parts,
             rows: self.rows,
         }
@@ -186,6 +214,7 @@ mod tests {
             let span = Span {
                 archetype,
                 columns: i,
+                first_chunk: 0,
                 start,
                 end: start + n,
             };

@@ -1,6 +1,7 @@
 //! [`Query`]: a query built on the registry, and the ways to run it.
 
 mod build;
+mod change;
 mod reduction;
 
 use core::marker::PhantomData;
@@ -8,6 +9,7 @@ use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, Entity};
 
+use crate::changed::TickTerm;
 use crate::commands::EachContext;
 use crate::error::QueryError;
 use crate::fetch::QueryData;
@@ -74,6 +76,9 @@ pub struct Query<'r, Q: QueryData, F: QueryFilter = (), V: ViewSet = ()> {
     registry: &'r mut Registry,
     label: Option<&'static str>,
     rows_per_task: usize,
+    /// The change filters ([`filter_changed`](Query::filter_changed),
+    /// [`filter_added`](Query::filter_added)): every one must pass for a chunk to be visited.
+    ticks: Vec<TickTerm>,
     _marker: PhantomData<QueryTypes<Q, F, V>>,
 }
 
@@ -83,6 +88,7 @@ impl<'r, Q: QueryData, F: QueryFilter> Query<'r, Q, F, ()> {
             registry,
             label: None,
             rows_per_task: CHUNK_CAPACITY,
+            ticks: Vec::new(),
             _marker: PhantomData,
         }
     }
@@ -222,6 +228,7 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
             registry: self.registry,
             label: self.label,
             rows_per_task: self.rows_per_task,
+            ticks: self.ticks,
             _marker: PhantomData,
         })
     }
@@ -274,9 +281,15 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>),
     {
-        let label = self.label;
+        let (label, terms, tick) = (self.label, self.ticks, self.registry.tick());
         self.registry
             .run_sync::<Q, F>("Query::each", label, |world, state, stamp| {
+                if !terms.is_empty() {
+                    // SAFETY: as below; the chunk pointers are read from `world` itself.
+                    unsafe { each::each_row_selected(world, state, (&terms, tick), &mut f) };
+                    return;
+                }
+                each::stamp_all(world, state, tick);
                 // SAFETY: `run_sync` refreshed the state against `world`, waited for the in-flight
                 // work that conflicts with it, and holds the registry mutably for the whole call;
                 // `stamp` is `world`'s current layout, so the runs point at its rows, which stay
@@ -320,11 +333,11 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
     {
-        let label = self.label;
+        let (label, terms, tick) = (self.label, self.ticks, self.registry.tick());
         self.registry
             .run_sync::<Q, F>("Query::each_chunk", label, |world, state, _| {
                 // SAFETY: as in `each`.
-                unsafe { each::each_chunk(world, state, &mut f) }
+                unsafe { each::each_chunk(world, state, (&terms, tick), &mut f) }
             });
     }
 
@@ -361,12 +374,13 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     where
         C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
     {
-        let label = self.label;
+        let (label, terms, tick) = (self.label, self.ticks, self.registry.tick());
         self.registry
             .run_with::<Q, F, V>(label, |world, state, views, commands| {
+                let ticks = (&terms[..], tick);
                 // SAFETY: as in `each`; `run_with` fetched the views from this world and the
                 // resources after waiting for the work that conflicts with them too.
-                unsafe { each::each_row_with(world, state, views, commands, &mut f) };
+                unsafe { each::each_row_with(world, state, views, ticks, commands, &mut f) };
             });
     }
 
@@ -522,6 +536,6 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     fn launch<K: Kernel<Q, V>>(self, kernel: K) -> Option<u64> {
         let (label, rows) = (self.label, self.rows_per_task);
         self.registry
-            .launch_query::<Q, F, V, K>(label, rows, kernel)
+            .launch_query::<Q, F, V, K>(label, rows, &self.ticks, kernel)
     }
 }

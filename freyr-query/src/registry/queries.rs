@@ -8,6 +8,7 @@ use std::time::Instant;
 use freyr_core::{CommandBuffer, World};
 
 use crate::access::Access;
+use crate::changed::TickTerm;
 use crate::error::QueryError;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
@@ -55,6 +56,13 @@ impl Registry {
     ) -> Result<(), QueryError> {
         self.guard(what);
         self.sync.refresh::<Q, F>(&mut self.queries).map(drop)
+    }
+
+    /// `T`'s component id, if registered (a change filter's term). Waits for nothing.
+    pub(crate) fn filter_component_id<T: freyr_core::Component>(
+        &self,
+    ) -> Option<freyr_core::ComponentId> {
+        self.sync.component_id::<T>()
     }
 
     /// Number of entities `(Q, F)` matches. Waits for nothing: in-flight work never changes
@@ -145,6 +153,7 @@ impl Registry {
         &mut self,
         label: Option<&'static str>,
         rows_per_task: usize,
+        terms: &[TickTerm],
         kernel: K,
     ) -> Option<u64>
     where
@@ -154,6 +163,7 @@ impl Registry {
         K: Kernel<Q, V>,
     {
         self.guard("Query::each_async");
+        let ticks = (terms, self.time.tick);
         let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
         let access = query_access::<Q, F, V>(&self.sync, state);
         let info = LaunchInfo {
@@ -164,7 +174,7 @@ impl Registry {
             trace: self.tick_profile.as_ref().and_then(|t| t.tracing()),
         };
         self.sync
-            .launch::<Q, F, V, K>(state, access, rows_per_task, kernel, info)
+            .launch::<Q, F, V, K>(state, access, (rows_per_task, ticks), kernel, info)
     }
 }
 

@@ -369,6 +369,7 @@ impl Registry {
     /// is the one place a restore tells the time tools which tick the registry returned to.
     pub(crate) fn rewind_time(&mut self, tick: u64) {
         self.time.tick = tick;
+        self.sync.set_change_tick(tick);
     }
 
     /// Closes the tick that started at `start`: records its timing; the next one gets the next
@@ -379,6 +380,7 @@ impl Registry {
             wall: start.elapsed(),
         });
         self.time.tick += 1;
+        self.sync.set_change_tick(self.time.tick);
         self.time.stats.ticks += 1;
     }
 }

@@ -54,6 +54,7 @@ use freyr_core::{ArchetypeId, Component, ComponentId, Entity, World};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
+use crate::changed::TickTerm;
 use crate::error::QueryError;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
@@ -123,6 +124,9 @@ pub(crate) struct SyncedWorld {
     /// How many times `&mut World` was handed out (point 7): the layout can have changed only
     /// when this did. Never decreases.
     epoch: u64,
+    /// The registry's simulation tick: what grants of write access stamp (set on the world at
+    /// every [`write`](SyncedWorld::write)).
+    change_tick: u64,
 }
 
 impl SyncedWorld {
@@ -133,6 +137,7 @@ impl SyncedWorld {
             world: WorldBox::new(world),
             resources: Resources::new(),
             epoch: 0,
+            change_tick: 0,
         }
     }
 
@@ -202,7 +207,14 @@ impl SyncedWorld {
     pub(crate) fn write(&mut self, profiler: &Profiler) -> &mut World {
         self.wait(&OpAccess::Exclusive, profiler);
         self.epoch += 1;
-        self.world.get_mut()
+        let world = self.world.get_mut();
+        world.set_change_tick(self.change_tick);
+        world
+    }
+
+    /// Sets the tick that grants of write access stamp from now on (the registry's tick).
+    pub(crate) fn set_change_tick(&mut self, tick: u64) {
+        self.change_tick = tick;
     }
 
     /// `entity`'s `T`, mutably, after waiting for every launch that reads or writes `T` in
@@ -225,6 +237,7 @@ impl SyncedWorld {
         self.wait(&OpAccess::WriteOne(id, archetype), profiler);
         let archetype = world.archetype(archetype);
         let column = archetype.column_index(id).ok_or(missing)?;
+        archetype.mark_changed(chunk, column, self.change_tick);
         let ptr = archetype.chunk(chunk).column_ptr(column).cast::<T>();
         // SAFETY:
         // - `(chunk, row)` is `entity`'s live location, so the row is initialised and in bounds,
@@ -251,7 +264,7 @@ impl SyncedWorld {
         &mut self,
         state: &QueryState<Q, F>,
         access: Arc<Access>,
-        rows_per_task: usize,
+        (rows_per_task, ticks): (usize, (&[TickTerm], u64)),
         kernel: K,
         ctx: LaunchInfo<'_>,
     ) -> Option<u64>
@@ -264,7 +277,9 @@ impl SyncedWorld {
         self.wait(&OpAccess::Components(&access), ctx.profiler);
         let world = self.world.get();
         let views = V::fetch(world, &self.resources).unwrap_or_else(|e| panic!("freyr: {e}"));
-        let spans = Spans::new(world, state, rows_per_task);
+        // Write access is granted here, on the launching thread: the chunks the tasks will visit
+        // are stamped now, in (archetype, chunk) order, whatever the worker count.
+        let spans = Spans::new(world, state, rows_per_task, ticks);
         let ctx = LaunchCtx {
             registry_id: ctx.registry_id,
             pool: &self.pool,

@@ -1,0 +1,131 @@
+//! Change ticks: per (chunk, component) of an archetype, the simulation tick at which write
+//! access to that chunk's column was last granted ("changed") and at which a row last arrived
+//! in the chunk ("added").
+//!
+//! ```text
+//!  columns = 3 (the archetype's components, in column order)
+//!  changed: [ c0:col0 c0:col1 c0:col2 | c1:col0 c1:col1 c1:col2 | ... ]   one u64 per pair
+//!  added:   [ c0:col0 c0:col1 c0:col2 | c1:col0 ...                    ]
+//! ```
+//!
+//! Ticks are 64-bit and never wrap in practice (2^64 ticks at 1 MHz is 584,000 years), so a
+//! plain `>` compares them. Stores are relaxed: a stamp is written by the thread that was
+//! granted write access (the caller of a world operation, or the launching thread of a parallel
+//! query) and read after the sync point that orders it, so no stronger ordering is needed; the
+//! atomics only make the shared stores of one launch sound.
+
+use core::sync::atomic::{AtomicU64, Ordering};
+
+/// The change ticks of one archetype's chunks (allocated ones, spare chunks included).
+pub(crate) struct ChangeTicks {
+    columns: usize,
+    changed: Vec<AtomicU64>,
+    added: Vec<AtomicU64>,
+}
+
+impl ChangeTicks {
+    /// No chunks yet, for an archetype of `columns` components.
+    pub(crate) fn new(columns: usize) -> ChangeTicks {
+        ChangeTicks {
+            columns,
+            changed: Vec::new(),
+            added: Vec::new(),
+        }
+    }
+
+    /// Makes room for `chunks` chunks (new entries hold tick 0). Never shrinks: entries of freed
+    /// chunks are stamped again when rows arrive in those chunks.
+    pub(crate) fn ensure(&mut self, chunks: usize) {
+        let n = chunks * self.columns;
+        if self.changed.len() < n {
+            self.changed.resize_with(n, || AtomicU64::new(0));
+            self.added.resize_with(n, || AtomicU64::new(0));
+        }
+    }
+
+    /// The tick write access to (`chunk`, `column`) was last granted.
+    #[inline]
+    pub(crate) fn changed(&self, chunk: usize, column: usize) -> u64 {
+        self.changed[chunk * self.columns + column].load(Ordering::Relaxed)
+    }
+
+    /// The tick a row last arrived in `chunk` (the same for every column).
+    #[inline]
+    pub(crate) fn added(&self, chunk: usize, column: usize) -> u64 {
+        self.added[chunk * self.columns + column].load(Ordering::Relaxed)
+    }
+
+    /// Stamps (`chunk`, `column`) changed at `tick`: one relaxed store.
+    #[inline]
+    pub(crate) fn set_changed(&self, chunk: usize, column: usize, tick: u64) {
+        self.changed[chunk * self.columns + column].store(tick, Ordering::Relaxed);
+    }
+
+    /// Stamps every column of `chunk` changed at `tick`.
+    #[inline]
+    pub(crate) fn set_chunk_changed(&self, chunk: usize, tick: u64) {
+        let at = chunk * self.columns;
+        for t in &self.changed[at..at + self.columns] {
+            t.store(tick, Ordering::Relaxed);
+        }
+    }
+
+    /// Stamps a row's arrival in `chunk` at `tick`: every column added and changed.
+    #[inline]
+    pub(crate) fn set_arrived(&self, chunk: usize, tick: u64) {
+        let at = chunk * self.columns;
+        for t in &self.added[at..at + self.columns] {
+            t.store(tick, Ordering::Relaxed);
+        }
+        self.set_chunk_changed(chunk, tick);
+    }
+
+    /// Writes the `(changed, added)` ticks of the first `chunks` chunks, chunk-major, into
+    /// `changed` and `added` (replacing their contents; no allocation once they are large
+    /// enough), for a snapshot.
+    pub(crate) fn export_into(&self, chunks: usize, changed: &mut Vec<u64>, added: &mut Vec<u64>) {
+        let n = (chunks * self.columns).min(self.changed.len());
+        let read = |v: &[AtomicU64], out: &mut Vec<u64>| {
+            out.clear();
+            out.extend(v[..n].iter().map(|t| t.load(Ordering::Relaxed)));
+        };
+        read(&self.changed, changed);
+        read(&self.added, added);
+    }
+
+    /// Puts back ticks [`export_into`](ChangeTicks::export_into)ed from an archetype of the same columns
+    /// (the entries past them keep tick 0).
+    pub(crate) fn import(&mut self, changed: &[u64], added: &[u64]) {
+        debug_assert_eq!(changed.len(), added.len());
+        self.ensure(changed.len() / self.columns.max(1));
+        for (t, &v) in self.changed.iter_mut().zip(changed) {
+            *t.get_mut() = v;
+        }
+        for (t, &v) in self.added.iter_mut().zip(added) {
+            *t.get_mut() = v;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChangeTicks;
+
+    #[test]
+    fn stamps_are_per_chunk_and_column_and_round_trip() {
+        let mut ticks = ChangeTicks::new(2);
+        ticks.ensure(3);
+        ticks.set_changed(1, 1, 7);
+        ticks.set_arrived(2, 9);
+        assert_eq!((ticks.changed(1, 1), ticks.changed(1, 0)), (7, 0));
+        assert_eq!((ticks.added(2, 0), ticks.changed(2, 1)), (9, 9));
+        let (mut changed, mut added) = (Vec::new(), Vec::new());
+        ticks.export_into(3, &mut changed, &mut added);
+        assert_eq!(changed, [0, 0, 0, 7, 9, 9]);
+        let mut back = ChangeTicks::new(2);
+        back.import(&changed, &added);
+        let (mut c2, mut a2) = (Vec::new(), Vec::new());
+        back.export_into(3, &mut c2, &mut a2);
+        assert_eq!((c2, a2), (changed, added));
+    }
+}
