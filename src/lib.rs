@@ -53,6 +53,8 @@ pub use freyr_query::{
     AsyncSystem, Commands, EachContext, Phase, QueryError, Reduction, Registry, Res, StableHash,
     System, View, With, Without,
 };
+/// Events sent from callbacks and systems, read with a cursor (see [`Registry::read_events`]).
+pub use freyr_query::{EventCursor, Events};
 pub use freyr_sched::ThreadPool;
 
 /// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world

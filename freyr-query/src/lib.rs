@@ -75,6 +75,7 @@ pub mod access;
 mod commands;
 pub mod digest;
 mod error;
+pub mod events;
 mod fetch;
 mod filter;
 mod first_panic;
@@ -108,6 +109,7 @@ pub use crate::digest::{
     RowDigests, WorldDigest, diff,
 };
 pub use crate::error::QueryError;
+pub use crate::events::{EventCursor, Events};
 pub use crate::fetch::{QueryData, QueryItem};
 // The three internals below appear in the signatures of the `QueryData` and `ViewSet` impls (their
 // associated `Ptrs` / `Fetch` types and `ViewSet::fetch`), so they stay nameable here, but they are

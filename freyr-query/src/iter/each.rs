@@ -8,9 +8,10 @@
 //! compiler inlines the callback into and vectorises, compiled twice and picked at run time
 //! ([`RowPath`](crate::RowPath)).
 
-use freyr_core::{CommandBuffer, Entity, World};
+use freyr_core::{Entity, World};
 
 use crate::commands::EachContext;
+use crate::events::buffer::TaskOutput;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::iter::rows::fold_rows;
@@ -127,7 +128,7 @@ pub(crate) unsafe fn each_row_with<Q, F, V, C>(
     world: &World,
     state: &QueryState<Q, F>,
     views: V::Fetch,
-    commands: &mut CommandBuffer,
+    commands: &mut TaskOutput,
     f: &mut C,
 ) where
     Q: QueryData,

@@ -25,6 +25,7 @@ pub(crate) mod cache;
 mod deadlines;
 mod digest;
 mod entities;
+mod events;
 mod hashing;
 mod profile;
 mod pump;
@@ -44,7 +45,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use freyr_core::{CommandBuffer, Entity, World};
+use freyr_core::{Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 use freyr_time::{Clock, DeadlineError, DeadlineStats, FixedStep};
 use hashbrown::HashMap;
@@ -123,8 +124,9 @@ pub struct Registry {
     /// The world, the resources, the pool and the in-flight launches, reachable only through
     /// the wait-before-access API (`world.rs`).
     sync: SyncedWorld,
-    /// Command buffers awaiting the next sync point, tagged with their launch number.
-    pending: Vec<(u64, Vec<CommandBuffer>)>,
+    /// Command buffers and events awaiting the next sync point, tagged with their launch
+    /// number.
+    pending: Vec<(u64, Vec<crate::events::buffer::TaskOutput>)>,
     queries: QueryCache,
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,

@@ -119,7 +119,7 @@ impl Registry {
         let (mut applied, mut stale) = (0, 0);
         for (_, buffers) in &mut pending {
             for buffer in buffers.iter_mut() {
-                let (report, panic) = buffer.try_apply(world);
+                let (report, panic) = buffer.commands.try_apply(world);
                 applied += report.applied;
                 stale += report.skipped_stale + report.skipped_missing;
                 if let Some(p) = panic {
@@ -141,6 +141,7 @@ impl Registry {
             }
         }
         self.profiler.record_destroyed(destroyed, stale);
+        self.store_pending_events(&mut pending);
         first_panic
     }
 }
