@@ -61,9 +61,9 @@ pub use freyr_sched::ThreadPool;
 /// ids) and the deferred structural changes of a [`CommandBuffer`].
 pub mod storage {
     pub use freyr_core::{
-        ApplyReport, Archetype, ArchetypeId, Bundle, CHUNK_CAPACITY, ChunkRef, CommandBuffer,
-        Component, ComponentError, ComponentId, ComponentInfo, Entity, NoSuchEntity, World,
-        WorldId,
+        AppliedCommand, ApplyReport, Archetype, ArchetypeId, Bundle, BundleTypes, CHUNK_CAPACITY,
+        ChunkRef, CommandBuffer, Component, ComponentError, ComponentId, ComponentInfo, Entity,
+        NoSuchEntity, World, WorldId,
     };
 }
 

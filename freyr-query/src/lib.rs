@@ -81,6 +81,7 @@ mod filter;
 mod first_panic;
 mod hash;
 mod hashable;
+pub mod hooks;
 mod iter;
 mod launch;
 mod phase;

@@ -27,6 +27,7 @@ mod digest;
 mod entities;
 mod events;
 mod hashing;
+mod hooks;
 mod profile;
 mod pump;
 pub(crate) mod queries;
@@ -130,6 +131,8 @@ pub struct Registry {
     queries: QueryCache,
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
+    /// The component hooks (`on_add`, `on_insert`, `on_remove`).
+    hooks: crate::hooks::Hooks,
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
@@ -419,6 +422,7 @@ impl Registry {
             queries: QueryCache::default(),
             systems: Default::default(),
             destroy_queue: Vec::new(),
+            hooks: crate::hooks::Hooks::default(),
             profiler,
             hashables: Hashables::default(),
             snapshot_types: Default::default(),
