@@ -241,6 +241,8 @@ mod guide {
     mod scheduler {}
     #[doc = include_str!("../docs/src/time.md")]
     mod time {}
+    #[doc = include_str!("../docs/src/events-hooks.md")]
+    mod events_hooks {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
     #[doc = include_str!("../docs/src/server-tick.md")]

@@ -13,8 +13,8 @@
 //! # Panics in callbacks
 //!
 //! If a callback panics, the buffer of the task it was processing (its chunk, or its piece of one
-//! with [`Query::rows_per_task`](crate::Query::rows_per_task)) is cleared: its commands are
-//! discarded, never half-applied. The other tasks' commands are still applied at the sync point,
+//! with [`Query::rows_per_task`](crate::Query::rows_per_task)) is cleared: its commands (and
+//! the events it sent, see [`EachContext::send`]) are discarded, never half-applied. The other tasks' commands are still applied at the sync point,
 //! and then the panic is re-raised there.
 //!
 //! # Stale entities

@@ -14,7 +14,9 @@ use super::Registry;
 impl Registry {
     /// The explicit sync point: waits for all launched work, applies every recorded command in
     /// (launch, chunk, row, record) order, then destroys the entities queued by
-    /// [`destroy_entity`](Registry::destroy_entity).
+    /// [`destroy_entity`](Registry::destroy_entity), then runs the component
+    /// [hooks](crate::hooks) those operations triggered (and applies their commands), then
+    /// stores the sent [events](crate::Events) in the same order.
     ///
     /// # Panics
     ///
