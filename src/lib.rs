@@ -53,15 +53,17 @@ pub use freyr_query::{
     AsyncSystem, Commands, EachContext, Phase, QueryError, Reduction, Registry, Res, StableHash,
     System, View, With, Without,
 };
+/// Events sent from callbacks and systems, read with a cursor (see [`Registry::read_events`]).
+pub use freyr_query::{EventCursor, Events};
 pub use freyr_sched::ThreadPool;
 
 /// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world
 /// ids) and the deferred structural changes of a [`CommandBuffer`].
 pub mod storage {
     pub use freyr_core::{
-        ApplyReport, Archetype, ArchetypeId, Bundle, CHUNK_CAPACITY, ChunkRef, CommandBuffer,
-        Component, ComponentError, ComponentId, ComponentInfo, Entity, NoSuchEntity, World,
-        WorldId,
+        AppliedCommand, ApplyReport, Archetype, ArchetypeId, Bundle, BundleTypes, CHUNK_CAPACITY,
+        ChunkRef, CommandBuffer, Component, ComponentError, ComponentId, ComponentInfo, Entity,
+        NoSuchEntity, World, WorldId,
     };
 }
 
@@ -241,6 +243,8 @@ mod guide {
     mod time {}
     #[doc = include_str!("../docs/src/change.md")]
     mod change {}
+    #[doc = include_str!("../docs/src/events-hooks.md")]
+    mod events_hooks {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
     #[doc = include_str!("../docs/src/server-tick.md")]

@@ -15,6 +15,9 @@
 //!   from parallel tasks (`each_async_with`), applied at the phase's sync point; peers record the
 //!   same through bevy_ecs `Commands`, legion's `CommandBuffer` and hecs's `CommandBuffer`. Only
 //!   the tick is timed; despawning the spawned entities afterwards is not.
+//! - `events`: `send_read_1m`: one event per entity (1M) sent from parallel tasks
+//!   (`each_async_with`) and read by a later system with a cursor, against bevy_ecs's buffered
+//!   messages (`MessageWriter` / `MessageReader`).
 //!
 //! Parallel scenarios run at the machine's worker count, or at each count of the comma list in
 //! `FREYR_BENCH_THREADS`; legion runs in a rayon pool of that size, bevy_ecs on its own
@@ -27,6 +30,8 @@ use std::time::Duration;
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
+#[path = "registry/events.rs"]
+mod events;
 #[path = "registry/schedule.rs"]
 mod schedule;
 #[path = "registry/sync_point.rs"]
@@ -68,6 +73,7 @@ fn registry(c: &mut Criterion) {
     for n in worker_counts() {
         schedule::register(&mut group, n);
         sync_point::register(&mut group, n);
+        events::register(&mut group, n);
     }
     group.finish();
 }

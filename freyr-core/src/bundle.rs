@@ -27,6 +27,48 @@ pub(crate) const MAX_BUNDLE: usize = 16;
 /// ```
 pub trait Bundle: sealed::BundleImpl + Send + Sync + 'static {}
 
+/// The component types of a bundle type, in tuple order, without the bundle: what a caller
+/// outside the world (a hook runner) needs to know about an insert or a spawn.
+///
+/// # Examples
+/// ```
+/// use core::any::TypeId;
+/// use freyr::storage::BundleTypes;
+/// let types = BundleTypes::of::<(u8, u16)>();
+/// assert_eq!(types.len(), 2);
+/// assert_eq!(types.iter().collect::<Vec<_>>(), [TypeId::of::<u8>(), TypeId::of::<u16>()]);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct BundleTypes {
+    len: usize,
+    type_at: fn(usize) -> (TypeId, &'static str),
+}
+
+impl BundleTypes {
+    /// The types of bundle `B`.
+    pub fn of<B: Bundle>() -> BundleTypes {
+        BundleTypes {
+            len: B::LEN,
+            type_at: B::type_at,
+        }
+    }
+
+    /// Number of component types.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the bundle is `()`.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The `TypeId` of each element, in tuple order.
+    pub fn iter(&self) -> impl Iterator<Item = TypeId> + '_ {
+        (0..self.len).map(|i| (self.type_at)(i).0)
+    }
+}
+
 pub(crate) mod sealed {
     use super::*;
 

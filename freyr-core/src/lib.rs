@@ -74,10 +74,10 @@ mod world_id;
 pub const CHUNK_CAPACITY: usize = 512;
 
 pub use crate::archetype::{Archetype, ArchetypeId};
-pub use crate::bundle::Bundle;
+pub use crate::bundle::{Bundle, BundleTypes};
 pub use crate::chunk_ref::ChunkRef;
 pub use crate::command::CommandBuffer;
-pub use crate::command::apply::ApplyReport;
+pub use crate::command::apply::{AppliedCommand, ApplyReport};
 pub use crate::component::{Component, ComponentId, ComponentInfo};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};

@@ -27,6 +27,8 @@ pub(crate) struct BundleOps {
     pub(crate) insert: unsafe fn(&Arena, usize, &mut World, Entity) -> bool,
     /// Drops the bundle at the offset in place.
     pub(crate) drop: unsafe fn(&Arena, usize),
+    /// The bundle's component types.
+    pub(crate) types: fn() -> crate::bundle::BundleTypes,
 }
 
 /// The [`BundleOps`] of bundle type `B`.
@@ -37,6 +39,7 @@ impl<B: Bundle> OpsOf<B> {
         spawn: spawn_recorded::<B>,
         insert: insert_recorded::<B>,
         drop: Arena::drop_at::<B>,
+        types: crate::bundle::BundleTypes::of::<B>,
     };
 }
 

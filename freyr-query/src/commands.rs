@@ -13,8 +13,8 @@
 //! # Panics in callbacks
 //!
 //! If a callback panics, the buffer of the task it was processing (its chunk, or its piece of one
-//! with [`Query::rows_per_task`](crate::Query::rows_per_task)) is cleared: its commands are
-//! discarded, never half-applied. The other tasks' commands are still applied at the sync point,
+//! with [`Query::rows_per_task`](crate::Query::rows_per_task)) is cleared: its commands (and
+//! the events it sent, see [`EachContext::send`]) are discarded, never half-applied. The other tasks' commands are still applied at the sync point,
 //! and then the panic is re-raised there.
 //!
 //! # Stale entities
@@ -25,6 +25,8 @@
 //! slot's new occupant.
 
 use freyr_core::{Bundle, CommandBuffer, Entity};
+
+use crate::events::buffer::{EventBuffer, TaskOutput};
 
 use crate::view::ViewSet;
 
@@ -130,13 +132,15 @@ impl<'a> Commands<'a> {
 pub struct EachContext<'a, V: ViewSet = ()> {
     views: V::Item<'a>,
     commands: Commands<'a>,
+    events: &'a mut EventBuffer,
 }
 
 impl<'a, V: ViewSet> EachContext<'a, V> {
-    pub(crate) fn new(views: V::Item<'a>, buffer: &'a mut CommandBuffer) -> Self {
+    pub(crate) fn new(views: V::Item<'a>, output: &'a mut TaskOutput) -> Self {
         EachContext {
             views,
-            commands: Commands::new(buffer),
+            commands: Commands::new(&mut output.commands),
+            events: &mut output.events,
         }
     }
 
@@ -150,5 +154,38 @@ impl<'a, V: ViewSet> EachContext<'a, V> {
     #[inline]
     pub fn commands(&mut self) -> &mut Commands<'a> {
         &mut self.commands
+    }
+
+    /// Sends `event` through this task's buffer: it is stored at the next sync point in
+    /// (launch, chunk, row, send) order, the order commands apply in, whatever the worker count,
+    /// and read with [`Registry::read_events`](crate::Registry::read_events). If the task
+    /// panics, its events are discarded with its commands. See [`Events`](crate::Events).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{EventCursor, Registry};
+    ///
+    /// #[derive(Clone)]
+    /// struct Crossed(u32);
+    /// struct Pos(u32);
+    ///
+    /// let mut registry = Registry::with_workers(4);
+    /// for i in 0..100 {
+    ///     registry.spawn((Pos(i),));
+    /// }
+    /// registry.query::<&Pos>().each_async_with(|_, pos, ctx| {
+    ///     if pos.0 % 10 == 0 {
+    ///         ctx.send(Crossed(pos.0));
+    ///     }
+    /// });
+    /// registry.execute_tasks();
+    /// let mut cursor = EventCursor::default();
+    /// let seen: Vec<u32> = registry.read_events::<Crossed>(&mut cursor).map(|c| c.0).collect();
+    /// assert_eq!(seen, [0, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
+    /// ```
+    #[inline]
+    pub fn send<E: Clone + Send + Sync + 'static>(&mut self, event: E) {
+        self.events.send(event);
     }
 }

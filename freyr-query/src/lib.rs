@@ -76,11 +76,13 @@ mod changed;
 mod commands;
 pub mod digest;
 mod error;
+pub mod events;
 mod fetch;
 mod filter;
 mod first_panic;
 mod hash;
 mod hashable;
+pub mod hooks;
 mod iter;
 mod launch;
 mod phase;
@@ -109,6 +111,7 @@ pub use crate::digest::{
     RowDigests, WorldDigest, diff,
 };
 pub use crate::error::QueryError;
+pub use crate::events::{EventCursor, Events};
 pub use crate::fetch::{QueryData, QueryItem};
 // The three internals below appear in the signatures of the `QueryData` and `ViewSet` impls (their
 // associated `Ptrs` / `Fetch` types and `ViewSet::fetch`), so they stay nameable here, but they are

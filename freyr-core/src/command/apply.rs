@@ -5,6 +5,8 @@
 use core::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
+use crate::archetype::ArchetypeId;
+use crate::bundle::BundleTypes;
 use crate::entity::Entity;
 use crate::recorded::{Command, Removed, drop_recorded};
 use crate::world::World;
@@ -53,6 +55,60 @@ pub struct ApplyReport {
     /// The real entities created by the buffer's spawns, in record order.
     pub spawned: Vec<Entity>,
 }
+
+/// One command as [`CommandBuffer::try_apply_observed`] reports it, right after it ran (also
+/// when it panicked part-way: read the world to see what happened, e.g. a despawn whose `Drop`
+/// panicked still removed the entity). Stale commands and removals of a missing component are
+/// not reported.
+///
+/// # Examples
+/// ```
+/// use freyr::storage::AppliedCommand;
+/// let mut world = freyr::World::new();
+/// let mut commands = freyr::CommandBuffer::new();
+/// let e = commands.spawn((1u8,));
+/// commands.despawn(e);
+/// let mut seen = Vec::new();
+/// commands.try_apply_observed(&mut world, &mut |_, applied| seen.push(*applied));
+/// assert!(matches!(seen[0], AppliedCommand::Spawn { .. }));
+/// assert!(matches!(seen[1], AppliedCommand::Despawn { .. }));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum AppliedCommand {
+    /// `entity` was spawned with a bundle of `types`.
+    Spawn {
+        /// The new entity.
+        entity: Entity,
+        /// The bundle's component types.
+        types: BundleTypes,
+    },
+    /// A bundle of `types` was inserted into `entity`, which was in archetype `before`.
+    Insert {
+        /// The target.
+        entity: Entity,
+        /// Its archetype before the insert.
+        before: ArchetypeId,
+        /// The bundle's component types.
+        types: BundleTypes,
+    },
+    /// Components were removed from `entity`, which was in archetype `before`.
+    Remove {
+        /// The target.
+        entity: Entity,
+        /// Its archetype before the removal.
+        before: ArchetypeId,
+    },
+    /// `entity`, which was in archetype `before`, was despawned.
+    Despawn {
+        /// The despawned entity.
+        entity: Entity,
+        /// Its archetype before the despawn.
+        before: ArchetypeId,
+    },
+}
+
+/// What observes an apply: called after each command with the world as it left it.
+pub type ApplyObserver<'a> = &'a mut dyn FnMut(&World, &AppliedCommand);
 
 impl CommandBuffer {
     /// Applies every command to `world` in record order and empties the buffer (it stays
@@ -112,6 +168,37 @@ impl CommandBuffer {
     /// assert_eq!(world.len(), 1);
     /// ```
     pub fn try_apply(&mut self, world: &mut World) -> (ApplyReport, Option<Box<dyn Any + Send>>) {
+        self.apply_inner(world, None)
+    }
+
+    /// Like [`try_apply`](CommandBuffer::try_apply), and calls `observe` after each command
+    /// that took effect (or panicked part-way), in record order, outside the world operation:
+    /// the world is valid and readable then. A panic of `observe` is kept like a command's.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// let mut commands = freyr::CommandBuffer::new();
+    /// commands.spawn((1u8,));
+    /// commands.spawn((2u8,));
+    /// let mut count = 0;
+    /// let (report, panic) = commands.try_apply_observed(&mut world, &mut |_, _| count += 1);
+    /// assert_eq!((report.applied, count), (2, 2));
+    /// assert!(panic.is_none());
+    /// ```
+    pub fn try_apply_observed(
+        &mut self,
+        world: &mut World,
+        observe: ApplyObserver<'_>,
+    ) -> (ApplyReport, Option<Box<dyn Any + Send>>) {
+        self.apply_inner(world, Some(observe))
+    }
+
+    fn apply_inner(
+        &mut self,
+        world: &mut World,
+        mut observe: Option<ApplyObserver<'_>>,
+    ) -> (ApplyReport, Option<Box<dyn Any + Send>>) {
         let commands = core::mem::take(&mut self.commands);
         // Spawn `k`'s entity, `None` if that spawn panicked: a spawn keeps its number either
         // way, so later handles still resolve to their own spawns.
@@ -128,9 +215,24 @@ impl CommandBuffer {
         while let Some(&command) = rest.commands.get(rest.next) {
             // This command's bundle is consumed by `apply_one`, whatever happens in it.
             rest.next += 1;
+            let before = observe
+                .as_ref()
+                .and_then(|_| rest.buffer.target(command, &spawned))
+                .and_then(|e| Some((e, world.entity_location(e)?.0)));
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
                 rest.buffer.apply_one(command, world, &mut spawned)
             }));
+            if let Some(observe) = observe.as_mut()
+                && matches!(outcome, Ok(Some(true)) | Err(_))
+                && let Some(applied) = applied(command, before, &spawned)
+                && let Err(panic) =
+                    panic::catch_unwind(AssertUnwindSafe(|| observe(world, &applied)))
+            {
+                match first_panic {
+                    None => first_panic = Some(panic),
+                    Some(_) => drop_payload(panic),
+                }
+            }
             match outcome {
                 Ok(Some(true)) => report.applied += 1,
                 Ok(Some(false)) => report.skipped_stale += 1,
@@ -162,14 +264,7 @@ impl CommandBuffer {
         world: &mut World,
         spawned: &mut Vec<Option<Entity>>,
     ) -> Option<bool> {
-        let resolve = |e: Entity, spawned: &[Option<Entity>]| -> Option<Entity> {
-            match pending_number(e) {
-                None => Some(e),
-                Some(_) => self
-                    .spawn_of(e)
-                    .and_then(|k| spawned.get(k).copied().flatten()),
-            }
-        };
+        let resolve = |e: Entity, spawned: &[Option<Entity>]| self.resolve(e, spawned);
         Some(match command {
             Command::Spawn(r) => {
                 spawned.push(None);
@@ -197,6 +292,59 @@ impl CommandBuffer {
             },
         })
     }
+}
+
+impl CommandBuffer {
+    /// The real entity `e` names: itself, or the entity its pending spawn made.
+    fn resolve(&self, e: Entity, spawned: &[Option<Entity>]) -> Option<Entity> {
+        match pending_number(e) {
+            None => Some(e),
+            Some(_) => self
+                .spawn_of(e)
+                .and_then(|k| spawned.get(k).copied().flatten()),
+        }
+    }
+
+    /// The entity a non-spawn command targets, resolved.
+    fn target(&self, command: Command, spawned: &[Option<Entity>]) -> Option<Entity> {
+        match command {
+            Command::Spawn(_) => None,
+            Command::Despawn(e) | Command::Insert(e, _) | Command::Remove(e, _) => {
+                self.resolve(e, spawned)
+            }
+        }
+    }
+}
+
+/// The report of a command that ran: `before` is its target and that target's archetype before
+/// it ran; a spawn's entity is the last one made.
+fn applied(
+    command: Command,
+    before: Option<(Entity, ArchetypeId)>,
+    spawned: &[Option<Entity>],
+) -> Option<AppliedCommand> {
+    Some(match command {
+        Command::Spawn(r) => AppliedCommand::Spawn {
+            entity: (*spawned.last()?)?,
+            types: (r.ops.types)(),
+        },
+        Command::Insert(_, r) => {
+            let (entity, before) = before?;
+            AppliedCommand::Insert {
+                entity,
+                before,
+                types: (r.ops.types)(),
+            }
+        }
+        Command::Remove(..) => {
+            let (entity, before) = before?;
+            AppliedCommand::Remove { entity, before }
+        }
+        Command::Despawn(_) => {
+            let (entity, before) = before?;
+            AppliedCommand::Despawn { entity, before }
+        }
+    })
 }
 
 /// The commands of an `apply` from `next` on, whose bundles are still in the arena: dropped

@@ -8,10 +8,11 @@
 //! compiler inlines the callback into and vectorises, compiled twice and picked at run time
 //! ([`RowPath`](crate::RowPath)).
 
-use freyr_core::{CommandBuffer, Entity, World};
+use freyr_core::{Entity, World};
 
 use crate::changed::{ArchetypeTicks, TickTerm};
 use crate::commands::EachContext;
+use crate::events::buffer::TaskOutput;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::iter::rows::fold_rows;
@@ -197,7 +198,7 @@ pub(crate) unsafe fn each_row_with<Q, F, V, C>(
     state: &QueryState<Q, F>,
     views: V::Fetch,
     (terms, tick): (&[TickTerm], u64),
-    commands: &mut CommandBuffer,
+    commands: &mut TaskOutput,
     f: &mut C,
 ) where
     Q: QueryData,

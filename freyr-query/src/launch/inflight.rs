@@ -39,7 +39,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use freyr_core::{ArchetypeId, CommandBuffer, ComponentId};
+use freyr_core::{ArchetypeId, ComponentId};
 use freyr_sched::ThreadPool;
 
 use crate::access::Access;
@@ -182,7 +182,8 @@ impl Launch {
 /// What a retired launch leaves behind.
 pub(crate) struct Retired {
     pub(crate) seq: u64,
-    pub(crate) commands: Vec<CommandBuffer>,
+    /// The tasks' commands and events, in task order.
+    pub(crate) commands: Vec<crate::events::buffer::TaskOutput>,
     pub(crate) wall: Duration,
     pub(crate) tasks: usize,
     pub(crate) label: Option<&'static str>,

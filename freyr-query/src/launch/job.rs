@@ -11,7 +11,7 @@
 //!  │ spans: first + [Span]       archetype pointer (into the        │
 //!  │                             registry's boxed world), column    │
 //!  │                             indices, first/last task index     │
-//!  │ slots:  TaskSlots<Slot> (n)  () | CommandBuffer | Option<A>     │
+//!  │ slots:  TaskSlots<Slot> (n)  () | TaskOutput | Option<A>       │
 //!  │ kernel: K                   the user's closure(s)              │
 //!  │ views:  V::Fetch            world / resource pointers          │
 //!  └────────────────────────────────────────────────────────────────┘
@@ -26,10 +26,11 @@
 
 use std::time::{Duration, Instant};
 
-use freyr_core::{CommandBuffer, Entity};
+use freyr_core::Entity;
 use freyr_sched::{IndexedJob, TaskGroup};
 
 use crate::commands::EachContext;
+use crate::events::buffer::TaskOutput;
 use crate::fetch::{ColumnPtr, QueryData};
 use crate::iter::rows::fold_rows;
 use crate::launch::callback::CallbackScope;
@@ -84,7 +85,7 @@ pub(crate) trait Kernel<Q: QueryData, V: ViewSet>: Send + Sync + 'static {
 
     /// Consumes the per-task outputs in task order at retirement and returns the command
     /// buffers to apply, in task order.
-    fn finish(self, slots: Vec<Self::Slot>) -> Vec<CommandBuffer>;
+    fn finish(self, slots: Vec<Self::Slot>) -> Vec<TaskOutput>;
 }
 
 /// Runs `body(rows, slot)` for tasks `*next..stop` of `run`, in order, with `slots[i]` for task
@@ -142,7 +143,7 @@ where
         unsafe { plain_tasks::<Q, F>(&self.0, run, slots, next, stop) }
     }
 
-    fn finish(self, _slots: Vec<()>) -> Vec<CommandBuffer> {
+    fn finish(self, _slots: Vec<()>) -> Vec<TaskOutput> {
         Vec::new()
     }
 }
@@ -156,14 +157,14 @@ where
     V: ViewSet,
     F: for<'w> Fn(Entity, Q::Item<'w>, &mut EachContext<'w, V>) + Send + Sync + 'static,
 {
-    type Slot = CommandBuffer;
+    type Slot = TaskOutput;
 
     #[inline]
     unsafe fn run_tasks(
         &self,
         run: &TaskRun<RunPtrs<Q>>,
         views: V::Fetch,
-        slots: &TaskSlots<CommandBuffer>,
+        slots: &TaskSlots<TaskOutput>,
         next: &mut usize,
         stop: usize,
     ) {
@@ -171,7 +172,7 @@ where
         unsafe { context_tasks::<Q, V, F>(&self.0, run, views, slots, next, stop) }
     }
 
-    fn finish(self, slots: Vec<CommandBuffer>) -> Vec<CommandBuffer> {
+    fn finish(self, slots: Vec<TaskOutput>) -> Vec<TaskOutput> {
         slots
     }
 }
@@ -209,7 +210,7 @@ where
         unsafe { reduce_tasks::<Q, A, I, Fo>(&self.identity, &self.fold, run, slots, next, stop) }
     }
 
-    fn finish(self, slots: Vec<Option<A>>) -> Vec<CommandBuffer> {
+    fn finish(self, slots: Vec<Option<A>>) -> Vec<TaskOutput> {
         // `combine` (or `identity`) may panic: then the result is lost, and the slot says so
         // before the panic goes on (the values not combined yet drop with `slots`).
         let lost = LostOnUnwind(&self.out);
@@ -282,7 +283,7 @@ row_loop! {
         f: &F,
         run: &TaskRun<RunPtrs<Q>>,
         views: V::Fetch,
-        slots: &TaskSlots<CommandBuffer>,
+        slots: &TaskSlots<TaskOutput>,
         next: &mut usize,
         stop: usize,
     ) where {
@@ -555,8 +556,8 @@ pub(crate) trait ErasedJob: Send {
     /// The batch stamps of a traced launch (empty when not traced). Call only after the group
     /// completed.
     fn take_trace(&mut self) -> Vec<TaskSpan>;
-    /// Consumes the job after its group completed; returns its command buffers in chunk order.
-    fn finish(self: Box<Self>) -> Vec<CommandBuffer>;
+    /// Consumes the job after its group completed; returns its task outputs (commands and events) in chunk order.
+    fn finish(self: Box<Self>) -> Vec<TaskOutput>;
 }
 
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> ErasedJob for Job<Q, V, K> {
@@ -574,7 +575,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> ErasedJob for Job<Q, V, K> {
             .map_or_else(Vec::new, |t| t.spans.into_vec())
     }
 
-    fn finish(self: Box<Self>) -> Vec<CommandBuffer> {
+    fn finish(self: Box<Self>) -> Vec<TaskOutput> {
         let job = *self;
         job.kernel.finish(job.slots.into_vec())
     }

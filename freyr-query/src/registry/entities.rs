@@ -1,7 +1,9 @@
 //! The world through the registry: shared and exclusive access, spawning, despawning,
 //! inserting, removing and reading components, deferred destruction.
 
-use freyr_core::{Bundle, Component, ComponentError, Entity, NoSuchEntity, World};
+use freyr_core::{
+    AppliedCommand, Bundle, BundleTypes, Component, ComponentError, Entity, NoSuchEntity, World,
+};
 
 use crate::launch::inflight::OpAccess;
 
@@ -53,7 +55,12 @@ impl Registry {
     /// assert_eq!(registry.get::<f32>(e), Ok(&2.0));
     /// ```
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
-        self.world_mut().spawn(bundle)
+        let entity = self.world_mut().spawn(bundle);
+        self.after_direct(AppliedCommand::Spawn {
+            entity,
+            types: BundleTypes::of::<B>(),
+        });
+        entity
     }
 
     /// Spawns one entity per bundle now, filling chunks directly; returns them in order.
@@ -73,7 +80,14 @@ impl Registry {
     /// assert_eq!(registry.get::<u32>(es[2]), Ok(&2));
     /// ```
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
-        self.world_mut().spawn_batch(iter)
+        let entities = self.world_mut().spawn_batch(iter);
+        for &entity in &entities {
+            self.after_direct(AppliedCommand::Spawn {
+                entity,
+                types: BundleTypes::of::<B>(),
+            });
+        }
+        entities
     }
 
     /// Despawns `entity` now (waiting for all in-flight work first). See also
@@ -92,7 +106,12 @@ impl Registry {
     /// assert!(registry.despawn(e).is_err());
     /// ```
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
-        self.world_mut().despawn(entity)
+        let before = self.hook_before(entity);
+        self.world_mut().despawn(entity)?;
+        if let Some(before) = before {
+            self.after_direct(AppliedCommand::Despawn { entity, before });
+        }
+        Ok(())
     }
 
     /// Inserts `bundle` into `entity` now (waiting for all in-flight work first).
@@ -116,7 +135,16 @@ impl Registry {
     /// assert_eq!(registry.get::<u16>(e), Ok(&2));
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
-        self.world_mut().insert(entity, bundle)
+        let before = self.hook_before(entity);
+        self.world_mut().insert(entity, bundle)?;
+        if let Some(before) = before {
+            self.after_direct(AppliedCommand::Insert {
+                entity,
+                before,
+                types: BundleTypes::of::<B>(),
+            });
+        }
+        Ok(())
     }
 
     /// Removes the components of `B` from `entity` now (waiting for all in-flight work first).
@@ -140,7 +168,12 @@ impl Registry {
     /// assert!(registry.get::<u16>(e).is_err());
     /// ```
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
-        self.world_mut().remove::<B>(entity)
+        let before = self.hook_before(entity);
+        let removed = self.world_mut().remove::<B>(entity)?;
+        if let Some(before) = before {
+            self.after_direct(AppliedCommand::Remove { entity, before });
+        }
+        Ok(removed)
     }
 
     /// `entity`'s `T`. Waits only for in-flight work that writes `T` in `entity`'s archetype.

@@ -25,7 +25,9 @@ pub(crate) mod cache;
 mod deadlines;
 mod digest;
 mod entities;
+mod events;
 mod hashing;
+mod hooks;
 mod profile;
 mod pump;
 pub(crate) mod queries;
@@ -44,7 +46,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use freyr_core::{CommandBuffer, Entity, World};
+use freyr_core::{Entity, World};
 use freyr_sched::{ThreadPool, resolve_worker_count};
 use freyr_time::{Clock, DeadlineError, DeadlineStats, FixedStep};
 use hashbrown::HashMap;
@@ -123,11 +125,14 @@ pub struct Registry {
     /// The world, the resources, the pool and the in-flight launches, reachable only through
     /// the wait-before-access API (`world.rs`).
     sync: SyncedWorld,
-    /// Command buffers awaiting the next sync point, tagged with their launch number.
-    pending: Vec<(u64, Vec<CommandBuffer>)>,
+    /// Command buffers and events awaiting the next sync point, tagged with their launch
+    /// number.
+    pending: Vec<(u64, Vec<crate::events::buffer::TaskOutput>)>,
     queries: QueryCache,
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
+    /// The component hooks (`on_add`, `on_insert`, `on_remove`).
+    hooks: crate::hooks::Hooks,
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
@@ -417,6 +422,7 @@ impl Registry {
             queries: QueryCache::default(),
             systems: Default::default(),
             destroy_queue: Vec::new(),
+            hooks: crate::hooks::Hooks::default(),
             profiler,
             hashables: Hashables::default(),
             snapshot_types: Default::default(),

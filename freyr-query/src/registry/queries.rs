@@ -5,7 +5,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use freyr_core::{CommandBuffer, World};
+use freyr_core::World;
+
+use crate::events::buffer::TaskOutput;
 
 use crate::access::Access;
 use crate::changed::TickTerm;
@@ -117,7 +119,7 @@ impl Registry {
     pub(crate) fn run_with<Q: QueryData, F: QueryFilter, V: ViewSet>(
         &mut self,
         label: Option<&'static str>,
-        body: impl FnOnce(&World, &QueryState<Q, F>, V::Fetch, &mut CommandBuffer),
+        body: impl FnOnce(&World, &QueryState<Q, F>, V::Fetch, &mut TaskOutput),
     ) {
         let start = Instant::now();
         self.guard("Query::each_with");
@@ -129,7 +131,7 @@ impl Registry {
         let views = V::fetch(world, resources).unwrap_or_else(|e| panic!("freyr: {e}"));
         let seq = self.next_seq;
         self.next_seq += 1;
-        let mut commands = CommandBuffer::new();
+        let mut commands = TaskOutput::default();
         {
             let _scope = CallbackScope::enter(self.id);
             body(world, state, views, &mut commands);

@@ -4,7 +4,7 @@
 use core::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
-use freyr_core::NoSuchEntity;
+use freyr_core::{AppliedCommand, NoSuchEntity};
 
 use crate::first_panic::keep_first;
 use crate::launch::inflight::Retired;
@@ -14,7 +14,9 @@ use super::Registry;
 impl Registry {
     /// The explicit sync point: waits for all launched work, applies every recorded command in
     /// (launch, chunk, row, record) order, then destroys the entities queued by
-    /// [`destroy_entity`](Registry::destroy_entity).
+    /// [`destroy_entity`](Registry::destroy_entity), then runs the component
+    /// [hooks](crate::hooks) those operations triggered (and applies their commands), then
+    /// stores the sent [events](crate::Events) in the same order.
     ///
     /// # Panics
     ///
@@ -107,9 +109,9 @@ impl Registry {
         }
     }
 
-    /// Applies pending commands in launch order, then queued destructions. A panic (a
-    /// component's `Drop`) stops neither: every remaining command and destruction still runs,
-    /// and the first panic is returned.
+    /// Applies pending commands in launch order, then queued destructions, then the hooks they
+    /// triggered (in that order), then stores the events. A panic (a component's `Drop`, a hook)
+    /// stops none of it: everything remaining still runs, and the first panic is returned.
     fn apply_deferred(&mut self) -> Option<Box<dyn Any + Send>> {
         debug_assert_eq!(self.sync.in_flight(), 0);
         let mut pending = core::mem::take(&mut self.pending);
@@ -117,9 +119,16 @@ impl Registry {
         let world = self.sync.write(&self.profiler);
         let mut first_panic = None;
         let (mut applied, mut stale) = (0, 0);
+        let hooks = &self.hooks;
+        let mut log = crate::hooks::HookLog::new();
+        let mut observe = |w: &freyr_core::World, a: &AppliedCommand| hooks.observe(&mut log, w, a);
         for (_, buffers) in &mut pending {
             for buffer in buffers.iter_mut() {
-                let (report, panic) = buffer.try_apply(world);
+                let (report, panic) = if hooks.is_empty() {
+                    buffer.commands.try_apply(world)
+                } else {
+                    buffer.commands.try_apply_observed(world, &mut observe)
+                };
                 applied += report.applied;
                 stale += report.skipped_stale + report.skipped_missing;
                 if let Some(p) = panic {
@@ -130,7 +139,15 @@ impl Registry {
         self.profiler.record_commands(applied, stale);
         let (mut destroyed, mut stale) = (0, 0);
         for entity in self.destroy_queue.drain(..) {
-            match panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity))) {
+            let before = world
+                .entity_location(entity)
+                .filter(|_| !hooks.is_empty())
+                .map(|l| l.0);
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity)));
+            if let Some(before) = before {
+                observe(world, &AppliedCommand::Despawn { entity, before });
+            }
+            match outcome {
                 Ok(Ok(())) => destroyed += 1,
                 Ok(Err(NoSuchEntity(_))) => stale += 1,
                 // The entity is gone (a panicking `Drop` does not keep it alive).
@@ -141,6 +158,12 @@ impl Registry {
             }
         }
         self.profiler.record_destroyed(destroyed, stale);
+        if !log.is_empty()
+            && let Some(p) = self.hooks.run(&mut log, world)
+        {
+            keep_first(&mut first_panic, p);
+        }
+        self.store_pending_events(&mut pending);
         first_panic
     }
 }

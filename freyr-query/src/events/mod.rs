@@ -1,0 +1,213 @@
+//! Events: values sent from any callback and read by later systems, in the same deterministic
+//! order as commands.
+//!
+//! # Sending
+//!
+//! A callback sends with [`EachContext::send`](crate::EachContext::send) (in `each_with` and
+//! `each_async_with`), a system with [`Registry::send_event`](crate::Registry::send_event).
+//! Events travel with the commands of the same task: each task of an `each_async_with` call has
+//! its own buffer, and at the next sync point the buffers are moved into the store in
+//! (launch number, chunk index) order, each in send order — that is (launch, chunk, row, record)
+//! order, the order commands apply in, whatever the worker count. A direct
+//! [`send_event`](crate::Registry::send_event) takes the next launch number like an `each_with`
+//! call. Events become readable at that sync point (never while their task may still run).
+//!
+//! # Reading and retention
+//!
+//! A reader keeps its own [`EventCursor`] and reads with
+//! [`Registry::read_events`](crate::Registry::read_events): every event stored since its last
+//! read, in order, then the cursor moves past them. Events are double-buffered by tick: an event
+//! stored at a sync point of tick `T` ([`Registry::tick`](crate::Registry::tick)) can be read
+//! during ticks `T` and `T + 1` and is gone from tick `T + 2` on — a reader that runs every tick
+//! (in any phase) misses nothing. A reader that skipped ticks skips what expired.
+//!
+//! # Snapshots
+//!
+//! The store of `E` is the resource [`Events<E>`]; it is registered for snapshots when it is
+//! made (by [`Registry::add_event`](crate::Registry::add_event) or the first sync point that
+//! stores an `E`), which is why an event type is `Clone`. A restore brings back the unread events
+//! and the sequence numbers with them; keep reader cursors in a snapshot resource to rewind them
+//! too.
+//!
+//! # Panics
+//!
+//! A task that panics loses its events with its commands (the panic rule of
+//! [`commands`](crate::Commands)); the events of the other tasks are stored.
+
+pub(crate) mod buffer;
+
+/// Where a reader is in the stream of one event type: the sequence number of the next event it
+/// reads. [`EventCursor::default`] reads everything still kept.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{EventCursor, Registry};
+///
+/// #[derive(Clone, Debug, PartialEq)]
+/// struct Hit(u32);
+///
+/// let mut registry = Registry::with_workers(1);
+/// let mut cursor = EventCursor::default();
+/// registry.send_event(Hit(1));
+/// registry.execute_tasks();
+/// let read: Vec<Hit> = registry.read_events::<Hit>(&mut cursor).cloned().collect();
+/// assert_eq!(read, [Hit(1)]);
+/// assert_eq!(cursor.position(), 1);
+/// assert_eq!(registry.read_events::<Hit>(&mut cursor).count(), 0);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventCursor {
+    next: u64,
+}
+
+impl EventCursor {
+    /// A cursor at sequence number `position` (the number of events of its type stored before
+    /// the next one it reads).
+    pub fn at(position: u64) -> EventCursor {
+        EventCursor { next: position }
+    }
+
+    /// The sequence number of the next event this cursor reads.
+    pub fn position(&self) -> u64 {
+        self.next
+    }
+}
+
+/// The stored events of type `E`: a resource of the registry, double-buffered by tick (see the
+/// [module docs](self) for order and retention).
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{EventCursor, Events, Registry};
+///
+/// #[derive(Clone)]
+/// struct Ping;
+///
+/// let mut registry = Registry::with_workers(1);
+/// registry.add_event::<Ping>();
+/// registry.send_event(Ping);
+/// registry.send_event(Ping);
+/// registry.execute_tasks();
+/// let events = registry.resource::<Events<Ping>>().unwrap();
+/// assert_eq!(events.len(), 2);
+/// assert_eq!(events.sent(), 2);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Events<E> {
+    /// Events of tick `older_tick`, numbered from `older_start`.
+    older: Vec<E>,
+    older_start: u64,
+    older_tick: u64,
+    /// Events of tick `newer_tick`, numbered from `newer_start`.
+    newer: Vec<E>,
+    newer_start: u64,
+    newer_tick: u64,
+}
+
+impl<E> Default for Events<E> {
+    fn default() -> Self {
+        Events {
+            older: Vec::new(),
+            older_start: 0,
+            older_tick: 0,
+            newer: Vec::new(),
+            newer_start: 0,
+            newer_tick: 0,
+        }
+    }
+}
+
+impl<E> Events<E> {
+    /// Number of events held (readable or not yet dropped).
+    pub fn len(&self) -> usize {
+        self.older.len() + self.newer.len()
+    }
+
+    /// Whether no event is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Number of events of this type stored so far: the sequence number the next one gets, and
+    /// the position of a cursor that has read everything.
+    pub fn sent(&self) -> u64 {
+        self.newer_start + self.newer.len() as u64
+    }
+
+    /// Appends `events`, stored at tick `tick`: the older half is dropped when `tick` is two or
+    /// more past it, and the newer half becomes the older one when `tick` moves on.
+    pub(crate) fn extend_at(&mut self, tick: u64, events: impl IntoIterator<Item = E>) {
+        if tick > self.newer_tick {
+            let next = self.sent();
+            if tick == self.newer_tick + 1 {
+                core::mem::swap(&mut self.older, &mut self.newer);
+                self.older_start = self.newer_start;
+                self.older_tick = self.newer_tick;
+            } else {
+                self.older.clear();
+                self.older_start = next;
+                self.older_tick = tick;
+            }
+            self.newer.clear();
+            self.newer_start = next;
+            self.newer_tick = tick;
+        }
+        self.newer.extend(events);
+    }
+
+    /// The events readable at tick `now` from `cursor` on, in order; moves `cursor` past the
+    /// last stored event. Events stored at tick `T` are readable while `now <= T + 1`.
+    pub fn read<'a>(
+        &'a self,
+        cursor: &mut EventCursor,
+        now: u64,
+    ) -> impl Iterator<Item = &'a E> + use<'a, E> {
+        let from = cursor.next;
+        cursor.next = cursor.next.max(self.sent());
+        let half = |events: &'a [E], start: u64, tick: u64| {
+            let live = tick.saturating_add(1) >= now;
+            let skip = from.saturating_sub(start).min(events.len() as u64) as usize;
+            if live { &events[skip..] } else { &[] }
+        };
+        half(&self.older, self.older_start, self.older_tick)
+            .iter()
+            .chain(half(&self.newer, self.newer_start, self.newer_tick))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn halves_rotate_and_expire_by_tick() {
+        let mut events = Events::default();
+        events.extend_at(0, [1, 2]);
+        events.extend_at(1, [3]);
+        let mut c = EventCursor::default();
+        assert_eq!(
+            events.read(&mut c, 1).copied().collect::<Vec<_>>(),
+            [1, 2, 3]
+        );
+        let mut c = EventCursor::default();
+        assert_eq!(events.read(&mut c, 2).copied().collect::<Vec<_>>(), [3]);
+        assert_eq!(c.position(), 3);
+        events.extend_at(3, [4]);
+        let mut c = EventCursor::at(1);
+        assert_eq!(events.read(&mut c, 3).copied().collect::<Vec<_>>(), [4]);
+        assert_eq!(events.len(), 1);
+    }
+
+    #[test]
+    fn a_cursor_reads_only_what_is_new() {
+        let mut events = Events::default();
+        events.extend_at(5, [1, 2, 3]);
+        let mut c = EventCursor::at(2);
+        assert_eq!(events.read(&mut c, 5).copied().collect::<Vec<_>>(), [3]);
+        assert_eq!(events.read(&mut c, 5).count(), 0);
+        events.extend_at(5, [4]);
+        assert_eq!(events.read(&mut c, 5).copied().collect::<Vec<_>>(), [4]);
+    }
+}
