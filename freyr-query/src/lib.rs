@@ -82,6 +82,8 @@ mod hash;
 mod hashable;
 mod iter;
 mod launch;
+#[cfg(feature = "persist")]
+pub mod persist;
 mod phase;
 mod profiler;
 mod query;
