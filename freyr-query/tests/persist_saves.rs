@@ -107,6 +107,7 @@ fn a_loaded_registry_goes_on_as_the_uninterrupted_run() {
 }
 
 #[test]
+#[cfg_attr(miri, ignore = "files are not available under Miri's isolation")]
 fn a_save_to_a_path_loads_back() {
     let dir = std::env::temp_dir().join(format!("freyr-persist-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -106,20 +106,20 @@ unsafe impl Send for ColumnValues {}
 
 impl ColumnValues {
     /// Takes `values`, in row order.
-    pub fn new<T: Component>(values: Vec<T>) -> ColumnValues {
-        let mut values = core::mem::ManuallyDrop::new(values);
-        let (ptr, len, cap) = (values.as_mut_ptr(), values.len(), values.capacity());
-        let address = ptr as usize;
+    pub fn new<T: Component>(mut values: Vec<T>) -> ColumnValues {
+        let (ptr, len) = (values.as_mut_ptr(), values.len());
         ColumnValues {
             type_id: TypeId::of::<T>(),
             len,
             size: size_of::<T>(),
             ptr: ptr.cast::<u8>(),
+            // Moving the `Vec` into the closure leaves its buffer (and `ptr`) where it is.
             finish: Box::new(move |moved| {
-                let ptr = address as *mut T;
-                // SAFETY: the parts of the `Vec` taken apart above, rebuilt once; if the values
-                // were moved out bitwise, length 0 frees the buffer without dropping them.
-                let values = unsafe { Vec::from_raw_parts(ptr, if moved { 0 } else { len }, cap) };
+                if moved {
+                    // SAFETY: the values were moved out bitwise; length 0 frees the buffer
+                    // without dropping them.
+                    unsafe { values.set_len(0) };
+                }
                 drop(values);
             }),
         }
