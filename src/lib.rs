@@ -167,6 +167,14 @@ pub mod snapshot {
     pub use freyr_query::{Snapshot, SnapshotError, SnapshotRing};
 }
 
+/// Saves, loads and entity export/import between registries (feature `persist`): the errors
+/// of [`Registry::save`] and [`Registry::load_into`], and the [`EntityMap`](persist::EntityMap)
+/// of [`Registry::import`]. See the guide's "Saves and handoff".
+#[cfg(feature = "persist")]
+pub mod persist {
+    pub use freyr_query::persist::{EntityMap, LoadError, RemapFn, SaveError};
+}
+
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for
 /// an enum, so a component joins [`Registry::world_hash`] without a hand-written impl.
 ///
@@ -241,6 +249,9 @@ mod guide {
     mod scheduler {}
     #[doc = include_str!("../docs/src/time.md")]
     mod time {}
+    #[cfg(feature = "persist")]
+    #[doc = include_str!("../docs/src/saves.md")]
+    mod saves {}
     #[doc = include_str!("../docs/src/change.md")]
     mod change {}
     #[doc = include_str!("../docs/src/events-hooks.md")]

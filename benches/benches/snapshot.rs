@@ -10,6 +10,9 @@
 //! - `memcpy_100k_x4`: a plain copy of the same 6.4 MB of component bytes, the floor of anything
 //!   that reads them all.
 //!
+//! - `save_1m_pos_vel`, `load_1m_pos_vel`, `export_1k_x4`, `import_1k_x4`: persistence (see
+//!   `persist_rows`).
+//!
 //! Run: `cargo bench -p freyr-benches --bench snapshot`.
 
 use std::hint::black_box;
@@ -68,7 +71,68 @@ fn snapshot(c: &mut Criterion) {
             black_box(&mut target);
         });
     });
+    persist_rows(&mut group);
     group.finish();
+}
+
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct Position([f32; 3]);
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct Velocity([f32; 3]);
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+struct Health(u32);
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+struct Tag(u64);
+
+fn persistent(registry: &mut Registry) {
+    registry.register_persistent::<Position>("bench.position", 1);
+    registry.register_persistent::<Velocity>("bench.velocity", 1);
+    registry.register_persistent::<Health>("bench.health", 1);
+    registry.register_persistent::<Tag>("bench.tag", 1);
+}
+
+/// Saves and loads: `save_1m_pos_vel` / `load_1m_pos_vel` (`Registry::save_to_vec` and
+/// `Registry::load_into` of 1M (Position, Velocity) entities, 24 MB of values),
+/// `export_1k_x4` / `import_1k_x4` (1,000 entities with four components each).
+fn persist_rows(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+    let mut big = Registry::with_workers(1);
+    persistent(&mut big);
+    big.spawn_batch((0..1_000_000u32).map(|i| (Position([i as f32; 3]), Velocity([1.0; 3]))));
+    group.bench_function("save_1m_pos_vel", |b| {
+        b.iter(|| black_box(big.save_to_vec().expect("every type is persistent")));
+    });
+    let save = big.save_to_vec().expect("every type is persistent");
+    let mut loaded = Registry::with_workers(1);
+    persistent(&mut loaded);
+    group.bench_function("load_1m_pos_vel", |b| {
+        b.iter(|| loaded.load_into(black_box(&save)).expect("a valid save"));
+    });
+    let mut small = Registry::with_workers(1);
+    persistent(&mut small);
+    let entities: Vec<_> = (0..1000u32)
+        .map(|i| {
+            small.spawn((
+                Position([0.0; 3]),
+                Velocity([1.0; 3]),
+                Health(i),
+                Tag(u64::from(i)),
+            ))
+        })
+        .collect();
+    group.bench_function("export_1k_x4", |b| {
+        b.iter(|| black_box(small.export(black_box(&entities)).expect("a quiet point")));
+    });
+    let bytes = small.export(&entities).expect("a quiet point");
+    let mut target = Registry::with_workers(1);
+    persistent(&mut target);
+    group.bench_function("import_1k_x4", |b| {
+        b.iter(|| {
+            let map = target.import(black_box(&bytes)).expect("a valid export");
+            for &(_, new) in map.pairs() {
+                target.despawn(new).expect("just imported");
+            }
+        });
+    });
 }
 
 criterion_group!(benches, snapshot);

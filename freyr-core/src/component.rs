@@ -82,7 +82,7 @@ pub struct ComponentInfo {
 }
 
 impl ComponentInfo {
-    fn of<T: Component>(id: ComponentId) -> ComponentInfo {
+    pub(crate) fn of<T: Component>(id: ComponentId) -> ComponentInfo {
         ComponentInfo {
             id,
             type_id: TypeId::of::<T>(),
@@ -185,7 +185,7 @@ pub(crate) const COMPONENT_LIMIT: u64 = 1 << 32;
 ///
 /// # Panics
 /// When `count` is [`COMPONENT_LIMIT`].
-fn fresh_component_id(count: usize) -> ComponentId {
+pub(crate) fn fresh_component_id(count: usize) -> ComponentId {
     match u32::try_from(count) {
         Ok(id) => ComponentId(id),
         Err(_) => panic!(

@@ -157,10 +157,10 @@ fn index_space_exhausted(in_use: usize, more: usize) -> ! {
 }
 
 /// Row bits of a live slot (`CHUNK_CAPACITY == 512 == 1 << ROW_BITS`).
-const ROW_BITS: u32 = 9;
+pub(crate) const ROW_BITS: u32 = 9;
 const ROW_MASK: u32 = (1 << ROW_BITS) - 1;
 /// Set in a free (or retired) slot.
-const FREE: u32 = 1 << 31;
+pub(crate) const FREE: u32 = 1 << 31;
 /// Global chunk ids must fit in the 22 bits between the FREE flag and the row.
 pub(crate) const MAX_CHUNKS: usize = 1 << (31 - ROW_BITS);
 

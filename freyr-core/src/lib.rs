@@ -64,6 +64,8 @@ mod component;
 mod edges;
 mod entity;
 mod error;
+#[cfg(feature = "serde")]
+mod persist;
 mod recorded;
 pub mod snapshot;
 mod ticks;

@@ -85,6 +85,8 @@ mod hashable;
 pub mod hooks;
 mod iter;
 mod launch;
+#[cfg(feature = "persist")]
+pub mod persist;
 mod phase;
 mod profiler;
 mod query;

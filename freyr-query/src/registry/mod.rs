@@ -28,6 +28,8 @@ mod entities;
 mod events;
 mod hashing;
 mod hooks;
+#[cfg(feature = "persist")]
+mod persist;
 mod profile;
 mod pump;
 pub(crate) mod queries;
@@ -138,6 +140,9 @@ pub struct Registry {
     hashables: Hashables,
     /// The component and resource types a snapshot copies, and those it leaves out.
     snapshot_types: crate::snapshot::SnapshotRegistry,
+    /// The component types saves and exports write, by persistent name.
+    #[cfg(feature = "persist")]
+    persist_types: crate::persist::PersistTypes,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
@@ -426,6 +431,8 @@ impl Registry {
             profiler,
             hashables: Hashables::default(),
             snapshot_types: Default::default(),
+            #[cfg(feature = "persist")]
+            persist_types: Default::default(),
             tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,

@@ -299,7 +299,7 @@ impl Registry {
     }
 
     /// Refuses a snapshot or restore that is not at a quiet point.
-    fn check_quiet(&self) -> Result<(), SnapshotError> {
+    pub(super) fn check_quiet(&self) -> Result<(), SnapshotError> {
         if self.in_update {
             return Err(SnapshotError::InsideUpdate);
         }
