@@ -233,6 +233,7 @@ impl Registry {
             (image.ops.save)(resources, &mut image.value);
         }
         snapshot.tick = self.time.tick;
+        self.note_snapshot_tick(snapshot.tick);
         snapshot.complete = true;
         Ok(())
     }
@@ -274,6 +275,7 @@ impl Registry {
         if !snapshot.is_complete() {
             return Err(SnapshotError::Incomplete);
         }
+        self.check_rewind_jobs(snapshot.tick);
         let world = snapshot.world.restore(&OnPool(self.sync.pool()));
         // Every clone first, so a panicking `Clone` changes nothing.
         let values: Vec<Option<AnyResource>> = snapshot
