@@ -39,6 +39,9 @@ struct Pending<R> {
 /// A delivered job's result, kept for a re-delivery after a [`rewind`](DeadlineScheduler::rewind).
 type Outcome<R> = Result<R, JobPanic>;
 
+/// Copies a kept result (`Clone::clone`, bound where `R: Clone` is known).
+type Cloner<R> = fn(&Outcome<R>) -> Outcome<R>;
+
 static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 
 /// Deadline jobs with a fixed latency of `K` ticks.
@@ -96,7 +99,7 @@ pub struct DeadlineScheduler<R> {
     /// Results due at or after this tick are kept (`u64::MAX`: none).
     keep_from: u64,
     /// Copies a result into `kept`; set by [`keep_results_from`](Self::keep_results_from).
-    cloner: Option<fn(&Outcome<R>) -> Outcome<R>>,
+    cloner: Option<Cloner<R>>,
     /// The highest tick passed to [`confirm`](Self::confirm).
     confirmed: Option<u64>,
 }
