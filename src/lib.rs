@@ -239,6 +239,8 @@ mod guide {
     mod scheduler {}
     #[doc = include_str!("../docs/src/time.md")]
     mod time {}
+    #[doc = include_str!("../docs/src/snapshots.md")]
+    mod snapshots {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
     #[doc = include_str!("../docs/src/server-tick.md")]
