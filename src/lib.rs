@@ -249,6 +249,8 @@ mod guide {
     mod scheduler {}
     #[doc = include_str!("../docs/src/time.md")]
     mod time {}
+    #[doc = include_str!("../docs/src/snapshots.md")]
+    mod snapshots {}
     #[cfg(feature = "persist")]
     #[doc = include_str!("../docs/src/saves.md")]
     mod saves {}

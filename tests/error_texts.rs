@@ -180,6 +180,20 @@ fn every_error_text_follows_the_convention() {
                 now: 3,
             }),
         ),
+        (
+            "DeadlineError::RewindBeforeConfirmed",
+            Box::new(DeadlineError::RewindBeforeConfirmed {
+                tick: 2,
+                confirmed: 5,
+            }),
+        ),
+        (
+            "DeadlineError::ResultsNotKept",
+            Box::new(DeadlineError::ResultsNotKept {
+                tick: 2,
+                kept_from: 4,
+            }),
+        ),
     ];
     let bad = GovernorParams {
         min_load_factor: 1.5,

@@ -8,45 +8,133 @@
 //! - `world_hash_100k_x4`: [`Registry::world_hash_all`] of the same world (FNV-1a, one byte at a
 //!   time, one `get` per entity per type), for comparison;
 //! - `memcpy_100k_x4`: a plain copy of the same 6.4 MB of component bytes, the floor of anything
-//!   that reads them all.
+//!   that reads them all;
+//! - `snapshot_100k_x4_1t` / `snapshot_100k_x4_all`: [`Registry::snapshot_into`] of the same
+//!   world (the four types registered with `register_snapshot_copy`), into a warm snapshot, on a
+//!   registry of 1 worker and of one worker per CPU (target: ≤ 1.5x `memcpy_100k_x4`);
+//! - `restore_100k_x4_1t` / `restore_100k_x4_all`: [`Registry::restore`] of that snapshot
+//!   (target: ≤ 1.5x `memcpy_100k_x4`);
+//! - with `--features compare`, `bevy_copy_100k_x4`: bevy_ecs's closest equivalent, copying the
+//!   same four components of every entity into a second world (what a bevy rollback plugin
+//!   does per frame, there into maps).
 //!
 //! - `save_1m_pos_vel`, `load_1m_pos_vel`, `export_1k_x4`, `import_1k_x4`: persistence (see
 //!   `persist_rows`).
 //!
-//! Run: `cargo bench -p freyr-benches --bench snapshot`.
+//! Run: `cargo bench -p freyr-benches --bench snapshot [--features compare]`.
 
 use std::hint::black_box;
 use std::time::Duration;
 
+use criterion::measurement::WallTime;
 use criterion::{Criterion, criterion_group, criterion_main};
+use freyr::snapshot::Snapshot;
 use freyr::{Registry, StableHash};
 
 #[derive(StableHash, Clone, Copy)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 struct A([u32; 4]);
 #[derive(StableHash, Clone, Copy)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 struct B([f32; 4]);
 #[derive(StableHash, Clone, Copy)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 struct C([u64; 2]);
 #[derive(StableHash, Clone, Copy)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 struct D([i32; 4]);
 
 const ENTITIES: u32 = 100_000;
 
+fn row(i: u32) -> (A, B, C, D) {
+    (
+        A([i; 4]),
+        B([i as f32; 4]),
+        C([u64::from(i); 2]),
+        D([i as i32; 4]),
+    )
+}
+
 fn world() -> Registry {
-    let mut registry = Registry::with_workers(1);
+    world_on(1)
+}
+
+/// The world on a registry of `workers` workers (0: one per CPU), registered for hashing and
+/// for snapshots (plain copies).
+fn world_on(workers: usize) -> Registry {
+    let mut registry = if workers == 0 {
+        Registry::new()
+    } else {
+        Registry::with_workers(workers)
+    };
+    registry.register_snapshot_copy::<A>();
+    registry.register_snapshot_copy::<B>();
+    registry.register_snapshot_copy::<C>();
+    registry.register_snapshot_copy::<D>();
     registry.register_hashable::<A>();
     registry.register_hashable::<B>();
     registry.register_hashable::<C>();
     registry.register_hashable::<D>();
-    registry.spawn_batch((0..ENTITIES).map(|i| {
-        (
-            A([i; 4]),
-            B([i as f32; 4]),
-            C([u64::from(i); 2]),
-            D([i as i32; 4]),
-        )
-    }));
+    registry.spawn_batch((0..ENTITIES).map(row));
     registry
+}
+
+/// Snapshot and restore of the world on `workers` workers, named `label`.
+fn snapshot_restore(
+    group: &mut criterion::BenchmarkGroup<'_, WallTime>,
+    workers: usize,
+    label: &str,
+) {
+    let mut registry = world_on(workers);
+    let mut snapshot = Snapshot::new();
+    registry
+        .snapshot_into(&mut snapshot)
+        .expect("every type is registered");
+    group.bench_function(format!("snapshot_100k_x4_{label}"), |b| {
+        b.iter(|| {
+            registry
+                .snapshot_into(&mut snapshot)
+                .expect("every type is registered");
+            black_box(&snapshot);
+        });
+    });
+    group.bench_function(format!("restore_100k_x4_{label}"), |b| {
+        b.iter(|| {
+            registry
+                .restore(black_box(&snapshot))
+                .expect("a complete snapshot")
+        });
+    });
+}
+
+#[cfg(feature = "compare")]
+mod bevy_peer {
+    use super::*;
+    use bevy_ecs::world::World;
+
+    /// Two worlds of the same entities: the live one and the copy.
+    pub fn worlds() -> (World, World) {
+        let mut live = World::new();
+        live.spawn_batch((0..ENTITIES).map(row));
+        let mut copy = World::new();
+        copy.spawn_batch((0..ENTITIES).map(|_| row(0)));
+        (live, copy)
+    }
+
+    /// Copies the four components of every entity of `live` into `copy`, row by row.
+    #[inline(never)]
+    pub fn copy_into(live: &mut World, copy: &mut World) {
+        let mut from = live.query::<(&A, &B, &C, &D)>();
+        let mut to = copy.query::<(&mut A, &mut B, &mut C, &mut D)>();
+        for ((a, b, c, d), (mut a2, mut b2, mut c2, mut d2)) in
+            from.iter(live).zip(to.iter_mut(copy))
+        {
+            *a2 = *a;
+            *b2 = *b;
+            *c2 = *c;
+            *d2 = *d;
+        }
+    }
 }
 
 fn snapshot(c: &mut Criterion) {
@@ -71,6 +159,15 @@ fn snapshot(c: &mut Criterion) {
             black_box(&mut target);
         });
     });
+    snapshot_restore(&mut group, 1, "1t");
+    snapshot_restore(&mut group, 0, "all");
+    #[cfg(feature = "compare")]
+    {
+        let (mut live, mut copy) = bevy_peer::worlds();
+        group.bench_function("bevy_copy_100k_x4", |b| {
+            b.iter(|| bevy_peer::copy_into(&mut live, &mut copy));
+        });
+    }
     persist_rows(&mut group);
     group.finish();
 }

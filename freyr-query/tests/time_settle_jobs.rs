@@ -15,7 +15,9 @@ static DROPPED: [AtomicUsize; 3] = [
     AtomicUsize::new(0),
 ];
 
-/// A job result whose `Drop` counts itself, then panics.
+/// A job result whose `Drop` counts itself, then panics. (`Clone` as every registry job
+/// result is, for a rollback's re-delivery; with no snapshot taken nothing is ever copied.)
+#[derive(Clone)]
 struct Nasty(usize);
 
 impl Drop for Nasty {

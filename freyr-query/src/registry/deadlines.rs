@@ -3,6 +3,7 @@
 //! any system, in registration order of the result types and request order within one.
 
 use core::any::{Any, TypeId};
+use core::sync::atomic::Ordering;
 use std::panic::{self, AssertUnwindSafe};
 
 use freyr_sched::ThreadPool;
@@ -19,7 +20,7 @@ struct Typed<R> {
     ready: Vec<Delivered<R>>,
 }
 
-impl<R: Send + 'static> ErasedScheduler for Typed<R> {
+impl<R: Clone + Send + 'static> ErasedScheduler for Typed<R> {
     fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError> {
         let ready = &mut self.ready;
         self.jobs.collect(pool, now, |done| ready.push(done))
@@ -44,6 +45,22 @@ impl<R: Send + 'static> ErasedScheduler for Typed<R> {
                 panic::resume_unwind(first.expect("a payload was just kept"))
             }
         }
+    }
+
+    fn keep_results_from(&mut self, tick: u64) {
+        self.jobs.keep_results_from(tick);
+    }
+
+    fn rewind(&mut self, pool: &ThreadPool, tick: u64) -> Result<usize, DeadlineError> {
+        self.jobs.rewind(pool, tick)
+    }
+
+    fn confirm(&mut self, tick: u64) -> usize {
+        self.jobs.confirm(tick)
+    }
+
+    fn check_rewind(&self, tick: u64) -> Result<(), DeadlineError> {
+        self.jobs.check_rewind(tick)
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -81,6 +98,11 @@ impl Registry {
     /// job and the tasks helped are recorded in [`ProfileReport::time`](crate::ProfileReport)).
     /// A job that panicked is delivered as `Err(JobPanic)` in its place. K never adapts to the
     /// machine's speed.
+    ///
+    /// `R: Clone` so that a rollback can deliver a result again: from the first snapshot on,
+    /// the registry keeps a copy of each delivered result until its due tick is confirmed
+    /// ([`confirm_tick`](Registry::confirm_tick)); see [`restore`](Registry::restore). (Wrap a
+    /// result that is costly to copy in an `Arc`.)
     ///
     /// Result types are collected in the order they were registered. If an `apply` call
     /// panics, every other delivery of the tick is still applied (each exactly once, at its
@@ -122,7 +144,7 @@ impl Registry {
     /// registry.update(0.1); // tick 2 = 0 + K: applied before its systems
     /// assert_eq!(registry.get::<Score>(e).unwrap().0, 6);
     /// ```
-    pub fn add_deadline_jobs<R: Send + 'static>(
+    pub fn add_deadline_jobs<R: Clone + Send + 'static>(
         &mut self,
         latency: u64,
         apply: impl FnMut(&mut Registry, Delivered<R>) + Send + 'static,
@@ -143,6 +165,10 @@ impl Registry {
         deadlines
             .index
             .insert(TypeId::of::<R>(), deadlines.schedulers.len());
+        let keep_from = deadlines.keep_from.load(Ordering::Relaxed);
+        if keep_from != u64::MAX {
+            jobs.keep_results_from(keep_from);
+        }
         deadlines.schedulers.push(Box::new(Typed {
             jobs,
             ready: Vec::new(),
@@ -283,14 +309,21 @@ impl Registry {
         if self.time.deadlines.schedulers.is_empty() {
             return;
         }
+        self.hand_over_keep_from();
         let now = self.time.tick;
         let pool = self.sync.pool();
+        let mut refused = None;
         for scheduler in &mut self.time.deadlines.schedulers {
+            // The registry collects every tick, with its own pool, at its own tick number,
+            // and a restore rewinds every scheduler to the restored tick: a refusal is a
+            // broken invariant, reported after the other types were collected.
             match scheduler.collect(pool, now) {
                 Ok(report) => self.time.stats.deadlines.add(&report),
-                // The registry collects every tick, with its own pool, at its own tick number.
-                Err(error) => unreachable!("freyr: deadline collect failed: {error}"),
+                Err(error) => refused = refused.or(Some(error)),
             }
+        }
+        if let Some(error) = refused {
+            panic!("freyr: a deadline collect at tick {now} was refused: {error}");
         }
         let mut appliers = core::mem::take(&mut self.time.deadlines.appliers);
         let mut first_panic = None;
@@ -305,6 +338,120 @@ impl Registry {
         if let Some(payload) = first_panic {
             panic::resume_unwind(payload);
         }
+    }
+
+    /// Hands the lowest snapshot tick noted (raised by confirmations) to every scheduler: they
+    /// keep copies of the results due from it on.
+    fn hand_over_keep_from(&mut self) {
+        let deadlines = &mut self.time.deadlines;
+        let tick = deadlines.keep_from.load(Ordering::Relaxed);
+        if tick != u64::MAX {
+            for scheduler in &mut deadlines.schedulers {
+                scheduler.keep_results_from(tick);
+            }
+        }
+    }
+
+    /// Notes that a snapshot of tick `tick` was taken: deadline results due from it on are
+    /// kept from now on, for a restore to it.
+    pub(crate) fn note_snapshot_tick(&self, tick: u64) {
+        self.time
+            .deadlines
+            .keep_from
+            .fetch_min(tick, Ordering::Relaxed);
+    }
+
+    /// The deadline part of a restore to tick `tick` (see [`Registry::restore`]): every
+    /// scheduler delivers again, at their due ticks, the jobs requested before `tick` and due
+    /// at or after it, and discards those requested at or after it.
+    ///
+    /// # Panics
+    ///
+    /// If a scheduler refuses, which [`check_rewind_jobs`](Registry::check_rewind_jobs) rules
+    /// out before a restore changes anything.
+    pub(crate) fn rewind_jobs(&mut self, tick: u64) {
+        self.hand_over_keep_from();
+        let pool = self.sync.pool();
+        let deadlines = &mut self.time.deadlines;
+        deadlines.rewinds += 1;
+        for scheduler in &mut deadlines.schedulers {
+            if let Err(error) = scheduler.rewind(pool, tick) {
+                panic!("freyr: the deadline jobs cannot go back to tick {tick}: {error}");
+            }
+        }
+    }
+
+    /// Panics, before a restore changes anything, if the deadline jobs cannot go back to
+    /// `tick`: it is before a confirmed tick, or (a snapshot of another registry) before the
+    /// tick from which delivered results were kept.
+    pub(crate) fn check_rewind_jobs(&mut self, tick: u64) {
+        self.hand_over_keep_from();
+        for scheduler in &self.time.deadlines.schedulers {
+            if let Err(error) = scheduler.check_rewind(tick) {
+                panic!("freyr: Registry::restore to tick {tick}: {error}");
+            }
+        }
+    }
+
+    /// Confirms the ticks before `tick`: no [`restore`](Registry::restore) goes back before
+    /// `tick` any more, so the copies of deadline results due before it, kept for a
+    /// re-delivery after a restore, are dropped. A rollback loop calls it with its oldest
+    /// snapshot's tick each time that advances (a snapshot ring's oldest tick). Returns how
+    /// many results were dropped.
+    ///
+    /// Results are kept only once a snapshot was taken: a registry that never snapshots keeps
+    /// nothing and need not confirm.
+    ///
+    /// # Panics
+    ///
+    /// From inside a query callback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    /// use freyr::time::deadline::Delivered;
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.add_deadline_jobs(1, |_: &mut Registry, _: Delivered<u32>| {}).unwrap();
+    /// let _snapshot = registry.snapshot().unwrap(); // tick 0: results are kept from now on
+    /// registry.request_job((), |()| 7u32).unwrap();
+    /// registry.update(0.1);
+    /// registry.update(0.1); // delivered at tick 1, a copy kept
+    /// assert_eq!(registry.confirm_tick(2), 1);
+    /// ```
+    pub fn confirm_tick(&mut self, tick: u64) -> usize {
+        self.guard("Registry::confirm_tick");
+        self.hand_over_keep_from();
+        let deadlines = &mut self.time.deadlines;
+        let keep_from = deadlines.keep_from.get_mut();
+        if *keep_from != u64::MAX {
+            *keep_from = (*keep_from).max(tick);
+        }
+        deadlines
+            .schedulers
+            .iter_mut()
+            .map(|scheduler| scheduler.confirm(tick))
+            .sum()
+    }
+
+    /// How many times this registry was [`restore`](Registry::restore)d. A system that keeps
+    /// an [`AsyncPump`](freyr_time::AsyncPump) compares it with the count it saw last and
+    /// [`invalidate`](freyr_time::AsyncPump::invalidate)s the pump when it moved: the pump is
+    /// not rewindable (its epoch only moves forward), and a result launched before a restore
+    /// is then discarded as stale instead of applied to the restored world.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let snapshot = registry.snapshot().unwrap();
+    /// registry.restore(&snapshot).unwrap();
+    /// assert_eq!(registry.rewinds(), 1);
+    /// ```
+    #[must_use]
+    pub fn rewinds(&self) -> u64 {
+        self.time.deadlines.rewinds
     }
 
     fn scheduler_index<R: 'static>(&self) -> usize {

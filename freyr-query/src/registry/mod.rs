@@ -271,7 +271,6 @@ pub struct TickTiming {
 
 /// The registry's deadline schedulers, one per result type, and their apply callbacks (kept
 /// apart so an apply callback may request new jobs).
-#[derive(Default)]
 pub(crate) struct Deadlines {
     schedulers: Vec<Box<dyn ErasedScheduler>>,
     /// `appliers[i]` applies `schedulers[i]`'s deliveries; taken out while they run.
@@ -279,11 +278,34 @@ pub(crate) struct Deadlines {
     index: HashMap<TypeId, usize>,
     /// Whether [`Registry::settle_jobs`] ran: schedulers registered later are born settled.
     settled: bool,
+    /// The lowest tick a snapshot was taken at (`u64::MAX`: none yet), noted by `snapshot`
+    /// (which holds `&self`) and handed to the schedulers at the next collect or restore:
+    /// delivered results due from it on are kept for a re-delivery after a restore.
+    keep_from: core::sync::atomic::AtomicU64,
+    /// How many times the registry was restored (see [`Registry::rewinds`]).
+    rewinds: u64,
 }
+impl Default for Deadlines {
+    fn default() -> Self {
+        Deadlines {
+            schedulers: Vec::new(),
+            appliers: Vec::new(),
+            index: HashMap::new(),
+            settled: false,
+            keep_from: core::sync::atomic::AtomicU64::new(u64::MAX),
+            rewinds: 0,
+        }
+    }
+}
+
 /// A scheduler of some result type, and the deliveries of its last collect.
 trait ErasedScheduler: Send {
     fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError>;
     fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError>;
+    fn keep_results_from(&mut self, tick: u64);
+    fn rewind(&mut self, pool: &ThreadPool, tick: u64) -> Result<usize, DeadlineError>;
+    fn confirm(&mut self, tick: u64) -> usize;
+    fn check_rewind(&self, tick: u64) -> Result<(), DeadlineError>;
     fn as_any_mut(&mut self) -> &mut dyn Any;
     fn as_any(&self) -> &dyn Any;
 }

@@ -233,6 +233,7 @@ impl Registry {
             (image.ops.save)(resources, &mut image.value);
         }
         snapshot.tick = self.time.tick;
+        self.note_snapshot_tick(snapshot.tick);
         snapshot.complete = true;
         Ok(())
     }
@@ -240,9 +241,12 @@ impl Registry {
     /// Puts the registry back to the moment of `snapshot`: the world (a new world, with a fresh
     /// identity: every query cache rebuilds, including [`QueryState`](crate::QueryState)s held
     /// outside), the [`tick`](Registry::tick), and the resources registered when the snapshot
-    /// was taken (others are left as they are). The copying runs on the registry's pool. Not
-    /// rewound: systems and what they hold (async pumps, their epochs), the profiler, the
-    /// fixed-step clock, launch numbers and other never-reissued counters.
+    /// was taken (others are left as they are). The copying runs on the registry's pool. The
+    /// deadline jobs go back with the tick: a job requested before it and due at or after it
+    /// is delivered again at its due tick (same ticket, same result), a later one is
+    /// discarded (see [`confirm_tick`](Registry::confirm_tick)). Not rewound: systems and
+    /// what they hold (async pumps, their epochs: see [`rewinds`](Registry::rewinds)), the
+    /// profiler, the fixed-step clock, launch numbers and other never-reissued counters.
     ///
     /// # Errors
     ///
@@ -251,7 +255,9 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// From inside a query callback of this registry. Re-raises a panic of a `Clone` while
+    /// From inside a query callback of this registry; before anything changes, if the
+    /// snapshot's tick is before a confirmed tick ([`confirm_tick`](Registry::confirm_tick)).
+    /// Re-raises a panic of a `Clone` while
     /// copying out of the snapshot (the registry is then unchanged), or of a `Drop` of the
     /// replaced world's values or resources (the registry is then fully restored).
     ///
@@ -274,6 +280,7 @@ impl Registry {
         if !snapshot.is_complete() {
             return Err(SnapshotError::Incomplete);
         }
+        self.check_rewind_jobs(snapshot.tick);
         let world = snapshot.world.restore(&OnPool(self.sync.pool()));
         // Every clone first, so a panicking `Clone` changes nothing.
         let values: Vec<Option<AnyResource>> = snapshot

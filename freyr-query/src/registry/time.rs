@@ -364,12 +364,15 @@ impl Registry {
     }
 
     /// The hook a restore calls once the world and resources are back: the tick number goes
-    /// back to the snapshot's `tick` (the next tick to run). Time state that is not rewound
-    /// (telemetry, the fixed-step accumulator and gates, deadline jobs) is left as it is; this
-    /// is the one place a restore tells the time tools which tick the registry returned to.
+    /// back to the snapshot's `tick` (the next tick to run), and the deadline jobs with it
+    /// (jobs requested before `tick` are delivered again at their due ticks, later ones are
+    /// discarded). Time state that is not rewound (telemetry, the fixed-step accumulator and
+    /// gates) is left as it is; this is the one place a restore tells the time tools which
+    /// tick the registry returned to.
     pub(crate) fn rewind_time(&mut self, tick: u64) {
         self.time.tick = tick;
         self.sync.set_change_tick(tick);
+        self.rewind_jobs(tick);
     }
 
     /// Closes the tick that started at `start`: records its timing; the next one gets the next

@@ -47,6 +47,23 @@ pub enum DeadlineError {
         /// The tick `collect` was called with.
         now: u64,
     },
+    /// A [`rewind`](crate::DeadlineScheduler::rewind) to a tick before one passed to
+    /// [`confirm`](crate::DeadlineScheduler::confirm): the results it would deliver again
+    /// are gone.
+    RewindBeforeConfirmed {
+        /// The tick asked for.
+        tick: u64,
+        /// The highest confirmed tick.
+        confirmed: u64,
+    },
+    /// A [`rewind`](crate::DeadlineScheduler::rewind) that may need a delivered result of
+    /// which no copy was kept.
+    ResultsNotKept {
+        /// The tick asked for.
+        tick: u64,
+        /// The tick from which results are kept (`u64::MAX`: none).
+        kept_from: u64,
+    },
 }
 
 impl fmt::Display for DeadlineError {
@@ -85,6 +102,18 @@ impl fmt::Display for DeadlineError {
                 f,
                 "job {job} was due at tick {due} but collect was first called at tick \
                  {now}; call collect once on every tick, at the same point of the tick"
+            ),
+            DeadlineError::RewindBeforeConfirmed { tick, confirmed } => write!(
+                f,
+                "cannot rewind the deadline jobs to tick {tick}: ticks before {confirmed} \
+                 were confirmed and their kept results dropped; confirm only ticks no \
+                 rollback goes back to"
+            ),
+            DeadlineError::ResultsNotKept { tick, kept_from } => write!(
+                f,
+                "cannot rewind the deadline jobs to tick {tick}: results are kept only \
+                 from tick {kept_from}; call keep_results_from({tick}) before tick {tick} \
+                 is collected (when its snapshot is taken)"
             ),
         }
     }

@@ -11,6 +11,7 @@
 //! different outcome. `K` is fixed at construction and never adapts.
 
 mod error;
+mod rewind;
 mod stats;
 mod ticket;
 
@@ -34,6 +35,12 @@ struct Pending<R> {
     ticket: JobTicket,
     job: PoolJob<R>,
 }
+
+/// A delivered job's result, kept for a re-delivery after a [`rewind`](DeadlineScheduler::rewind).
+type Outcome<R> = Result<R, JobPanic>;
+
+/// Copies a kept result (`Clone::clone`, bound where `R: Clone` is known).
+type Cloner<R> = fn(&Outcome<R>) -> Outcome<R>;
 
 static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 
@@ -86,6 +93,15 @@ pub struct DeadlineScheduler<R> {
     settled: bool,
     stats: DeadlineStats,
     last: DeadlineStats,
+    /// Delivered results kept for re-delivery, sorted by (due, id): those due at or after
+    /// `keep_from`, until [`confirm`](Self::confirm) drops them.
+    kept: VecDeque<(JobTicket, Outcome<R>)>,
+    /// Results due at or after this tick are kept (`u64::MAX`: none).
+    keep_from: u64,
+    /// Copies a result into `kept`; set by [`keep_results_from`](Self::keep_results_from).
+    cloner: Option<Cloner<R>>,
+    /// The highest tick passed to [`confirm`](Self::confirm).
+    confirmed: Option<u64>,
 }
 
 impl<R: Send + 'static> DeadlineScheduler<R> {
@@ -113,6 +129,10 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
             settled: false,
             stats: DeadlineStats::default(),
             last: DeadlineStats::default(),
+            kept: VecDeque::new(),
+            keep_from: u64::MAX,
+            cloner: None,
+            confirmed: None,
         })
     }
 
@@ -229,8 +249,16 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
                 now,
             });
         }
+        if self.collected == Some(now) {
+            self.last = DeadlineStats::default();
+            return Ok(self.last);
+        }
         self.collected = Some(now);
         let mut report = DeadlineStats::default();
+        // After a rewind, results delivered before it and due now come first: they were
+        // requested before the requests still pending for this tick (a tick's jobs are all
+        // delivered at once, so the two never share a request tick).
+        self.redeliver(now, &mut report, &mut apply);
         while self.pending.front().is_some_and(|p| p.ticket.due == now) {
             let Some(Pending { ticket, job }) = self.pending.pop_front() else {
                 break;
@@ -256,6 +284,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
             });
             report.applied += 1;
             report.panicked += u64::from(result.is_err());
+            self.keep(ticket, &result);
             apply(Delivered {
                 ticket,
                 result,
@@ -470,6 +499,8 @@ impl<R> fmt::Debug for DeadlineScheduler<R> {
             .field("pending", &self.pending.len())
             .field("collected", &self.collected)
             .field("settled", &self.settled)
+            .field("kept", &self.kept.len())
+            .field("confirmed", &self.confirmed)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }
