@@ -404,6 +404,28 @@ impl<C: Clock> FixedStep<C> {
         self.gates.remove(id)
     }
 
+    /// The latest clock reading the fixed step has taken (at construction or by
+    /// [`begin_frame`](Self::begin_frame); it never goes backwards), without reading the clock
+    /// again: a loop that replays a recorded clock sees exactly the readings it logged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr::time::{FixedStep, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let mut fixed = FixedStep::with_clock(Duration::from_millis(10), clock.clone()).unwrap();
+    /// clock.advance(Duration::from_millis(25));
+    /// assert_eq!(fixed.last_reading(), Duration::ZERO); // not read since construction
+    /// fixed.begin_frame();
+    /// assert_eq!(fixed.last_reading(), Duration::from_millis(25));
+    /// ```
+    #[must_use]
+    pub fn last_reading(&self) -> Duration {
+        Duration::from_nanos(self.last_read)
+    }
+
     /// The tick length.
     ///
     /// # Examples

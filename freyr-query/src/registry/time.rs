@@ -68,8 +68,8 @@ impl Registry {
         clock: impl Clock + Send + 'static,
     ) -> Result<(), FixedStepError> {
         let clock: BoxedClock = Box::new(clock);
-        let mut fixed = FixedStep::with_clock(dt, clock)?;
-        self.time.frame_read = fixed.clock_mut().now();
+        let fixed = FixedStep::with_clock(dt, clock)?;
+        self.time.frame_read = fixed.last_reading();
         self.time.fixed = Some(fixed);
         Ok(())
     }
@@ -102,7 +102,7 @@ impl Registry {
         self.time.fixed.as_mut()
     }
 
-    /// Runs one frame of the fixed-step loop: reads the clock (twice: the second reading is for
+    /// Runs one frame of the fixed-step loop: reads the clock once (that reading also anchors
     /// [`time_until_next_tick`](Registry::time_until_next_tick)), then runs
     /// [`update`](Registry::update) with the fixed `dt` for every whole tick due (at most the
     /// catch-up bound; the rest are dropped and counted), asking the gates before each tick (a
@@ -136,9 +136,10 @@ impl Registry {
         let fixed = self.fixed_or_panic("run_frame");
         fixed.set_next_tick(tick);
         fixed.begin_frame();
-        // For `time_until_next_tick`: the accumulator holds the time up to (about) this reading.
-        let read = fixed.clock_mut().now();
-        self.time.frame_read = read;
+        // For `time_until_next_tick`: the accumulator holds the time up to the frame's own
+        // reading. Taken from the fixed step, not read again: a replayed clock must see exactly
+        // one reading per frame, the one the recording logged.
+        self.time.frame_read = fixed.last_reading();
         let fixed = self.fixed_or_panic("run_frame");
         let dt = fixed.dt().as_secs_f32();
         // Counted before any tick runs, so a tick that panics loses no telemetry.
