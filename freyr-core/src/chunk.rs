@@ -371,7 +371,7 @@ impl ChunkTable {
         (self.entries.len(), &self.free)
     }
 
-    /// A table of `count` ids whose free list is `free`; every other id is a placeholder that
+    /// A table of `count` ids whose free list is `free`; every other id is an unused entry that
     /// [`ChunkList::push_slab_with_ids`] fills in. For restoring a snapshot.
     pub(crate) fn with_free_ids(count: usize, free: &[u32]) -> ChunkTable {
         let unused = ChunkEntry {

@@ -13,6 +13,7 @@
 /// let cell = freyr_sync::UnsafeCell::new(1_u8);
 /// // SAFETY: no other access to the cell exists during either call.
 /// cell.with_mut(|p| unsafe { *p = 2 });
+/// // SAFETY: the write above has returned; this read is the only access.
 /// assert_eq!(cell.with(|p| unsafe { *p }), 2);
 /// ```
 #[derive(Debug, Default)]
