@@ -32,7 +32,11 @@ pub const INVERSIONS: usize = 100;
 ///     }
 /// }
 /// ```
-#[inline]
+// Out of line on purpose: every implementation then runs the same machine code for the
+// kernel, so the rows compare the ECS around it rather than how each inlining context happened
+// to allocate registers (inlined into a row loop, the 16 matrix entries spill to the stack and
+// the kernel runs ~25% slower; a peer whose call site was not inlined looked that much faster).
+#[inline(never)]
 pub fn inverse(m: &Mat4) -> Mat4 {
     let a = m;
     let s0 = a[0][0] * a[1][1] - a[1][0] * a[0][1];
