@@ -388,4 +388,32 @@ impl Archetype {
         );
         self.rows.ticks.set_changed(chunk, column, tick);
     }
+
+    /// Stamps column `column` of every chunk that holds rows ([`chunk_count`](Archetype::chunk_count)
+    /// of them) changed at `tick`: [`mark_changed`](Archetype::mark_changed) for a writer that
+    /// visited the whole archetype, in one loop of relaxed stores (an unfiltered query stamps
+    /// this way before its rows run).
+    ///
+    /// # Panics
+    /// As [`changed_tick`](Archetype::changed_tick).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// world.spawn_batch((0..1500u32).map(|i| (i, 0u8)));
+    /// let e = world.spawn((7u32, 1u8));
+    /// let (arch, _, _) = world.entity_location(e).unwrap();
+    /// let archetype = world.archetype(arch);
+    /// archetype.mark_all_changed(1, 4);
+    /// for chunk in 0..archetype.chunk_count() {
+    ///     assert_eq!(archetype.changed_tick(chunk, 1), 4);
+    ///     assert_ne!(archetype.changed_tick(chunk, 0), 4);
+    /// }
+    /// ```
+    #[inline]
+    pub fn mark_all_changed(&self, column: usize, tick: u64) {
+        self.rows
+            .ticks
+            .set_changed_first(self.chunk_count(), column, tick);
+    }
 }

@@ -61,6 +61,21 @@ impl ChangeTicks {
         self.changed[chunk * self.columns + column].store(tick, Ordering::Relaxed);
     }
 
+    /// Stamps `column` of each of the first `chunks` chunks changed at `tick`: what a query that
+    /// visits every chunk of the archetype does, as one tight strided loop (no per-chunk index
+    /// arithmetic or bounds check).
+    ///
+    /// # Panics
+    /// If `column` is not below the column count or fewer than `chunks` chunks have entries.
+    #[inline]
+    pub(crate) fn set_changed_first(&self, chunks: usize, column: usize, tick: u64) {
+        assert!(column < self.columns, "freyr: no column {column}");
+        let entries = &self.changed[..chunks * self.columns];
+        for t in entries.iter().skip(column).step_by(self.columns) {
+            t.store(tick, Ordering::Relaxed);
+        }
+    }
+
     /// Stamps every column of `chunk` changed at `tick`.
     #[inline]
     pub(crate) fn set_chunk_changed(&self, chunk: usize, tick: u64) {

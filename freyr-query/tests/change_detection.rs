@@ -339,3 +339,41 @@ fn filtered_async_runs_visit_the_same_chunks_as_each_with_and_without_a_row_spli
     r.execute_tasks();
     assert_eq!(changed_hp(&mut r, 1).concat(), expected);
 }
+
+/// The changed tick of `T`'s column in every chunk of every archetype that has `T`.
+fn changed_ticks_of<T: freyr::Component>(world: &World) -> Vec<u64> {
+    let id = world.component_id::<T>().expect("registered");
+    let mut out = Vec::new();
+    for arch in world.archetypes() {
+        if let Some(column) = arch.column_index(id) {
+            out.extend((0..arch.chunk_count()).map(|chunk| arch.changed_tick(chunk, column)));
+        }
+    }
+    out
+}
+
+#[test]
+fn unfiltered_each_and_each_async_stamp_every_chunk_of_the_written_columns_only() {
+    for &workers in WORKERS {
+        let mut r = Registry::with_workers(workers);
+        r.spawn_batch((0..N).map(|i| (Pos(i), Hp(1))));
+        r.spawn_batch((0..N).map(|i| (Pos(i), Hp(2), Marked)));
+        let spawned = r.tick();
+        r.update(0.0);
+        let launch = r.tick();
+        assert!(launch > spawned);
+        r.query::<(&mut Hp, &Pos)>().each_async(|_, (hp, _)| hp.0 += 1);
+        r.execute_tasks();
+        let hp = changed_ticks_of::<Hp>(r.world());
+        assert!(hp.len() >= 4, "{workers} workers: several chunks per archetype");
+        assert!(hp.iter().all(|&t| t == launch), "{workers} workers: {hp:?}");
+        let pos = changed_ticks_of::<Pos>(r.world());
+        assert!(pos.iter().all(|&t| t == spawned), "{workers} workers: {pos:?}");
+        r.update(0.0);
+        let each = r.tick();
+        r.query::<&mut Pos>().each(|_, p| p.0 += 1);
+        let pos = changed_ticks_of::<Pos>(r.world());
+        assert!(pos.iter().all(|&t| t == each), "{workers} workers: {pos:?}");
+        assert!(changed_ticks_of::<Hp>(r.world()).iter().all(|&t| t == launch));
+    }
+}

@@ -60,10 +60,8 @@ pub(crate) fn stamp_all<Q: QueryData, F: QueryFilter>(
             continue;
         }
         let archetype = world.archetype(matched.id);
-        for chunk in 0..archetype.chunk_count() {
-            for &column in written {
-                archetype.mark_changed(chunk, column, tick);
-            }
+        for &column in written {
+            archetype.mark_all_changed(column, tick);
         }
     }
 }
