@@ -66,10 +66,13 @@ pub struct Peer {
     pub map_side: f32,
     /// Its own send interval in ticks (a congested link gets snapshots less often).
     pub send_interval: u32,
-    /// The tick it was last sent a snapshot.
+    /// The tick it was last sent a snapshot (recorded by the snapshot build).
     pub last_sent: Option<u64>,
-    /// What it last received, by entity index.
+    /// What it last received, by entity index. An entry not sent for more than
+    /// `snapshot::RETENTION_TICKS` is forgotten (ignored) and dropped at the next purge.
     pub known: HashMap<u32, Known>,
+    /// The first tick at which the next build purges forgotten entries from `known`.
+    pub purge_at: u64,
     /// This tick's packet (recycled from tick to tick).
     pub buf: Vec<u8>,
     /// Ranked interest candidates (recycled).
@@ -108,6 +111,7 @@ impl Peer {
             send_interval: if id % 8 == 7 { 2 } else { 1 },
             last_sent: None,
             known: HashMap::new(),
+            purge_at: 0,
             buf: Vec::new(),
             candidates: Vec::new(),
             despawns: Vec::new(),
