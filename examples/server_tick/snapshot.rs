@@ -7,12 +7,12 @@
 //! write and draws no random number, so a peer's bytes are the same whichever worker builds
 //! it: the per-peer streams are identical for every worker count.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 
 use freyr::Entity;
 
 use crate::grid::{GridEntry, SpatialGrid};
-use crate::peer::{Candidate, Known, Peer};
+use crate::peer::{Candidate, Known, KnownMap, Peer};
 use crate::wire::{
     END, PACKET, Quantized, put_delta, put_despawn, put_full, put_health, put_varint,
 };
@@ -286,7 +286,7 @@ fn fresh(k: &Known, tick: u64) -> bool {
 /// last build (at `previous`) that is gone. From the log when it covers the ticks since, else by
 /// a sweep of `known` against the table.
 fn find_despawns(
-    known: &HashMap<u32, Known>,
+    known: &KnownMap,
     despawns: &mut Vec<(u32, u32)>,
     table: &SnapshotTable,
     log: &DespawnLog,
@@ -316,7 +316,7 @@ fn find_despawns(
 /// long-unsent ones first, into `candidates` in rank order.
 fn rank(
     candidates: &mut Vec<Candidate>,
-    known: &HashMap<u32, Known>,
+    known: &KnownMap,
     table: &SnapshotTable,
     center: [f32; 3],
     radius: f32,
