@@ -54,6 +54,9 @@ mod wire;
 mod world;
 
 #[cfg(test)]
+#[path = "server_tick/despawn_log.rs"]
+mod despawn_log;
+#[cfg(test)]
 #[path = "server_tick/equivalence.rs"]
 mod equivalence;
 

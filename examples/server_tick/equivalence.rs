@@ -29,6 +29,7 @@ fn small() -> Settings {
         interest_radius: 6000.0,
         kill_every: 20,
         churn_every: 15,
+        despawn_log_ticks: crate::snapshot::DESPAWN_LOG_TICKS,
     }
 }
 

@@ -5,6 +5,7 @@
 //! worker, which reads the frozen snapshot table and writes only this struct.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::time::Instant;
 
 use crate::wire::Quantized;
@@ -23,6 +24,34 @@ pub struct Known {
     /// The hit points it holds.
     pub health: u8,
 }
+
+/// Hashes an entity index for a peer's [`KnownMap`]: one multiply by an odd constant (the
+/// indices are the server's own, dense and never attacker-chosen, so SipHash's flood resistance
+/// buys nothing, and the despawn log looks one up per despawn).
+///
+/// Nothing sent depends on the map's order: the only pass over it (the despawn sweep) sorts what
+/// it finds.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct IndexHasher(u64);
+
+impl Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u32(&mut self, n: u32) {
+        self.0 = (self.0 ^ u64::from(n)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// What a peer holds, by entity index.
+pub type KnownMap = HashMap<u32, Known, BuildHasherDefault<IndexHasher>>;
 
 /// A running digest of a byte stream: FNV-1a 64 over every byte ever sent, plus counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,10 +95,13 @@ pub struct Peer {
     pub map_side: f32,
     /// Its own send interval in ticks (a congested link gets snapshots less often).
     pub send_interval: u32,
-    /// The tick it was last sent a snapshot.
+    /// The tick it was last sent a snapshot (recorded by the snapshot build).
     pub last_sent: Option<u64>,
-    /// What it last received, by entity index.
-    pub known: HashMap<u32, Known>,
+    /// What it last received, by entity index. An entry not sent for more than
+    /// `snapshot::RETENTION_TICKS` is forgotten (ignored) and dropped at the next purge.
+    pub known: KnownMap,
+    /// The first tick at which the next build purges forgotten entries from `known`.
+    pub purge_at: u64,
     /// This tick's packet (recycled from tick to tick).
     pub buf: Vec<u8>,
     /// Ranked interest candidates (recycled).
@@ -107,7 +139,8 @@ impl Peer {
             map_side,
             send_interval: if id % 8 == 7 { 2 } else { 1 },
             last_sent: None,
-            known: HashMap::new(),
+            known: KnownMap::default(),
+            purge_at: 0,
             buf: Vec::new(),
             candidates: Vec::new(),
             despawns: Vec::new(),
@@ -157,6 +190,24 @@ mod tests {
         assert!(peer.due(12, 1));
         assert!(!peer.due(12, 4));
         assert!(peer.due(14, 4));
+    }
+
+    #[test]
+    fn the_index_hasher_spreads_dense_indices_over_the_high_bits() {
+        let hash = |n: u32| {
+            let mut h = IndexHasher::default();
+            h.write_u32(n);
+            h.finish()
+        };
+        // The map's control bytes come from the top seven bits: dense indices must not share
+        // them, nor collide.
+        let tops: std::collections::HashSet<u64> = (0..128).map(|n| hash(n) >> 57).collect();
+        assert!(tops.len() > 64, "{} distinct of 128", tops.len());
+        let all: std::collections::HashSet<u64> = (0..10_000).map(hash).collect();
+        assert_eq!(all.len(), 10_000);
+        let mut bytes = IndexHasher::default();
+        bytes.write(&[1, 2]);
+        assert_ne!(bytes.finish(), IndexHasher::default().finish());
     }
 
     #[test]

@@ -6,10 +6,10 @@
 //! | `grid` (PreUpdate) | serial | every `Flight` | the spatial grid (a resource, buffers kept) |
 //! | `ai` (Update) | `each_async`, label `AI` | the grid, `View<Flight>` (pre-step) | own `Ai`, `Input` |
 //! | `integrate` (Update) | `each_async`, label `Integrate` | own `Input` | own `Flight` |
-//! | `peers`: `gather` (Update) | serial | every `Flight`, the peers' send state | the snapshot table, the work list |
-//! | `peers`: `serialize` | `parallel_for` over peers, grain 1 | the frozen table | each peer's own state |
+//! | `peers`: `gather` (Update) | serial | every `Flight`, the peers' send state, the `Despawned` events | the snapshot table, the despawn log, the work list |
+//! | `peers`: `serialize` | `parallel_for` over peers, grain 1 | the frozen table and despawn log | each peer's own state |
 //! | `peers`: `flush` | serial | each built peer | its byte stream ("send") |
-//! | `tail` (PostUpdate) | serial | | kills and respawns aircraft, peers leave and join |
+//! | `tail` (PostUpdate) | serial | | kills (a `Despawned` event each) and respawns aircraft, peers leave and join |
 //!
 //! Each system names its part of the tick for the tick profiler (`tick_phase`). The levers of
 //! the overrun governor are the [`Levers`] resource, set before the Update phase (by the
@@ -20,14 +20,16 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use freyr::profile::TraceKind;
-use freyr::{Entity, Phase, Registry, Res, View};
+use freyr::{Entity, EventCursor, Phase, Registry, Res, View};
 
 use crate::ai;
 use crate::grid::{GridEntry, SpatialGrid};
 use crate::levers::{LeverParams, Levers, ai_sample_due};
 use crate::peer::{Peer, StreamDigest};
 use crate::physics;
-use crate::snapshot::{self, SnapshotLevers, SnapshotTable};
+use crate::snapshot::{
+    self, DESPAWN_LOG_TICKS, DespawnLog, Despawned, SnapshotLevers, SnapshotTable,
+};
 use crate::world::{Ai, Flight, Health, Input, hit, map_side, mix, new_aircraft};
 
 /// What the world looks like and how it changes.
@@ -46,6 +48,9 @@ pub struct Settings {
     pub kill_every: u64,
     /// Every this many ticks one peer leaves and a new one joins (0: never).
     pub churn_every: u64,
+    /// Ticks of despawns the despawn log keeps for the per-peer pass (0: none, every peer
+    /// sweeps what it holds for despawns). The streams are the same for every value.
+    pub despawn_log_ticks: u64,
 }
 
 impl Settings {
@@ -66,6 +71,7 @@ impl Default for Settings {
             interest_radius: 4000.0,
             kill_every: 60,
             churn_every: 90,
+            despawn_log_ticks: DESPAWN_LOG_TICKS,
         }
     }
 }
@@ -88,6 +94,10 @@ struct Peers {
     work: Vec<usize>,
     /// By entity index: the last tick the entity's `Health` chunk was found changed.
     health_tick: Vec<u64>,
+    /// The despawns of the last few ticks, from the [`Despawned`] events.
+    despawn_log: DespawnLog,
+    /// Where the gather has read the [`Despawned`] events to.
+    despawn_cursor: EventCursor,
 }
 
 /// The aircraft population's bookkeeping (a resource).
@@ -134,7 +144,10 @@ impl Server {
             next_peer_id: peer_count,
             work: Vec::new(),
             health_tick: Vec::new(),
+            despawn_log: DespawnLog::new(settings.despawn_log_ticks),
+            despawn_cursor: EventCursor::default(),
         });
+        registry.add_event::<Despawned>();
         registry.insert_resource(Population {
             spawned: settings.entities as u64,
             kills: Vec::new(),
@@ -356,6 +369,11 @@ fn gather(registry: &mut Registry, state: &mut Peers, tick: u64, governor_interv
                 health_tick[index] = tick;
             }
         });
+    // Despawns: the tail's events of the tick before, into the log the peers read.
+    for Despawned(entity) in registry.read_events::<Despawned>(&mut state.despawn_cursor) {
+        state.despawn_log.push(tick, *entity);
+    }
+    state.despawn_log.prune(tick);
     let table = &mut state.table;
     table.clear();
     registry
@@ -378,11 +396,12 @@ fn gather(registry: &mut Registry, state: &mut Peers, tick: u64, governor_interv
 fn serialize(registry: &mut Registry, state: &Peers, tick: u64, levers: SnapshotLevers) {
     registry.tick_phase("serialize");
     let traced = registry.is_tracing();
-    let (table, peers, work) = (&state.table, &state.peers, &state.work);
+    let (table, log) = (&state.table, &state.despawn_log);
+    let (peers, work) = (&state.peers, &state.work);
     registry.pool().parallel_for(work.len(), 1, |w| {
         let mut peer = peers[work[w]].lock().expect("no peer build panicked");
         let start = traced.then(Instant::now);
-        snapshot::build(&mut peer, table, levers, tick);
+        snapshot::build(&mut peer, table, log, levers, tick);
         peer.build_span = start.map(|s| (s, Instant::now(), freyr::sched::current_worker_index()));
     });
 }
@@ -393,7 +412,7 @@ fn flush(registry: &mut Registry, state: &mut Peers, tick: u64) {
     for &i in &state.work {
         let peer = state.peers[i].get_mut().expect("no peer build panicked");
         peer.stream.absorb(&peer.buf);
-        peer.last_sent = Some(tick);
+        debug_assert_eq!(peer.last_sent, Some(tick), "the build records the send");
         if let Some((start, end, worker)) = peer.build_span.take() {
             registry.trace_span(TraceKind::Task, "Snapshot", worker, start, end);
         }
@@ -416,6 +435,7 @@ fn tail(registry: &mut Registry, _dt: f32) {
             }
         });
         for &e in kills.iter() {
+            registry.send_event(Despawned(e));
             registry.destroy_entity(e);
         }
         registry.execute_tasks();

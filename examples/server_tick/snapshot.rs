@@ -1,15 +1,18 @@
 //! The per-peer snapshot build: interest query, relevance ranking, byte budget, delta encoding
-//! and despawn detection, from a frozen [`SnapshotTable`] into the peer's own buffer.
+//! and despawn reports, from a frozen [`SnapshotTable`] and [`DespawnLog`] into the peer's own
+//! buffer.
 //!
 //! The table is gathered serially after the integrate pass and is read-only while the peers are
 //! built in parallel; each build writes only its own [`Peer`]. A build performs no cross-peer
 //! write and draws no random number, so a peer's bytes are the same whichever worker builds
 //! it: the per-peer streams are identical for every worker count.
 
+use std::collections::VecDeque;
+
 use freyr::Entity;
 
 use crate::grid::{GridEntry, SpatialGrid};
-use crate::peer::{Candidate, Known, Peer};
+use crate::peer::{Candidate, Known, KnownMap, Peer};
 use crate::wire::{
     END, PACKET, Quantized, put_delta, put_despawn, put_full, put_health, put_varint,
 };
@@ -18,6 +21,79 @@ use crate::world::{AiKind, Flight, MAX_SPEED};
 /// An entity a peer has not been sent for this many ticks is forgotten by both sides; it is sent
 /// in full when it is next relevant.
 pub const RETENTION_TICKS: u64 = 180;
+
+/// A peer's map of what it holds is purged of forgotten entities every this many ticks (in
+/// between, a forgotten entry is only ignored: see [`build`]).
+pub const PURGE_TICKS: u64 = 60;
+
+/// The ticks of despawns the [`DespawnLog`] keeps: a peer built again within this many ticks
+/// reads its despawns from the log; one that waited longer, or is new, sweeps what it holds.
+/// Covers the peers' own send interval (2) and the governor's default longest one (4).
+pub const DESPAWN_LOG_TICKS: u64 = 8;
+
+/// An aircraft was despawned: the event the tail sends for each one it destroys (through
+/// `Registry::send_event`, stored at the tail's sync point), read by the next tick's gather
+/// into the [`DespawnLog`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Despawned(pub Entity);
+
+/// The despawns of the last [`DESPAWN_LOG_TICKS`] ticks (or the retention it was made with), in
+/// the order they were recorded, each with the first tick whose snapshot table no longer holds
+/// the entity.
+///
+/// A peer built at tick `t` that was last built at tick `s` needs the despawns seen in
+/// `(s, t]`: [`DespawnLog::since`] gives them when the log still holds all of them, at a cost
+/// of the despawns in the window, not of the entities the peer holds.
+#[derive(Clone, Debug)]
+pub struct DespawnLog {
+    retention: u64,
+    /// (tick seen, index, generation); ticks never decrease.
+    entries: VecDeque<(u64, u32, u32)>,
+    /// Every despawn seen at this tick or later is held.
+    covers_from: u64,
+}
+
+impl DespawnLog {
+    /// An empty log keeping `retention` ticks of despawns (0: none, every peer sweeps), covering
+    /// every tick from 0 on until the first [`prune`](DespawnLog::prune) drops some.
+    #[must_use]
+    pub fn new(retention: u64) -> Self {
+        DespawnLog {
+            retention,
+            entries: VecDeque::new(),
+            covers_from: 0,
+        }
+    }
+
+    /// Records that `entity` is gone from the snapshot table of `tick` on (ticks recorded never
+    /// decrease).
+    pub fn push(&mut self, tick: u64, entity: Entity) {
+        debug_assert!(self.entries.back().is_none_or(|e| e.0 <= tick));
+        self.entries
+            .push_back((tick, entity.index(), entity.generation()));
+    }
+
+    /// Forgets the despawns seen more than `retention` ticks before `tick`: from then on the
+    /// log covers the ticks `(tick - retention, tick]`.
+    pub fn prune(&mut self, tick: u64) {
+        let from = (tick + 1).saturating_sub(self.retention);
+        while self.entries.front().is_some_and(|e| e.0 < from) {
+            self.entries.pop_front();
+        }
+        self.covers_from = self.covers_from.max(from);
+    }
+
+    /// The (index, generation) of every despawn seen after tick `since`, in recorded order, or
+    /// `None` when the log no longer holds all of them (`since` is older than its retention).
+    #[must_use]
+    pub fn since(&self, since: u64) -> Option<impl Iterator<Item = (u32, u32)> + '_> {
+        if since.saturating_add(1) < self.covers_from {
+            return None;
+        }
+        let start = self.entries.partition_point(|e| e.0 <= since);
+        Some(self.entries.range(start..).map(|&(_, i, g)| (i, g)))
+    }
+}
 
 /// One live entity as every peer sees it this tick.
 #[derive(Clone, Copy, Debug)]
@@ -120,71 +196,52 @@ pub struct SnapshotLevers {
     pub interest_scale: f32,
 }
 
-/// Builds `peer`'s snapshot for `tick` into `peer.buf`: despawns of entities it knew that are
+/// Builds `peer`'s snapshot for `tick` into `peer.buf`: despawns of entities it holds that are
 /// gone, then the entities within its (scaled) interest radius in relevance order, full when
-/// new to the peer and delta-encoded otherwise, until the byte budget is spent.
-pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tick: u64) {
+/// new to the peer and delta-encoded otherwise, until the byte budget is spent. Records `tick`
+/// as the peer's last send.
+///
+/// The despawns come from `log` (the despawns since the peer's last build) when it still holds
+/// them all, otherwise from a sweep of everything the peer holds against the table; both give
+/// the same records, sorted by (index, generation). An entity not sent for more than
+/// [`RETENTION_TICKS`] is forgotten: ignored at once, dropped from the map every
+/// [`PURGE_TICKS`].
+pub fn build(
+    peer: &mut Peer,
+    table: &SnapshotTable,
+    log: &DespawnLog,
+    levers: SnapshotLevers,
+    tick: u64,
+) {
     let center = peer.position(tick);
     let radius = peer.radius * levers.interest_scale;
     let budget = levers.byte_budget as usize;
+    let previous = peer.last_sent;
     let Peer {
         known,
         buf,
         candidates,
         despawns,
         record,
+        last_sent,
+        purge_at,
         ..
     } = peer;
     buf.clear();
     buf.push(PACKET);
     put_varint(buf, tick);
 
-    // Despawns: known entities whose (index, generation) is no longer alive. The map's order is
-    // arbitrary, so sort before writing.
-    despawns.clear();
-    despawns.extend(
-        known
-            .iter()
-            .filter(|(index, k)| !table.alive(**index, k.generation))
-            .map(|(index, k)| (*index, k.generation)),
-    );
-    despawns.sort_unstable();
+    find_despawns(known, despawns, table, log, previous);
     for &(index, generation) in despawns.iter() {
         put_despawn(buf, index, generation);
         known.remove(&index);
     }
-    known.retain(|_, k| tick.saturating_sub(k.last_tick) <= RETENTION_TICKS);
+    if tick >= *purge_at {
+        known.retain(|_, k| fresh(k, tick));
+        *purge_at = tick + PURGE_TICKS;
+    }
 
-    // Interest and relevance: nearer, closing and long-unsent entities first.
-    candidates.clear();
-    table
-        .grid
-        .for_each_within(center, radius, |cell_entry, d2| {
-            let row = table.row(cell_entry.entity);
-            let r = &table.rows[row as usize];
-            let d = d2.sqrt().max(1.0);
-            let closeness = 1.0 - d / radius;
-            let rel = [
-                center[0] - r.flight.pos[0],
-                center[1] - r.flight.pos[1],
-                center[2] - r.flight.pos[2],
-            ];
-            let closing =
-                (rel[0] * r.flight.vel[0] + rel[1] * r.flight.vel[1] + rel[2] * r.flight.vel[2])
-                    / (d * MAX_SPEED);
-            let staleness = match known.get(&r.entity.index()) {
-                Some(k) if k.generation == r.entity.generation() => {
-                    (tick.saturating_sub(k.last_tick) as f32 / 30.0).min(2.0)
-                }
-                _ => 2.5,
-            };
-            candidates.push(Candidate {
-                row,
-                index: r.entity.index(),
-                score: 2.0 * closeness + 0.5 * closing.clamp(0.0, 1.0) + staleness,
-            });
-        });
-    candidates.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
+    rank(candidates, known, table, center, radius, tick);
 
     // Budget: write records in rank order until the next one would not fit.
     for c in candidates.iter() {
@@ -192,7 +249,7 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
         let (index, generation) = (r.entity.index(), r.entity.generation());
         record.clear();
         match known.get(&index) {
-            Some(k) if k.generation == generation => {
+            Some(k) if k.generation == generation && fresh(k, tick) => {
                 put_delta(record, index, &k.state, &r.state);
                 // Health is looked at only for entities whose chunk changed since this peer
                 // last received them; the rest are skipped with one comparison.
@@ -217,6 +274,83 @@ pub fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tic
         );
     }
     buf.push(END);
+    *last_sent = Some(tick);
+}
+
+/// Whether the peer still holds `k` at `tick` (it was sent within [`RETENTION_TICKS`]).
+fn fresh(k: &Known, tick: u64) -> bool {
+    tick.saturating_sub(k.last_tick) <= RETENTION_TICKS
+}
+
+/// Into `despawns`, sorted: the (index, generation) of every entity the peer held after its
+/// last build (at `previous`) that is gone. From the log when it covers the ticks since, else by
+/// a sweep of `known` against the table.
+fn find_despawns(
+    known: &KnownMap,
+    despawns: &mut Vec<(u32, u32)>,
+    table: &SnapshotTable,
+    log: &DespawnLog,
+    previous: Option<u64>,
+) {
+    // Held after the last build: not forgotten by then.
+    let held = |k: &Known| previous.is_none_or(|s| fresh(k, s));
+    despawns.clear();
+    match previous.and_then(|s| log.since(s)) {
+        Some(gone) => despawns.extend(gone.filter(|&(index, generation)| {
+            known
+                .get(&index)
+                .is_some_and(|k| k.generation == generation && held(k))
+        })),
+        None => despawns.extend(
+            known
+                .iter()
+                .filter(|(index, k)| held(k) && !table.alive(**index, k.generation))
+                .map(|(index, k)| (*index, k.generation)),
+        ),
+    }
+    // The log's order is the tail's, the map's arbitrary: both are sorted before writing.
+    despawns.sort_unstable();
+}
+
+/// Interest and relevance: the entities within `radius` of `center`, nearer, closing and
+/// long-unsent ones first, into `candidates` in rank order.
+fn rank(
+    candidates: &mut Vec<Candidate>,
+    known: &KnownMap,
+    table: &SnapshotTable,
+    center: [f32; 3],
+    radius: f32,
+    tick: u64,
+) {
+    candidates.clear();
+    table
+        .grid
+        .for_each_within(center, radius, |cell_entry, d2| {
+            let row = table.row(cell_entry.entity);
+            let r = &table.rows[row as usize];
+            let d = d2.sqrt().max(1.0);
+            let closeness = 1.0 - d / radius;
+            let rel = [
+                center[0] - r.flight.pos[0],
+                center[1] - r.flight.pos[1],
+                center[2] - r.flight.pos[2],
+            ];
+            let closing =
+                (rel[0] * r.flight.vel[0] + rel[1] * r.flight.vel[1] + rel[2] * r.flight.vel[2])
+                    / (d * MAX_SPEED);
+            let staleness = match known.get(&r.entity.index()) {
+                Some(k) if k.generation == r.entity.generation() && fresh(k, tick) => {
+                    (tick.saturating_sub(k.last_tick) as f32 / 30.0).min(2.0)
+                }
+                _ => 2.5,
+            };
+            candidates.push(Candidate {
+                row,
+                index: r.entity.index(),
+                score: 2.0 * closeness + 0.5 * closing.clamp(0.0, 1.0) + staleness,
+            });
+        });
+    candidates.sort_unstable_by(|a, b| b.score.total_cmp(&a.score).then(a.index.cmp(&b.index)));
 }
 
 #[cfg(test)]
@@ -248,6 +382,14 @@ mod tests {
                 (Entity::from_bits(u64::from(i) | 1 << 32).unwrap(), f)
             })
             .collect()
+    }
+
+    /// `build` with a log that holds none of the ticks since (so despawns are found by the
+    /// sweep, as the log's fallback does).
+    fn build(peer: &mut Peer, table: &SnapshotTable, levers: SnapshotLevers, tick: u64) {
+        let mut nothing = DespawnLog::new(0);
+        nothing.prune(tick);
+        super::build(peer, table, &nothing, levers, tick);
     }
 
     const FULL_LEVERS: SnapshotLevers = SnapshotLevers {
