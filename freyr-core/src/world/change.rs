@@ -39,8 +39,7 @@ impl World {
                 &mut self.archetypes[found.archetype].rows,
                 &mut self.chunks,
                 &mut self.entities,
-                found.window,
-                found.chunk_id,
+                (found.window, found.chunk, found.chunk_id),
                 found.row,
             );
             return Ok(());
@@ -50,6 +49,7 @@ impl World {
             chunks: &mut self.chunks,
             entities: &mut self.entities,
             chunk_id: found.chunk_id,
+            chunk: found.chunk,
             window: found.window,
             row: found.row,
         };

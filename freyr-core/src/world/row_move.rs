@@ -40,6 +40,8 @@ pub(super) struct FinishRemove<'w> {
     pub(super) chunks: &'w mut ChunkTable,
     pub(super) entities: &'w mut Entities,
     pub(super) chunk_id: u32,
+    /// The chunk's index in its archetype.
+    pub(super) chunk: usize,
     pub(super) window: Window,
     pub(super) row: usize,
 }
@@ -50,28 +52,26 @@ impl Drop for FinishRemove<'_> {
             self.rows,
             self.chunks,
             self.entities,
-            self.window,
-            self.chunk_id,
+            (self.window, self.chunk, self.chunk_id),
             self.row,
         );
     }
 }
 
-/// Swap-removes row `row` of the chunk at `hole` (global id `chunk_id`) without dropping its
-/// values (they were dropped or moved out), and points the entity moved into the hole at it.
+/// Swap-removes row `row` of the chunk at `hole` (its index `chunk` in the archetype, global id
+/// `chunk_id`) without dropping its values (they were dropped or moved out), and points the
+/// entity moved into the hole at it.
 #[inline(always)]
 pub(super) fn vacate(
     rows: &mut Rows,
     chunks: &mut ChunkTable,
     entities: &mut Entities,
-    hole: Window,
-    chunk_id: u32,
+    (hole, chunk, chunk_id): (Window, usize, u32),
     row: usize,
 ) {
     if let Some(moved) = rows.swap_remove_nodrop(hole, row, chunks) {
         // The last row filled the hole: a row arrived in the hole's chunk.
-        rows.ticks
-            .set_arrived(chunks.get(chunk_id).index as usize, chunks.tick);
+        rows.ticks.set_arrived(chunk, chunks.tick);
         let location = Location {
             chunk: chunk_id,
             row: row as u32,
@@ -151,8 +151,7 @@ pub(super) fn complete_move(
         src,
         chunks,
         entities,
-        found.window,
-        found.chunk_id,
+        (found.window, found.chunk, found.chunk_id),
         found.row,
     );
 }
