@@ -42,7 +42,8 @@ fn step(h: u64, w: u64) -> u64 {
 ///   in the word), and the later steps and the final `h ^ (h >> 32)` are bijections.
 pub(crate) fn checksum(bytes: &[u8]) -> u64 {
     let seed = 0xF2EE_5A5E_0000_0001 ^ bytes.len() as u64;
-    let mut lanes: [u64; LANES] = core::array::from_fn(|i| seed.wrapping_add(i as u64 * K));
+    let mut lanes: [u64; LANES] =
+        core::array::from_fn(|i| seed.wrapping_add((i as u64).wrapping_mul(K)));
     let mut blocks = bytes.chunks_exact(8 * LANES);
     for block in &mut blocks {
         for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
