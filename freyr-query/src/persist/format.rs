@@ -236,3 +236,48 @@ impl<'a> Reader<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::checksum;
+
+    /// Bytes that are not all alike, so a lane mix-up would show.
+    fn input(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 131 + 7) as u8).collect()
+    }
+
+    #[test]
+    fn every_single_bit_flip_changes_the_sum() {
+        let lens: &[usize] = if cfg!(miri) {
+            &[0, 9, 70]
+        } else {
+            &[0, 1, 7, 8, 63, 64, 65, 200]
+        };
+        for &len in lens {
+            let bytes = input(len);
+            let sum = checksum(&bytes);
+            for bit in 0..len * 8 {
+                let mut flipped = bytes.clone();
+                flipped[bit / 8] ^= 1 << (bit % 8);
+                assert_ne!(checksum(&flipped), sum, "length {len}, bit {bit}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_changed_word_or_a_swap_of_lanes_changes_the_sum() {
+        let bytes = input(256);
+        let sum = checksum(&bytes);
+        for word in 0..32 {
+            let mut changed = bytes.clone();
+            changed[word * 8..word * 8 + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+            assert_ne!(checksum(&changed), sum, "word {word}");
+        }
+        // Words 0 and 1 of a block go to different lanes; swapping them is caught too.
+        let mut swapped = bytes.clone();
+        swapped[..16].rotate_left(8);
+        assert_ne!(checksum(&swapped), sum);
+        // The length is part of the sum: a zero tail is not the same as no tail.
+        assert_ne!(checksum(&[0; 8]), checksum(&[0; 16]));
+    }
+}
