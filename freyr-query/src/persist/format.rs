@@ -73,7 +73,13 @@ pub(crate) struct Writer {
 impl Writer {
     /// A writer whose buffer has room for `capacity` bytes (a guess: it grows past it).
     pub(crate) fn new(magic: &[u8; 8], capacity: usize) -> Writer {
-        let mut out = Vec::with_capacity(capacity.saturating_add(HEADER + TRAILER));
+        Writer::reuse(magic, Vec::new(), capacity)
+    }
+
+    /// As [`new`](Writer::new), writing into `out`'s allocation (cleared first).
+    pub(crate) fn reuse(magic: &[u8; 8], mut out: Vec<u8>, capacity: usize) -> Writer {
+        out.clear();
+        out.reserve(capacity.saturating_add(HEADER + TRAILER));
         out.extend_from_slice(magic);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&0u64.to_le_bytes());
