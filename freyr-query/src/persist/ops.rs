@@ -7,7 +7,7 @@ use core::any::{Any, TypeId};
 
 use bytemuck::Pod;
 use freyr_core::snapshot::{ArchetypeView, ColumnValues, component_info};
-use freyr_core::{Component, ComponentId, ComponentInfo, Entity, World};
+use freyr_core::{ArchetypeId, Component, ComponentId, ComponentInfo, Entity, World};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -25,8 +25,8 @@ pub(crate) trait Codec<T> {
     const ENCODING: ColumnEncoding;
     /// Appends `values` in order.
     fn encode(values: &[T], out: &mut Vec<u8>);
-    /// Appends the values of `entities` (each has a `T`) in order.
-    fn encode_entities(world: &World, entities: &[Entity], out: &mut Vec<u8>);
+    /// Appends the values of component `id` (a `T`) at the rows `rows`, in order.
+    fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>);
     /// Exactly `len` values, or `None` if `bytes` are not that.
     fn decode(bytes: &[u8], len: usize) -> Option<Vec<T>>;
 }
@@ -34,11 +34,33 @@ pub(crate) trait Codec<T> {
 /// Serde and postcard: any `Serialize + DeserializeOwned` type, field by field.
 pub(crate) struct SerdeCodec;
 
-/// The value of `entity`, which the caller knows has a `T`.
-fn value<T: Component>(world: &World, entity: Entity) -> &T {
-    world
-        .get::<T>(entity)
-        .expect("an exported entity has the component")
+/// Where a live entity's values are: archetype, chunk, row.
+pub(crate) type Row = (ArchetypeId, usize, usize);
+
+/// Calls `f` with the value of component `id` (a `T`) at each of `rows`, in order; rows of one
+/// chunk in a row (the usual export) look the chunk's column up once.
+fn each_value<'w, T: Component>(
+    world: &'w World,
+    rows: &[Row],
+    id: ComponentId,
+    mut f: impl FnMut(&'w T),
+) {
+    let mut cached: Option<((ArchetypeId, usize), &'w [T])> = None;
+    for &(archetype, chunk, row) in rows {
+        let column = match cached {
+            Some((at, column)) if at == (archetype, chunk) => column,
+            _ => {
+                let column = world
+                    .archetype(archetype)
+                    .chunk(chunk)
+                    .column::<T>(id)
+                    .expect("an exported entity has the component");
+                cached = Some(((archetype, chunk), column));
+                column
+            }
+        };
+        f(&column[row]);
+    }
 }
 
 impl<T: Component + Serialize + DeserializeOwned> Codec<T> for SerdeCodec {
@@ -49,8 +71,9 @@ impl<T: Component + Serialize + DeserializeOwned> Codec<T> for SerdeCodec {
         out.extend_from_slice(&bytes);
     }
 
-    fn encode_entities(world: &World, entities: &[Entity], out: &mut Vec<u8>) {
-        let values: Vec<&T> = entities.iter().map(|&e| value::<T>(world, e)).collect();
+    fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>) {
+        let mut values: Vec<&T> = Vec::with_capacity(rows.len());
+        each_value::<T>(world, rows, id, |v| values.push(v));
         let bytes = postcard::to_allocvec(&values).expect("postcard writes into a Vec");
         out.extend_from_slice(&bytes);
     }
@@ -87,11 +110,11 @@ impl<T: Component + Pod> Codec<T> for RawCodec {
         out.extend_from_slice(raw_bytes(values));
     }
 
-    fn encode_entities(world: &World, entities: &[Entity], out: &mut Vec<u8>) {
-        out.reserve(entities.len() * size_of::<T>());
-        for &e in entities {
-            out.extend_from_slice(raw_bytes(core::slice::from_ref(value::<T>(world, e))));
-        }
+    fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>) {
+        out.reserve(rows.len() * size_of::<T>());
+        each_value::<T>(world, rows, id, |v| {
+            out.extend_from_slice(raw_bytes(core::slice::from_ref(v)))
+        });
     }
 
     fn decode(bytes: &[u8], len: usize) -> Option<Vec<T>> {
@@ -123,8 +146,9 @@ pub(crate) struct ColumnOps {
     pub(crate) decode_column: fn(&[u8], usize) -> Option<ColumnValues>,
     /// The type's component id in a world, if it has one.
     pub(crate) component_id: fn(&World) -> Option<ComponentId>,
-    /// Appends the encoding of these entities' values (each has the component).
-    pub(crate) encode_entities: fn(&World, &[Entity], &mut Vec<u8>),
+    /// Appends the encoding of the values at these rows (each has the component, whose id is
+    /// given).
+    pub(crate) encode_rows: fn(&World, &[Row], ComponentId, &mut Vec<u8>),
     /// Decodes `len` values for an import.
     pub(crate) decode_values: fn(&[u8], usize) -> Option<Decoded>,
     /// Spawns one entity per decoded value (they get no remap: only for a type without one).
@@ -207,7 +231,7 @@ impl ColumnOps {
             encode_column: encode_column::<T, C>,
             decode_column: decode_column::<T, C>,
             component_id: World::component_id::<T>,
-            encode_entities: C::encode_entities,
+            encode_rows: C::encode_rows,
             decode_values: decode_values::<T, C>,
             spawn_values: spawn_values::<T>,
             insert_values: insert_values::<T>,

@@ -4,6 +4,7 @@
 use freyr_core::{ComponentId, Entity, World};
 
 use crate::persist::format::{Reader, Writer, open};
+use crate::persist::ops::Row;
 use crate::persist::{Decoded, EntityMap, LoadError, SaveError};
 
 use super::{PersistOps, read_entities, write_entities, write_type};
@@ -13,8 +14,12 @@ use crate::registry::Registry;
 const EXPORT_MAGIC: &[u8; 8] = b"FREYREXP";
 
 /// The entities of an export with the same set of persistent types (indices into the
-/// registry's table), in export order.
-type Group = (Vec<u32>, Vec<Entity>);
+/// registry's table), in export order, and where their values are.
+struct Group {
+    set: Vec<u32>,
+    members: Vec<Entity>,
+    rows: Vec<Row>,
+}
 
 /// One group of an import, decoded: the old ids and one column of values per type.
 type DecodedGroup = (Vec<Entity>, Vec<(PersistOps, Decoded)>);
@@ -49,7 +54,8 @@ impl Registry {
         self.check_quiet().map_err(SaveError::Snapshot)?;
         let world = self.world();
         let ops = &self.persist_types.ops;
-        let groups = group(world, ops, entities);
+        let ids: Vec<Option<ComponentId>> = ops.iter().map(|o| (o.component_id)(world)).collect();
+        let groups = group(world, &ids, entities);
         let size: usize = ops.iter().map(|o| o.layout.size() + 8).sum();
         let mut w = Writer::new(EXPORT_MAGIC, entities.len() * size + 64 * ops.len());
         w.u32(ops.len() as u32);
@@ -57,12 +63,13 @@ impl Registry {
             write_type(&mut w, o);
         }
         w.u64(groups.len() as u64);
-        for (set, members) in &groups {
-            w.u32s(set);
-            write_entities(&mut w, members);
-            for &i in set {
-                let encode = ops[i as usize].encode_entities;
-                w.blob(|out| encode(world, members, out));
+        for g in &groups {
+            w.u32s(&g.set);
+            write_entities(&mut w, &g.members);
+            for &i in &g.set {
+                let (encode, id) = (ops[i as usize].encode_rows, ids[i as usize]);
+                let id = id.expect("a type in an entity's set is in the world");
+                w.blob(|out| encode(world, &g.rows, id, out));
             }
         }
         Ok(w.finish())
@@ -156,13 +163,12 @@ fn insert_into_world(world: &mut World, mut decoded: Vec<DecodedGroup>) -> Entit
 /// # Panics
 ///
 /// If an entity is not alive or listed twice.
-fn group(world: &World, ops: &[PersistOps], entities: &[Entity]) -> Vec<Group> {
-    let ids: Vec<Option<ComponentId>> = ops.iter().map(|o| (o.component_id)(world)).collect();
+fn group(world: &World, ids: &[Option<ComponentId>], entities: &[Entity]) -> Vec<Group> {
     let mut by_archetype: Vec<Option<usize>> = vec![None; world.archetypes().len()];
     let mut seen: Vec<u64> = Vec::new();
     let mut groups: Vec<Group> = Vec::new();
     for &e in entities {
-        let Some((archetype, _, _)) = world.entity_location(e) else {
+        let Some(row @ (archetype, _, _)) = world.entity_location(e) else {
             panic!("freyr: export of {e:?}, which is not alive; export live entities");
         };
         let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
@@ -176,18 +182,23 @@ fn group(world: &World, ops: &[PersistOps], entities: &[Entity]) -> Vec<Group> {
         seen[word] |= bit;
         let g = *by_archetype[archetype.index()].get_or_insert_with(|| {
             let here = world.archetype(archetype);
-            let set: Vec<u32> = (0..ops.len() as u32)
+            let set: Vec<u32> = (0..ids.len() as u32)
                 .filter(|&i| ids[i as usize].is_some_and(|id| here.has(id)))
                 .collect();
-            match groups.iter().position(|(s, _)| *s == set) {
+            match groups.iter().position(|g| g.set == set) {
                 Some(g) => g,
                 None => {
-                    groups.push((set, Vec::new()));
+                    groups.push(Group {
+                        set,
+                        members: Vec::new(),
+                        rows: Vec::new(),
+                    });
                     groups.len() - 1
                 }
             }
         });
-        groups[g].1.push(e);
+        groups[g].members.push(e);
+        groups[g].rows.push(row);
     }
     groups
 }
