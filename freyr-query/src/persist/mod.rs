@@ -30,7 +30,8 @@ pub use error::{LoadError, SaveError};
 pub(crate) use ops::{ColumnOps, Decoded, RemapAny};
 
 /// Maps the entities of an export to their new ids in the importing registry, for the remap
-/// hooks of [`Registry::register_persistent_with_remap`].
+/// hooks of
+/// [`Registry::register_persistent_with_remap`](crate::Registry::register_persistent_with_remap).
 ///
 /// # Examples
 ///
