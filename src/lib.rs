@@ -172,7 +172,9 @@ pub mod snapshot {
 /// of [`Registry::import`]. See the guide's "Saves and handoff".
 #[cfg(feature = "persist")]
 pub mod persist {
-    pub use freyr_query::persist::{EntityMap, LoadError, RemapFn, SaveError};
+    pub use freyr_query::persist::{
+        ColumnEncoding, EntityMap, LoadError, RemapFn, SaveError, bytemuck,
+    };
 }
 
 /// `#[derive(StableHash)]`: hashes the fields in declaration order, after the variant index for

@@ -57,6 +57,8 @@ fn every_public_error_type_is_an_error() {
     is_error::<GridError>();
     is_error::<freyr::snapshot::SnapshotError>();
     is_error::<freyr::snapshot::MissingSnapshotTypes>();
+    is_error::<freyr::persist::SaveError>();
+    is_error::<freyr::persist::LoadError>();
 }
 
 fn group_panic(pool: &ThreadPool) -> GroupPanic {
@@ -207,6 +209,7 @@ fn every_error_text_follows_the_convention() {
     );
     errors.push(("GovernorError", Box::new(governor)));
     errors.extend(snapshot_errors());
+    errors.extend(persist_errors());
     for (what, error) in &errors {
         check(what, error.as_ref());
     }
@@ -261,6 +264,100 @@ fn snapshot_errors() -> Vec<(&'static str, Box<dyn Error>)> {
         (
             "SnapshotError::TickNotInRing",
             Box::new(SnapshotError::TickNotInRing { tick: 3 }),
+        ),
+    ]
+}
+
+/// Every `SaveError` and `LoadError` variant; those a registry can produce are made by one.
+fn persist_errors() -> Vec<(&'static str, Box<dyn Error>)> {
+    use freyr::persist::{ColumnEncoding, LoadError, SaveError};
+    use freyr::snapshot::SnapshotError;
+    let mut registry = Registry::with_workers(1);
+    registry.register_snapshot_copy::<u16>();
+    registry.spawn((1u16,));
+    let not_persistent = registry.save_to_vec().unwrap_err();
+    assert!(
+        not_persistent.to_string().contains("`u16`"),
+        "{not_persistent}"
+    );
+    let missing = std::env::temp_dir().join("freyr-error-texts-no-such-dir/none.save");
+    let io = registry.load_file(&missing).unwrap_err();
+    let empty = Registry::with_workers(1).save_to_vec().unwrap();
+    let truncated = registry.load_into(&empty[..empty.len() - 1]).unwrap_err();
+    let mut flipped = empty.clone();
+    flipped[21] ^= 1;
+    let checksum = registry.load_into(&flipped).unwrap_err();
+    assert!(matches!(io, LoadError::Io(_)), "{io:?}");
+    assert!(
+        matches!(truncated, LoadError::Truncated { .. }),
+        "{truncated:?}"
+    );
+    assert!(
+        matches!(checksum, LoadError::ChecksumMismatch { .. }),
+        "{checksum:?}"
+    );
+    let name = || String::from("game.hp");
+    vec![
+        (
+            "SaveError::Snapshot",
+            Box::new(SaveError::Snapshot(SnapshotError::InsideUpdate)),
+        ),
+        ("SaveError::NotPersistent", Box::new(not_persistent)),
+        (
+            "SaveError::Io",
+            Box::new(SaveError::Io(std::io::Error::other("disk full"))),
+        ),
+        ("LoadError::Io", Box::new(io)),
+        (
+            "LoadError::NotAFreyrFile",
+            Box::new(registry.load_into(b"not a save").unwrap_err()),
+        ),
+        ("LoadError::Truncated", Box::new(truncated)),
+        ("LoadError::ChecksumMismatch", Box::new(checksum)),
+        (
+            "LoadError::UnsupportedFormat",
+            Box::new(LoadError::UnsupportedFormat {
+                found: 9,
+                supported: 2,
+            }),
+        ),
+        (
+            "LoadError::UnknownType",
+            Box::new(LoadError::UnknownType { name: name() }),
+        ),
+        (
+            "LoadError::VersionMismatch",
+            Box::new(LoadError::VersionMismatch {
+                name: name(),
+                saved: 2,
+                registered: 1,
+            }),
+        ),
+        (
+            "LoadError::LayoutMismatch",
+            Box::new(LoadError::LayoutMismatch {
+                name: name(),
+                saved: (8, 8),
+                registered: (16, 8),
+            }),
+        ),
+        (
+            "LoadError::EncodingMismatch",
+            Box::new(LoadError::EncodingMismatch {
+                name: name(),
+                saved: ColumnEncoding::Raw,
+                registered: ColumnEncoding::Serde,
+            }),
+        ),
+        (
+            "LoadError::Corrupt",
+            Box::new(LoadError::Corrupt {
+                what: "a column does not decode",
+            }),
+        ),
+        (
+            "LoadError::Snapshot",
+            Box::new(LoadError::Snapshot(SnapshotError::InsideUpdate)),
         ),
     ]
 }

@@ -18,8 +18,10 @@
 //!   same four components of every entity into a second world (what a bevy rollback plugin
 //!   does per frame, there into maps).
 //!
-//! - `save_1m_pos_vel`, `load_1m_pos_vel`, `export_1k_x4`, `import_1k_x4`: persistence (see
-//!   `persist_rows`).
+//! - `save_1m_pos_vel`, `save_1m_pos_vel_fresh`, `load_1m_pos_vel` (raw column path), `save_1m_pos_vel_serde`,
+//!   `load_1m_pos_vel_serde` (serde path), `export_1k_x4`, `import_1k_x4`: persistence (see
+//!   `persist_rows`); with `--features compare`, `save_1m_pos_vel_hecs` / `load_1m_pos_vel_hecs`,
+//!   hecs's column serialisation with postcard on the same data.
 //!
 //! Run: `cargo bench -p freyr-benches --bench snapshot [--features compare]`.
 
@@ -28,6 +30,7 @@ use std::time::Duration;
 
 use criterion::measurement::WallTime;
 use criterion::{Criterion, criterion_group, criterion_main};
+use freyr::persist::bytemuck::{Pod, Zeroable};
 use freyr::snapshot::Snapshot;
 use freyr::{Registry, StableHash};
 
@@ -172,38 +175,82 @@ fn snapshot(c: &mut Criterion) {
     group.finish();
 }
 
-#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+/// Plain data: saved by the raw column path (`register_persistent_pod`), or through serde in
+/// the `_serde` rows.
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize, Pod, Zeroable)]
+#[bytemuck(crate = "freyr::persist::bytemuck")]
+#[repr(C)]
 struct Position([f32; 3]);
-#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize, Pod, Zeroable)]
+#[bytemuck(crate = "freyr::persist::bytemuck")]
+#[repr(C)]
 struct Velocity([f32; 3]);
-#[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Copy, serde::Serialize, serde::Deserialize, Pod, Zeroable)]
+#[bytemuck(crate = "freyr::persist::bytemuck")]
+#[repr(C)]
 struct Health(u32);
+/// Not `Copy`: always through serde.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 struct Tag(u64);
 
+/// The plain types by the raw path, `Tag` through serde.
 fn persistent(registry: &mut Registry) {
-    registry.register_persistent::<Position>("bench.position", 1);
-    registry.register_persistent::<Velocity>("bench.velocity", 1);
-    registry.register_persistent::<Health>("bench.health", 1);
+    registry.register_persistent_pod::<Position>("bench.position", 1);
+    registry.register_persistent_pod::<Velocity>("bench.velocity", 1);
+    registry.register_persistent_pod::<Health>("bench.health", 1);
     registry.register_persistent::<Tag>("bench.tag", 1);
 }
 
-/// Saves and loads: `save_1m_pos_vel` / `load_1m_pos_vel` (`Registry::save_to_vec` and
-/// `Registry::load_into` of 1M (Position, Velocity) entities, 24 MB of values),
-/// `export_1k_x4` / `import_1k_x4` (1,000 entities with four components each).
-fn persist_rows(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement::WallTime>) {
+/// Every type through serde and postcard.
+fn persistent_serde(registry: &mut Registry) {
+    registry.register_persistent::<Position>("bench.position", 1);
+    registry.register_persistent::<Velocity>("bench.velocity", 1);
+}
+
+/// Save and load of 1M (Position, Velocity) entities, registered by `register`, as rows
+/// `save_1m_pos_vel{suffix}` (`Registry::save_into` a kept buffer, as a server saving
+/// periodically does) and `load_1m_pos_vel{suffix}`; for the raw path also
+/// `save_1m_pos_vel_fresh` (`Registry::save_to_vec`, a new buffer each time: its time is
+/// mostly the kernel handing out fresh pages).
+fn save_load_rows(
+    group: &mut criterion::BenchmarkGroup<'_, WallTime>,
+    register: fn(&mut Registry),
+    suffix: &str,
+) {
     let mut big = Registry::with_workers(1);
-    persistent(&mut big);
+    register(&mut big);
     big.spawn_batch((0..1_000_000u32).map(|i| (Position([i as f32; 3]), Velocity([1.0; 3]))));
-    group.bench_function("save_1m_pos_vel", |b| {
-        b.iter(|| black_box(big.save_to_vec().expect("every type is persistent")));
+    let mut buffer = Vec::new();
+    group.bench_function(format!("save_1m_pos_vel{suffix}"), |b| {
+        b.iter(|| {
+            big.save_into(&mut buffer)
+                .expect("every type is persistent");
+            black_box(&buffer);
+        });
     });
+    if suffix.is_empty() {
+        group.bench_function("save_1m_pos_vel_fresh", |b| {
+            b.iter(|| black_box(big.save_to_vec().expect("every type is persistent")));
+        });
+    }
     let save = big.save_to_vec().expect("every type is persistent");
     let mut loaded = Registry::with_workers(1);
-    persistent(&mut loaded);
-    group.bench_function("load_1m_pos_vel", |b| {
+    register(&mut loaded);
+    group.bench_function(format!("load_1m_pos_vel{suffix}"), |b| {
         b.iter(|| loaded.load_into(black_box(&save)).expect("a valid save"));
     });
+}
+
+/// Saves and loads: `save_1m_pos_vel` / `load_1m_pos_vel` (`Registry::save_to_vec` and
+/// `Registry::load_into` of 1M (Position, Velocity) entities, 24 MB of values, by the raw
+/// column path), the same through serde (`_serde`), and with `--features compare` hecs's
+/// column serialisation with postcard (`_hecs`); `export_1k_x4` / `import_1k_x4` (1,000
+/// entities with four components each, three plain and one through serde).
+fn persist_rows(group: &mut criterion::BenchmarkGroup<'_, WallTime>) {
+    save_load_rows(group, persistent, "");
+    save_load_rows(group, persistent_serde, "_serde");
+    #[cfg(feature = "compare")]
+    hecs_peer::rows(group);
     let mut small = Registry::with_workers(1);
     persistent(&mut small);
     let entities: Vec<_> = (0..1000u32)
@@ -230,6 +277,131 @@ fn persist_rows(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement
             }
         });
     });
+}
+
+/// hecs's serde path on the same data: `hecs::serialize::column` (one block per archetype,
+/// each component type's values contiguous) with postcard, as its docs show.
+#[cfg(feature = "compare")]
+mod hecs_peer {
+    use super::*;
+    use hecs::serialize::column::{
+        DeserializeContext, SerializeContext, deserialize, deserialize_column, serialize,
+        try_serialize, try_serialize_id,
+    };
+    use hecs::{Archetype, ColumnBatchBuilder, ColumnBatchType};
+    use serde::ser::SerializeTuple;
+    use std::any::TypeId;
+
+    /// The stable component ids of the file.
+    #[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+    enum Id {
+        Position,
+        Velocity,
+    }
+
+    #[derive(Default)]
+    struct Context {
+        components: Vec<Id>,
+    }
+
+    impl SerializeContext for Context {
+        fn component_count(&self, archetype: &Archetype) -> usize {
+            archetype
+                .component_types()
+                .filter(|&t| t == TypeId::of::<Position>() || t == TypeId::of::<Velocity>())
+                .count()
+        }
+
+        fn serialize_component_ids<S: SerializeTuple>(
+            &mut self,
+            archetype: &Archetype,
+            mut out: S,
+        ) -> Result<S::Ok, S::Error> {
+            try_serialize_id::<Position, _, _>(archetype, &Id::Position, &mut out)?;
+            try_serialize_id::<Velocity, _, _>(archetype, &Id::Velocity, &mut out)?;
+            out.end()
+        }
+
+        fn serialize_components<S: SerializeTuple>(
+            &mut self,
+            archetype: &Archetype,
+            mut out: S,
+        ) -> Result<S::Ok, S::Error> {
+            try_serialize::<Position, _>(archetype, &mut out)?;
+            try_serialize::<Velocity, _>(archetype, &mut out)?;
+            out.end()
+        }
+    }
+
+    impl DeserializeContext for Context {
+        fn deserialize_component_ids<'de, A>(
+            &mut self,
+            mut seq: A,
+        ) -> Result<ColumnBatchType, A::Error>
+        where
+            A: serde::de::SeqAccess<'de>,
+        {
+            self.components.clear();
+            let mut batch = ColumnBatchType::new();
+            while let Some(id) = seq.next_element()? {
+                match id {
+                    Id::Position => batch.add::<Position>(),
+                    Id::Velocity => batch.add::<Velocity>(),
+                };
+                self.components.push(id);
+            }
+            Ok(batch)
+        }
+
+        fn deserialize_components<'de, A>(
+            &mut self,
+            entity_count: u32,
+            mut seq: A,
+            batch: &mut ColumnBatchBuilder,
+        ) -> Result<(), A::Error>
+        where
+            A: serde::de::SeqAccess<'de>,
+        {
+            for component in &self.components {
+                match component {
+                    Id::Position => {
+                        deserialize_column::<Position, _>(entity_count, &mut seq, batch)?
+                    }
+                    Id::Velocity => {
+                        deserialize_column::<Velocity, _>(entity_count, &mut seq, batch)?
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+
+    /// A hecs world as a `Serialize` value, for `postcard::to_allocvec`.
+    struct Save<'a>(&'a hecs::World);
+
+    impl serde::Serialize for Save<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            serialize(self.0, &mut Context::default(), s)
+        }
+    }
+
+    fn load(bytes: &[u8]) -> hecs::World {
+        let mut de = postcard::Deserializer::from_bytes(bytes);
+        deserialize(&mut Context::default(), &mut de).expect("a valid hecs save")
+    }
+
+    pub fn rows(group: &mut criterion::BenchmarkGroup<'_, WallTime>) {
+        let mut world = hecs::World::new();
+        world.spawn_batch((0..1_000_000u32).map(|i| (Position([i as f32; 3]), Velocity([1.0; 3]))));
+        group.bench_function("save_1m_pos_vel_hecs", |b| {
+            b.iter(|| black_box(postcard::to_allocvec(&Save(&world)).expect("postcard writes")));
+        });
+        let bytes = postcard::to_allocvec(&Save(&world)).expect("postcard writes");
+        assert_eq!(load(&bytes).len(), 1_000_000);
+        group.bench_function("load_1m_pos_vel_hecs", |b| {
+            b.iter(|| black_box(load(black_box(&bytes))));
+        });
+    }
 }
 
 criterion_group!(benches, snapshot);

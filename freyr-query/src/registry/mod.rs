@@ -142,7 +142,7 @@ pub struct Registry {
     snapshot_types: crate::snapshot::SnapshotRegistry,
     /// The component types saves and exports write, by persistent name.
     #[cfg(feature = "persist")]
-    persist_types: crate::persist::PersistTypes,
+    persist_types: persist::PersistTypes,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.

@@ -1,5 +1,9 @@
-//! Persistence of a registry: [`Registry::register_persistent`], saves and loads (a loaded
-//! world is built like a restored snapshot), and [`Registry::export`] / [`Registry::import`].
+//! Persistence of a registry: [`Registry::register_persistent`] and
+//! [`Registry::register_persistent_pod`], the registry's table of persistent types, saves and
+//! loads (a loaded world is built like a restored snapshot); [`Registry::export`] /
+//! [`Registry::import`] are in `handoff`.
+
+mod handoff;
 
 use std::io::Write;
 use std::path::Path;
@@ -10,15 +14,103 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::persist::format::{Reader, Writer, open};
-use crate::persist::{EntityMap, LoadError, PersistOps, RemapFn, SaveError};
+use crate::persist::ops::{Codec, SerdeCodec, decoded, remap_fn};
+use crate::persist::{
+    ColumnEncoding, ColumnOps, Decoded, EntityMap, LoadError, RemapAny, RemapFn, SaveError,
+};
 use crate::snapshot::Snapshot;
 
 use super::Registry;
 
+/// One persistent component type: its [`ColumnOps`] and how its values enter a registry whose
+/// hooks must see every insert.
+#[derive(Clone)]
+pub(crate) struct PersistOps {
+    pub(crate) column: ColumnOps,
+    /// As [`ColumnOps::insert_values`], through [`Registry::insert`] (its hooks run).
+    pub(crate) insert_hooked: fn(&mut Registry, Decoded, &[Entity], &EntityMap, Option<&RemapAny>),
+}
+
+impl core::ops::Deref for PersistOps {
+    type Target = ColumnOps;
+
+    fn deref(&self) -> &ColumnOps {
+        &self.column
+    }
+}
+
+fn insert_hooked<T: Component>(
+    registry: &mut Registry,
+    values: Decoded,
+    entities: &[Entity],
+    map: &EntityMap,
+    remap: Option<&RemapAny>,
+) {
+    let remap = remap_fn::<T>(remap);
+    for (mut value, &entity) in decoded::<T>(values).into_iter().zip(entities) {
+        if let Some(remap) = remap {
+            remap(&mut value, map);
+        }
+        registry
+            .insert(entity, (value,))
+            .expect("an imported entity was just spawned");
+    }
+}
+
+impl PersistOps {
+    fn of<T: Component, C: Codec<T>>(
+        name: &'static str,
+        version: u32,
+        remap: Option<RemapAny>,
+    ) -> PersistOps {
+        PersistOps {
+            column: ColumnOps::of::<T, C>(name, version, remap),
+            insert_hooked: insert_hooked::<T>,
+        }
+    }
+}
+
+/// The persistent component types of a registry, by type and by name, and the working copy
+/// of the world that saves reuse.
+#[derive(Default)]
+pub(crate) struct PersistTypes {
+    pub(crate) ops: Vec<PersistOps>,
+    scratch: std::sync::Mutex<Snapshot>,
+}
+
+impl PersistTypes {
+    fn add(&mut self, ops: PersistOps, type_name: &'static str) {
+        for kept in &self.ops {
+            if kept.type_id == ops.type_id && kept.name != ops.name {
+                panic!(
+                    "freyr: `{type_name}` is already persistent as `{}`; a type has one stable \
+                     name, so register it once",
+                    kept.name
+                );
+            }
+            if kept.name == ops.name && kept.type_id != ops.type_id {
+                panic!(
+                    "freyr: the persistent name `{}` is already taken by another type; give \
+                     `{type_name}` a name of its own",
+                    ops.name
+                );
+            }
+        }
+        self.ops.retain(|kept| kept.type_id != ops.type_id);
+        self.ops.push(ops);
+    }
+
+    fn by_type(&self, type_id: core::any::TypeId) -> Option<&PersistOps> {
+        self.ops.iter().find(|o| o.type_id == type_id)
+    }
+
+    fn by_name(&self, name: &str) -> Option<&PersistOps> {
+        self.ops.iter().find(|o| o.name == name)
+    }
+}
+
 /// The magic of a whole-registry save.
 const SAVE_MAGIC: &[u8; 8] = b"FREYRSAV";
-/// The magic of an entity export.
-const EXPORT_MAGIC: &[u8; 8] = b"FREYREXP";
 
 impl Registry {
     /// Registers component `T` for saves and exports under the stable `name` and `version`
@@ -45,7 +137,58 @@ impl Registry {
     where
         T: Component + Clone + Serialize + DeserializeOwned,
     {
-        self.add_persistent::<T>(PersistOps::of::<T>(name, version, None));
+        self.add_persistent::<T>(PersistOps::of::<T, SerdeCodec>(name, version, None));
+    }
+
+    /// Registers the plain-data component `T` for saves and exports under the stable `name`
+    /// and `version`, its columns written as their bytes, a whole column at a time (copy
+    /// speed; [`register_persistent`](Registry::register_persistent) encodes value by value
+    /// through serde). [`bytemuck::Pod`] proves what that needs: no padding bytes (none are
+    /// ever written) and every bit pattern a valid value (any bytes of the right length
+    /// decode). Also registers `T` for snapshots as a plain copy if it was not registered for
+    /// them yet.
+    ///
+    /// The file is little-endian on every target, and a column's bytes are the file's bytes
+    /// only on a little-endian target (x86-64, AArch64, RISC-V, WebAssembly), so this method
+    /// exists only there; a big-endian build registers such a type with `register_persistent`
+    /// instead. The file records which encoding each type uses: loading it with the other one
+    /// registered is [`LoadError::EncodingMismatch`].
+    ///
+    /// # Panics
+    ///
+    /// If `T` is persistent under another name, or `name` is taken by another type.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::persist::bytemuck::{Pod, Zeroable};
+    ///
+    /// #[derive(Clone, Copy, Debug, PartialEq, Pod, Zeroable)]
+    /// #[bytemuck(crate = "freyr::persist::bytemuck")]
+    /// #[repr(C)]
+    /// struct Position([f32; 3]);
+    ///
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.register_persistent_pod::<Position>("game.position", 1);
+    /// let e = registry.spawn((Position([1.0, 2.0, 3.0]),));
+    /// let bytes = registry.save_to_vec().unwrap();
+    /// let mut loaded = freyr::Registry::with_workers(1);
+    /// loaded.register_persistent_pod::<Position>("game.position", 1);
+    /// loaded.load_into(&bytes).unwrap();
+    /// assert_eq!(loaded.get::<Position>(e), Ok(&Position([1.0, 2.0, 3.0])));
+    /// ```
+    #[cfg(target_endian = "little")]
+    pub fn register_persistent_pod<T>(&mut self, name: &'static str, version: u32)
+    where
+        T: Component + bytemuck::Pod,
+    {
+        use crate::persist::ops::RawCodec;
+        self.guard("Registry::register_persistent_pod");
+        if !self.snapshot_types.components.is_registered::<T>() {
+            self.snapshot_types.components.register_copy::<T>();
+        }
+        let ops = PersistOps::of::<T, RawCodec>(name, version, None);
+        self.persist_types.add(ops, core::any::type_name::<T>());
     }
 
     /// As [`register_persistent`](Registry::register_persistent), with a hook that rewrites
@@ -84,7 +227,8 @@ impl Registry {
         T: Component + Clone + Serialize + DeserializeOwned,
     {
         let remap = std::sync::Arc::new(remap);
-        self.add_persistent::<T>(PersistOps::of::<T>(name, version, Some(remap)));
+        let ops = PersistOps::of::<T, SerdeCodec>(name, version, Some(remap));
+        self.add_persistent::<T>(ops);
     }
 
     fn add_persistent<T: Component + Clone>(&mut self, ops: PersistOps) {
@@ -118,7 +262,40 @@ impl Registry {
     /// assert_eq!(*loaded.get::<u64>(e).unwrap(), 5);
     /// ```
     pub fn save_to_vec(&self) -> Result<Vec<u8>, SaveError> {
-        let snapshot = self.snapshot().map_err(SaveError::Snapshot)?;
+        let mut out = Vec::new();
+        self.save_into(&mut out)?;
+        Ok(out)
+    }
+
+    /// As [`save_to_vec`](Registry::save_to_vec), writing into `out` (cleared first), whose
+    /// allocation is reused: a server that saves every few minutes keeps one buffer, and the
+    /// save runs at copy speed instead of waiting on fresh pages. The registry keeps the
+    /// working copy of the world a save takes, for the next save (so after the first save it
+    /// holds about one more world's worth of component memory); a save running while another
+    /// holds it takes a fresh one.
+    ///
+    /// # Errors
+    ///
+    /// As `save_to_vec`; `out` is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.register_persistent::<u64>("score", 1);
+    /// registry.spawn((5u64,));
+    /// let mut buffer = Vec::new();
+    /// registry.save_into(&mut buffer).unwrap();
+    /// assert_eq!(buffer, registry.save_to_vec().unwrap());
+    /// ```
+    pub fn save_into(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
+        let mut scratch = self.persist_types.scratch.try_lock();
+        let mut fresh = Snapshot::new();
+        let snapshot = match scratch.as_deref_mut() {
+            Ok(kept) => kept,
+            Err(_) => &mut fresh,
+        };
+        self.snapshot_into(snapshot).map_err(SaveError::Snapshot)?;
         let world = snapshot.world();
         let mut ops = Vec::with_capacity(world.component_infos().len());
         let mut missing = Vec::new();
@@ -131,13 +308,14 @@ impl Registry {
         if !missing.is_empty() {
             return Err(SaveError::NotPersistent { types: missing });
         }
-        let mut w = Writer::new(SAVE_MAGIC);
+        let a = world.allocator_parts();
+        let size = save_size(world, &ops, a.slots.len());
+        let mut w = Writer::reuse(SAVE_MAGIC, core::mem::take(out), size);
         w.u64(snapshot.tick());
         w.u32(ops.len() as u32);
         for o in &ops {
             write_type(&mut w, o);
         }
-        let a = world.allocator_parts();
         w.u32s(&a.slots);
         w.u32s(&a.free);
         w.u64(a.len as u64);
@@ -152,14 +330,16 @@ impl Registry {
             w.u32s(view.chunk_ids());
             write_entities(&mut w, view.entities());
             for (column, id) in view.components().iter().enumerate() {
-                if view.is_empty() {
-                    w.bytes(&[]);
-                } else {
-                    w.bytes(&(ops[id.index()].encode_column)(&view, column));
-                }
+                let encode = ops[id.index()].encode_column;
+                w.blob(|out| {
+                    if !view.is_empty() {
+                        encode(&view, column, out);
+                    }
+                });
             }
         }
-        Ok(w.finish())
+        *out = w.finish();
+        Ok(())
     }
 
     /// Saves to `path`, crash-safe: writes a temporary file beside it, syncs it to disk,
@@ -262,8 +442,8 @@ impl Registry {
                 core::str::from_utf8(r.bytes("a type name")?).map_err(|_| LoadError::Corrupt {
                     what: "a type name is not UTF-8",
                 })?;
-            let (version, size, align) =
-                (r.u32("a version")?, r.u64("a size")?, r.u64("an align")?);
+            let (version, encoding) = (r.u32("a version")?, r.u32("an encoding")?);
+            let (size, align) = (r.u64("a size")?, r.u64("an align")?);
             let Some(o) = self.persist_types.by_name(name) else {
                 return Err(LoadError::UnknownType { name: name.into() });
             };
@@ -282,6 +462,16 @@ impl Registry {
                     registered: here,
                 });
             }
+            let saved = ColumnEncoding::from_code(encoding).ok_or(LoadError::Corrupt {
+                what: "a type's encoding is unknown",
+            })?;
+            if saved != o.encoding {
+                return Err(LoadError::EncodingMismatch {
+                    name: name.into(),
+                    saved,
+                    registered: o.encoding,
+                });
+            }
             if ops.iter().any(|k| k.type_id == o.type_id) {
                 return Err(LoadError::Corrupt {
                     what: "a type is listed twice",
@@ -291,131 +481,43 @@ impl Registry {
         }
         Ok(ops)
     }
-
-    /// The entities `entities` with every persistent component they have, as bytes for
-    /// [`import`](Registry::import) into another registry (another server). Components with
-    /// no persistent name are left out. Reads only.
-    ///
-    /// # Errors
-    ///
-    /// [`SaveError::Snapshot`] inside `update` or while work waits for a sync point.
-    ///
-    /// # Panics
-    ///
-    /// If an entity is not alive or listed twice.
-    pub fn export(&self, entities: &[Entity]) -> Result<Vec<u8>, SaveError> {
-        self.guard("Registry::export");
-        self.check_quiet().map_err(SaveError::Snapshot)?;
-        let mut seen = hashbrown::HashSet::with_capacity(entities.len());
-        for &e in entities {
-            assert!(
-                self.contains(e),
-                "freyr: export of {e:?}, which is not alive; export live entities"
-            );
-            assert!(
-                seen.insert(e),
-                "freyr: {e:?} is listed twice in an export; list each once"
-            );
-        }
-        // Group the entities by the set of persistent types they have, in first-seen order.
-        let ops = &self.persist_types.ops;
-        let mut groups: Vec<(Vec<usize>, Vec<Entity>)> = Vec::new();
-        for &e in entities {
-            let set: Vec<usize> = (0..ops.len()).filter(|&i| (ops[i].has)(self, e)).collect();
-            match groups.iter_mut().find(|(s, _)| *s == set) {
-                Some((_, members)) => members.push(e),
-                None => groups.push((set, vec![e])),
-            }
-        }
-        let mut w = Writer::new(EXPORT_MAGIC);
-        w.u32(ops.len() as u32);
-        for o in ops {
-            write_type(&mut w, o);
-        }
-        w.u64(groups.len() as u64);
-        for (set, members) in &groups {
-            let set: Vec<u32> = set.iter().map(|&i| i as u32).collect();
-            w.u32s(&set);
-            write_entities(&mut w, members);
-            for &i in &set {
-                w.bytes(&(ops[i as usize].encode_entities)(self, members));
-            }
-        }
-        Ok(w.finish())
-    }
-
-    /// Spawns the entities of an [`export`](Registry::export) with new ids, in export order,
-    /// and returns the old→new [`EntityMap`]. `Entity` fields inside components are rewritten
-    /// by the remap hooks given to
-    /// [`register_persistent_with_remap`](Registry::register_persistent_with_remap). Every
-    /// byte is checked and decoded before anything is spawned.
-    ///
-    /// # Errors
-    ///
-    /// A [`LoadError`] naming what is wrong; the registry is then unchanged.
-    pub fn import(&mut self, bytes: &[u8]) -> Result<EntityMap, LoadError> {
-        self.guard("Registry::import");
-        self.check_quiet().map_err(LoadError::Snapshot)?;
-        let body = open(bytes, EXPORT_MAGIC)?;
-        let mut r = Reader { rest: body };
-        let ops = self.read_types(&mut r)?;
-        let groups = r.count(1, "the group count")?;
-        let mut decoded = Vec::new();
-        for _ in 0..groups {
-            let set = r.u32s("a group's types")?;
-            let olds = read_entities(&mut r)?;
-            let mut columns = Vec::with_capacity(set.len());
-            for &i in &set {
-                let o = ops.get(i as usize).ok_or(LoadError::Corrupt {
-                    what: "a group names an unknown type",
-                })?;
-                let blob = r.bytes("a column")?;
-                let values = (o.decode_values)(blob, olds.len()).ok_or(LoadError::Corrupt {
-                    what: "a column does not decode",
-                })?;
-                columns.push((o.clone(), values));
-            }
-            decoded.push((olds, columns));
-        }
-        r.end()?;
-        let mut pairs = Vec::new();
-        let mut news = Vec::with_capacity(decoded.len());
-        for (olds, _) in &decoded {
-            let group: Vec<Entity> = olds.iter().map(|_| self.spawn(())).collect();
-            pairs.extend(olds.iter().copied().zip(group.iter().copied()));
-            news.push(group);
-        }
-        let map = EntityMap::new(pairs);
-        for ((_, columns), group) in decoded.into_iter().zip(&news) {
-            for (o, values) in columns {
-                (o.insert_values)(self, values, group, &map, o.remap.as_ref());
-            }
-        }
-        Ok(map)
-    }
 }
 
-fn write_type(w: &mut Writer, o: &PersistOps) {
+/// A guess of a save's size, so its buffer is allocated once: every row's entity and values
+/// at their in-memory size, and the allocator.
+fn save_size(world: &WorldSnapshot, ops: &[&PersistOps], slots: usize) -> usize {
+    let values: usize = (0..world.archetype_count())
+        .map(|i| {
+            let view = world.archetype_view(i);
+            let row: usize = view
+                .components()
+                .iter()
+                .map(|id| ops[id.index()].layout.size())
+                .sum();
+            view.len() * (row + 8) + 64
+        })
+        .sum();
+    values + slots * 4 + 1024
+}
+
+fn write_type(w: &mut Writer, o: &ColumnOps) {
     w.bytes(o.name.as_bytes());
     w.u32(o.version);
+    w.u32(o.encoding.code());
     w.u64(o.layout.size() as u64);
     w.u64(o.layout.align() as u64);
 }
 
 fn write_entities(w: &mut Writer, entities: &[Entity]) {
     w.u64(entities.len() as u64);
-    w.out.reserve(entities.len() * 8);
-    for e in entities {
-        w.u64(e.to_bits());
-    }
+    w.words(entities.iter().map(|e| e.to_bits().to_le_bytes()));
 }
 
 fn read_entities(r: &mut Reader<'_>) -> Result<Vec<Entity>, LoadError> {
     let n = r.count(8, "the entities")?;
-    (0..n)
-        .map(|_| {
-            let bits = r.u64("an entity")?;
-            Entity::from_bits(bits).ok_or(LoadError::Corrupt {
+    r.words::<8>(n, "the entities")?
+        .map(|bits| {
+            Entity::from_bits(u64::from_le_bytes(bits)).ok_or(LoadError::Corrupt {
                 what: "an entity id is invalid",
             })
         })

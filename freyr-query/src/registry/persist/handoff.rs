@@ -1,0 +1,222 @@
+//! Handoff of entity subsets between registries: [`Registry::export`] and
+//! [`Registry::import`].
+
+use freyr_core::{ComponentId, Entity, World};
+
+use crate::persist::format::{Reader, Writer, open};
+use crate::persist::ops::Row;
+use crate::persist::{Decoded, EntityMap, LoadError, SaveError};
+
+use super::{PersistOps, read_entities, write_entities, write_type};
+use crate::registry::Registry;
+
+/// The magic of an entity export.
+const EXPORT_MAGIC: &[u8; 8] = b"FREYREXP";
+
+/// The entities of an export with the same set of persistent types (indices into the
+/// registry's table), in export order, and where their values are.
+struct Group {
+    set: Vec<u32>,
+    members: Vec<Entity>,
+    rows: Vec<Row>,
+}
+
+/// One group of an import, decoded: the old ids and one column of values per type.
+type DecodedGroup = (Vec<Entity>, Vec<(PersistOps, Decoded)>);
+
+impl Registry {
+    /// The entities `entities` with every persistent component they have, as bytes for
+    /// [`import`](Registry::import) into another registry (another server). Components with
+    /// no persistent name are left out. Reads only.
+    ///
+    /// # Errors
+    ///
+    /// [`SaveError::Snapshot`] inside `update` or while work waits for a sync point.
+    ///
+    /// # Panics
+    ///
+    /// If an entity is not alive or listed twice.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.register_persistent::<u32>("hp", 1);
+    /// let e = registry.spawn((7u32,));
+    /// let bytes = registry.export(&[e]).unwrap();
+    /// let mut other = freyr::Registry::with_workers(1);
+    /// other.register_persistent::<u32>("hp", 1);
+    /// let map = other.import(&bytes).unwrap();
+    /// assert_eq!(other.get::<u32>(map.get(e).unwrap()), Ok(&7));
+    /// ```
+    pub fn export(&self, entities: &[Entity]) -> Result<Vec<u8>, SaveError> {
+        self.guard("Registry::export");
+        self.check_quiet().map_err(SaveError::Snapshot)?;
+        let world = self.world();
+        let ops = &self.persist_types.ops;
+        let ids: Vec<Option<ComponentId>> = ops.iter().map(|o| (o.component_id)(world)).collect();
+        let groups = group(world, &ids, entities);
+        let size: usize = ops.iter().map(|o| o.layout.size() + 8).sum();
+        let mut w = Writer::new(EXPORT_MAGIC, entities.len() * size + 64 * ops.len());
+        w.u32(ops.len() as u32);
+        for o in ops {
+            write_type(&mut w, o);
+        }
+        w.u64(groups.len() as u64);
+        for g in &groups {
+            w.u32s(&g.set);
+            write_entities(&mut w, &g.members);
+            for &i in &g.set {
+                let (encode, id) = (ops[i as usize].encode_rows, ids[i as usize]);
+                let id = id.expect("a type in an entity's set is in the world");
+                w.blob(|out| encode(world, &g.rows, id, out));
+            }
+        }
+        Ok(w.finish())
+    }
+
+    /// Spawns the entities of an [`export`](Registry::export) with new ids, in export order,
+    /// and returns the old→new [`EntityMap`]. `Entity` fields inside components are rewritten
+    /// by the remap hooks given to
+    /// [`register_persistent_with_remap`](Registry::register_persistent_with_remap). Every
+    /// byte is checked and decoded before anything is spawned.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] naming what is wrong; the registry is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::persist::LoadError;
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// assert!(matches!(registry.import(b"nonsense"), Err(LoadError::NotAFreyrFile)));
+    /// assert!(registry.is_empty());
+    /// ```
+    pub fn import(&mut self, bytes: &[u8]) -> Result<EntityMap, LoadError> {
+        self.guard("Registry::import");
+        self.check_quiet().map_err(LoadError::Snapshot)?;
+        let body = open(bytes, EXPORT_MAGIC)?;
+        let mut r = Reader { rest: body };
+        let ops = self.read_types(&mut r)?;
+        let groups = r.count(1, "the group count")?;
+        let mut decoded = Vec::new();
+        for _ in 0..groups {
+            decoded.push(read_group(&mut r, &ops)?);
+        }
+        r.end()?;
+        match self.hooks.is_empty() {
+            true => Ok(insert_into_world(self.world_mut(), decoded)),
+            false => Ok(self.insert_hooked(decoded)),
+        }
+    }
+
+    /// Spawns and fills the imported entities through the registry's own `spawn` and
+    /// `insert`, so its hooks see each change.
+    fn insert_hooked(&mut self, decoded: Vec<DecodedGroup>) -> EntityMap {
+        let mut pairs = Vec::new();
+        let mut news = Vec::with_capacity(decoded.len());
+        for (olds, _) in &decoded {
+            let group: Vec<Entity> = olds.iter().map(|_| self.spawn(())).collect();
+            pairs.extend(olds.iter().copied().zip(group.iter().copied()));
+            news.push(group);
+        }
+        let map = EntityMap::new(pairs);
+        for ((_, columns), group) in decoded.into_iter().zip(&news) {
+            for (o, values) in columns {
+                (o.insert_hooked)(self, values, group, &map, o.remap.as_ref());
+            }
+        }
+        map
+    }
+}
+
+/// Spawns and fills the imported entities in `world` directly (a registry with no hooks):
+/// the ids, archetypes and values are those of the hooked path, but a group whose first type
+/// has no remap hook is spawned with that type's values in one batch.
+fn insert_into_world(world: &mut World, mut decoded: Vec<DecodedGroup>) -> EntityMap {
+    let mut pairs = Vec::new();
+    let mut news = Vec::with_capacity(decoded.len());
+    for (olds, columns) in &mut decoded {
+        let group = match columns.first() {
+            Some((o, _)) if o.remap.is_none() => {
+                let (o, values) = columns.remove(0);
+                (o.spawn_values)(world, values)
+            }
+            _ => olds.iter().map(|_| world.spawn(())).collect(),
+        };
+        pairs.extend(olds.iter().copied().zip(group.iter().copied()));
+        news.push(group);
+    }
+    let map = EntityMap::new(pairs);
+    for ((_, columns), group) in decoded.into_iter().zip(&news) {
+        for (o, values) in columns {
+            (o.insert_values)(world, values, group, &map, o.remap.as_ref());
+        }
+    }
+    map
+}
+
+/// Groups `entities` by the set of persistent types they have, sets in first-seen order,
+/// entities in export order within each.
+///
+/// # Panics
+///
+/// If an entity is not alive or listed twice.
+fn group(world: &World, ids: &[Option<ComponentId>], entities: &[Entity]) -> Vec<Group> {
+    let mut by_archetype: Vec<Option<usize>> = vec![None; world.archetypes().len()];
+    let mut seen: Vec<u64> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
+    for &e in entities {
+        let Some(row @ (archetype, _, _)) = world.entity_location(e) else {
+            panic!("freyr: export of {e:?}, which is not alive; export live entities");
+        };
+        let (word, bit) = (e.index() as usize / 64, 1u64 << (e.index() % 64));
+        if seen.len() <= word {
+            seen.resize(word + 1, 0);
+        }
+        assert!(
+            seen[word] & bit == 0,
+            "freyr: {e:?} is listed twice in an export; list each once"
+        );
+        seen[word] |= bit;
+        let g = *by_archetype[archetype.index()].get_or_insert_with(|| {
+            let here = world.archetype(archetype);
+            let set: Vec<u32> = (0..ids.len() as u32)
+                .filter(|&i| ids[i as usize].is_some_and(|id| here.has(id)))
+                .collect();
+            match groups.iter().position(|g| g.set == set) {
+                Some(g) => g,
+                None => {
+                    groups.push(Group {
+                        set,
+                        members: Vec::new(),
+                        rows: Vec::new(),
+                    });
+                    groups.len() - 1
+                }
+            }
+        });
+        groups[g].members.push(e);
+        groups[g].rows.push(row);
+    }
+    groups
+}
+
+/// One group of an export: its types, old ids and decoded columns.
+fn read_group(r: &mut Reader<'_>, ops: &[PersistOps]) -> Result<DecodedGroup, LoadError> {
+    let set = r.u32s("a group's types")?;
+    let olds = read_entities(r)?;
+    let mut columns = Vec::with_capacity(set.len());
+    for &i in &set {
+        let o = ops.get(i as usize).ok_or(LoadError::Corrupt {
+            what: "a group names an unknown type",
+        })?;
+        let blob = r.bytes("a column")?;
+        let values = (o.decode_values)(blob, olds.len()).ok_or(LoadError::Corrupt {
+            what: "a column does not decode",
+        })?;
+        columns.push((o.clone(), values));
+    }
+    Ok((olds, columns))
+}
