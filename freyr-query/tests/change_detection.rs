@@ -362,18 +362,29 @@ fn unfiltered_each_and_each_async_stamp_every_chunk_of_the_written_columns_only(
         r.update(0.0);
         let launch = r.tick();
         assert!(launch > spawned);
-        r.query::<(&mut Hp, &Pos)>().each_async(|_, (hp, _)| hp.0 += 1);
+        r.query::<(&mut Hp, &Pos)>()
+            .each_async(|_, (hp, _)| hp.0 += 1);
         r.execute_tasks();
         let hp = changed_ticks_of::<Hp>(r.world());
-        assert!(hp.len() >= 4, "{workers} workers: several chunks per archetype");
+        assert!(
+            hp.len() >= 4,
+            "{workers} workers: several chunks per archetype"
+        );
         assert!(hp.iter().all(|&t| t == launch), "{workers} workers: {hp:?}");
         let pos = changed_ticks_of::<Pos>(r.world());
-        assert!(pos.iter().all(|&t| t == spawned), "{workers} workers: {pos:?}");
+        assert!(
+            pos.iter().all(|&t| t == spawned),
+            "{workers} workers: {pos:?}"
+        );
         r.update(0.0);
         let each = r.tick();
         r.query::<&mut Pos>().each(|_, p| p.0 += 1);
         let pos = changed_ticks_of::<Pos>(r.world());
         assert!(pos.iter().all(|&t| t == each), "{workers} workers: {pos:?}");
-        assert!(changed_ticks_of::<Hp>(r.world()).iter().all(|&t| t == launch));
+        assert!(
+            changed_ticks_of::<Hp>(r.world())
+                .iter()
+                .all(|&t| t == launch)
+        );
     }
 }
