@@ -196,6 +196,22 @@ fn spawn_values<T: Component>(world: &mut World, values: Decoded) -> Vec<Entity>
     world.spawn_batch(decoded::<T>(values).into_iter().map(|v| (v,)))
 }
 
+/// The decoded values of `T`, each passed through `T`'s remap hook (if one is registered) with
+/// `map`: what an import inserts, in export order.
+pub(crate) fn remapped<'m, T: Component>(
+    values: Decoded,
+    map: &'m EntityMap,
+    remap: Option<&RemapAny>,
+) -> impl Iterator<Item = T> + 'm {
+    let remap = remap_fn::<T>(remap);
+    decoded::<T>(values).into_iter().map(move |mut value| {
+        if let Some(remap) = remap {
+            remap(&mut value, map);
+        }
+        value
+    })
+}
+
 fn insert_values<T: Component>(
     world: &mut World,
     values: Decoded,
@@ -203,11 +219,7 @@ fn insert_values<T: Component>(
     map: &EntityMap,
     remap: Option<&RemapAny>,
 ) {
-    let remap = remap_fn::<T>(remap);
-    for (mut value, &entity) in decoded::<T>(values).into_iter().zip(entities) {
-        if let Some(remap) = remap {
-            remap(&mut value, map);
-        }
+    for (value, &entity) in remapped::<T>(values, map, remap).zip(entities) {
         world
             .insert(entity, (value,))
             .expect("an imported entity was just spawned");

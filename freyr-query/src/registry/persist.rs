@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::persist::format::{Reader, Writer, open};
-use crate::persist::ops::{Codec, SerdeCodec, decoded, remap_fn};
+use crate::persist::ops::{Codec, SerdeCodec, remapped};
 use crate::persist::{
     ColumnEncoding, ColumnOps, Decoded, EntityMap, LoadError, RemapAny, RemapFn, SaveError,
 };
@@ -46,11 +46,7 @@ fn insert_hooked<T: Component>(
     map: &EntityMap,
     remap: Option<&RemapAny>,
 ) {
-    let remap = remap_fn::<T>(remap);
-    for (mut value, &entity) in decoded::<T>(values).into_iter().zip(entities) {
-        if let Some(remap) = remap {
-            remap(&mut value, map);
-        }
+    for (value, &entity) in remapped::<T>(values, map, remap).zip(entities) {
         registry
             .insert(entity, (value,))
             .expect("an imported entity was just spawned");
