@@ -31,7 +31,10 @@ use crate::CHUNK_CAPACITY;
 /// assert_eq!(f.generation(), e.generation() + 1);
 /// assert!(!world.contains(e));
 /// ```
+// `repr(C)`: index, then generation, no padding, so on a little-endian target the bytes of a
+// slice of handles are their `to_bits` words (saves copy entity columns whole).
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(C)]
 pub struct Entity {
     index: u32,
     generation: NonZeroU32,
@@ -309,6 +312,12 @@ impl Entities {
         self.free.clear();
         self.free.extend_from_slice(free);
         self.len = len;
+    }
+
+    /// An allocator holding a state read by [`parts`](Entities::parts) (checked by the
+    /// caller), taking the vectors as they are.
+    pub(crate) fn from_parts(slots: Vec<u32>, free: Vec<u32>, len: usize) -> Entities {
+        Entities { slots, free, len }
     }
 
     /// Number of indices ever allocated (the slot table length).

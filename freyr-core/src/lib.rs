@@ -51,7 +51,10 @@
 //! 4. `chunk_ref` (the read-only [`ChunkRef`] view, and the [`Archetype`] methods that hand it
 //!    out), `world/row_move` (moving a row along an edge, and building an edge's mappings);
 //! 5. `world/mod.rs`, then `world/spawn` and `world/change`, which add [`World`] methods;
-//! 6. `recorded`, `command/mod.rs`, then `command/apply`, which adds [`CommandBuffer`] methods.
+//! 6. `recorded`, `command/mod.rs`, then `command/apply`, which adds [`CommandBuffer`] methods;
+//! 7. `snapshot` (in-memory copies for rollback) and [`parts`] (a world read as a save records
+//!    it and built again from decoded parts), which add [`World`] methods; `persist` (serde
+//!    for [`Entity`], feature `serde`).
 
 mod archetype;
 mod arena;
@@ -64,6 +67,7 @@ mod component;
 mod edges;
 mod entity;
 mod error;
+pub mod parts;
 #[cfg(feature = "serde")]
 mod persist;
 mod recorded;

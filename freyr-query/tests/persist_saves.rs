@@ -2,7 +2,11 @@
 //! next ids, iteration order) on 1, 2, 3 and 8 workers and whatever order the loading program
 //! touched its types in; bad input (every truncation, every flipped bit, unknown names,
 //! version and layout mismatches) is a typed error with the registry unchanged; export and
-//! import remap `Entity` fields. Small sizes under Miri.
+//! import remap `Entity` fields, and a panicking remap hook changes nothing. Small sizes under
+//! Miri.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr::persist::{EntityMap, LoadError, SaveError};
 use freyr::{Entity, Phase, Registry, StableHash};
@@ -311,4 +315,67 @@ fn export_and_import_remap_entity_fields_and_drop_references_leaving_the_set() {
         "a save is not an export"
     );
     assert_eq!(b.len(), 8);
+}
+
+/// Drops of [`Aim`] values, counted.
+static AIM_DROPS: AtomicUsize = AtomicUsize::new(0);
+
+/// A target whose remap hook refuses references leaving the exported set by panicking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Aim(Option<Entity>);
+
+impl Drop for Aim {
+    fn drop(&mut self) {
+        AIM_DROPS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn remap_aim_or_panic(aim: &mut Aim, map: &EntityMap) {
+    aim.0 = aim
+        .0
+        .map(|e| map.get(e).expect("test: an aim leaves the exported set"));
+}
+
+#[test]
+fn a_panicking_remap_hook_changes_nothing_and_drops_each_decoded_value_once() {
+    let mut a = Registry::with_workers(1);
+    a.register_persistent::<Pos>("test.pos", 1);
+    a.register_persistent_with_remap::<Aim>("test.aim", 1, remap_aim_or_panic);
+    let outside = a.spawn((Pos(0),));
+    let x = a.spawn((Pos(1), Aim(None)));
+    let y = a.spawn((Pos(2), Aim(Some(x))));
+    let z = a.spawn((Pos(3), Aim(Some(outside))));
+    let bytes = a.export(&[x, y, z]).unwrap();
+    let inside = a.export(&[x, y]).unwrap();
+    for hooked in [false, true] {
+        let mut b = Registry::with_workers(1);
+        b.register_persistent::<Pos>("test.pos", 1);
+        b.register_persistent_with_remap::<Aim>("test.aim", 1, remap_aim_or_panic);
+        if hooked {
+            b.on_add::<Pos>(|_, _| {});
+        }
+        let local = b.spawn((Pos(9),));
+        b.spawn((Pos(10),));
+        b.despawn(local).unwrap();
+        let (len, hash_before) = (b.len(), hash(&b));
+        let drops = AIM_DROPS.load(Ordering::Relaxed);
+        let panic = catch_unwind(AssertUnwindSafe(|| b.import(&bytes))).unwrap_err();
+        let message = panic.downcast_ref::<String>().map(String::as_str);
+        assert_eq!(message, Some("test: an aim leaves the exported set"));
+        assert_eq!(
+            AIM_DROPS.load(Ordering::Relaxed) - drops,
+            3,
+            "hooked {hooked}: each decoded value dropped once"
+        );
+        assert_eq!((b.len(), hash(&b)), (len, hash_before), "hooked {hooked}");
+        // Nothing was spawned: the next ids are those before the import.
+        let map = b.import(&inside).unwrap();
+        let (x2, y2) = (map.get(x).unwrap(), map.get(y).unwrap());
+        assert_eq!(
+            (x2.index(), x2.generation()),
+            (local.index(), local.generation() + 1),
+            "hooked {hooked}: the freed index first"
+        );
+        assert_eq!(b.get::<Aim>(y2).unwrap(), &Aim(Some(x2)));
+    }
 }

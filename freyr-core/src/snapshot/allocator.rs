@@ -45,28 +45,6 @@ impl AllocatorImage {
         ChunkTable::with_free_ids(self.chunk_ids, &self.free_chunks)
     }
 
-    /// The captured state as plain data.
-    pub(crate) fn parts(&self) -> super::AllocatorParts {
-        super::AllocatorParts {
-            slots: self.slots.clone(),
-            free: self.free.clone(),
-            len: self.len,
-            chunk_ids: self.chunk_ids,
-            free_chunks: self.free_chunks.clone(),
-        }
-    }
-
-    /// An image holding `parts` (checked by the caller).
-    pub(crate) fn from_parts(parts: super::AllocatorParts) -> AllocatorImage {
-        AllocatorImage {
-            slots: parts.slots,
-            free: parts.free,
-            len: parts.len,
-            chunk_ids: parts.chunk_ids,
-            free_chunks: parts.free_chunks,
-        }
-    }
-
     /// Number of live entities captured.
     pub(crate) fn len(&self) -> usize {
         self.len

@@ -12,7 +12,6 @@
 
 mod allocator;
 mod columns;
-mod parts;
 mod restore;
 mod types;
 
@@ -29,10 +28,6 @@ use crate::world::World;
 use self::allocator::AllocatorImage;
 use self::columns::{RawBuf, ValueOps};
 
-pub use self::parts::{
-    AllocatorParts, ArchetypeParts, ArchetypeView, ColumnValues, InvalidParts, SnapshotParts,
-    component_info,
-};
 pub use self::types::{MissingSnapshotTypes, SnapshotTypes};
 
 /// Runs `f(i)` for every `i` in `0..count`, possibly on several threads: how a snapshot's
@@ -268,30 +263,6 @@ impl WorldSnapshot {
         self.states.clear();
         self.states
             .resize_with(self.units.len(), || AtomicU8::new(FREE));
-    }
-
-    /// Lists the work units of the archetypes in place, all DONE (their values are in place),
-    /// and marks the snapshot complete: for one built from parts.
-    fn rebuild_units(&mut self) {
-        self.units.clear();
-        for (a, image) in self.archetypes.iter().enumerate() {
-            let chunks = image.len.div_ceil(CHUNK_CAPACITY) as u32;
-            for chunk in 0..chunks {
-                let unit = |column| Unit {
-                    archetype: a as u32,
-                    column,
-                    chunk,
-                };
-                self.units.push(unit(ENTITY_COLUMN));
-                for column in 0..image.columns.len() as u32 {
-                    self.units.push(unit(column));
-                }
-            }
-        }
-        self.states.clear();
-        self.states
-            .resize_with(self.units.len(), || AtomicU8::new(DONE));
-        self.complete = true;
     }
 
     /// Runs unit `i` of taking a snapshot of `archetypes` (claims it first: a second call does

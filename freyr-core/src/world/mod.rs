@@ -90,11 +90,11 @@ struct BundleInfo {
 pub struct World {
     /// This world's identity; see [`World::id`].
     id: WorldId,
-    entities: Entities,
-    components: Components,
-    archetypes: Vec<Archetype>,
+    pub(crate) entities: Entities,
+    pub(crate) components: Components,
+    pub(crate) archetypes: Vec<Archetype>,
     archetype_index: HashMap<Box<[ComponentId]>, ArchetypeId>,
-    chunks: ChunkTable,
+    pub(crate) chunks: ChunkTable,
     bundles: TypeIdMap<BundleInfo>,
     insert_edges: Vec<InsertEdge>,
     remove_edges: Vec<RemoveEdge>,
@@ -316,7 +316,7 @@ impl World {
     }
 
     /// Finds or creates the archetype with the sorted component set `ids`.
-    fn archetype_for(&mut self, ids: &[ComponentId]) -> ArchetypeId {
+    pub(crate) fn archetype_for(&mut self, ids: &[ComponentId]) -> ArchetypeId {
         if let Some(&id) = self.archetype_index.get(ids) {
             return id;
         }

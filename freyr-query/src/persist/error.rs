@@ -10,8 +10,9 @@ use super::ColumnEncoding;
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SaveError {
-    /// Not at a quiet point, or a live type is not registered for snapshots (see
-    /// [`Registry::snapshot`](crate::Registry::snapshot)).
+    /// Inside `update`, or not at a quiet point (launches in flight, command buffers or
+    /// destructions waiting for a sync point), as for
+    /// [`Registry::snapshot`](crate::Registry::snapshot).
     Snapshot(SnapshotError),
     /// Component types of the world (by `type_name`) with no persistent name.
     NotPersistent {

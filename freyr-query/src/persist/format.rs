@@ -6,7 +6,9 @@ use super::LoadError;
 /// The save format version this build writes and reads.
 ///
 /// 2: the per-type column encoding (serde or raw bytes) and the eight-lane checksum.
-pub(crate) const FORMAT_VERSION: u32 = 2;
+/// 3: the checksum's lanes run over the body from its first byte and the header is folded in
+/// last, so a save hashes each piece as it writes it.
+pub(crate) const FORMAT_VERSION: u32 = 3;
 /// Header: magic (8), format version (4), body length (8).
 const HEADER: usize = 20;
 /// Trailer: the checksum (8).
@@ -16,8 +18,12 @@ const TRAILER: usize = 8;
 /// multiply chains run side by side, so the sum runs at the multiplier's throughput rather
 /// than its latency (one long chain costs about 4 ms for 24 MB, eight about a quarter).
 const LANES: usize = 8;
+/// Bytes of one block: one word per lane.
+const BLOCK: usize = 8 * LANES;
 /// The odd multiplier of every step (odd, so multiplying by it is a bijection of `u64`).
 const K: u64 = 0x9E37_79B9_7F4A_7C15;
+/// The lanes' and the fold's starting value.
+const SEED: u64 = 0xF2EE_5A5E_0000_0003;
 
 /// One step of a lane: for a fixed word a bijection of the state, and for a fixed state an
 /// injection of the word (xor with the state, multiplication by an odd constant and a
@@ -27,47 +33,80 @@ fn step(h: u64, w: u64) -> u64 {
     (h ^ w).wrapping_mul(K).rotate_left(29)
 }
 
-/// A 64-bit checksum of `bytes`, which catches any change of one 8-byte word (in particular
-/// any single flipped bit) between two inputs of one length:
+/// The running state of a checksum over a body, fed whole blocks in order (see [`checksum`]).
+#[derive(Clone)]
+struct Lanes([u64; LANES]);
+
+impl Lanes {
+    fn new() -> Lanes {
+        Lanes(core::array::from_fn(|i| {
+            SEED.wrapping_add((i as u64).wrapping_mul(K))
+        }))
+    }
+
+    /// Feeds `bytes`, whole blocks (a multiple of [`BLOCK`] long). Kept out of line: one
+    /// copy of the tight loop, the lanes in registers.
+    #[inline(never)]
+    fn blocks(&mut self, bytes: &[u8]) {
+        debug_assert_eq!(bytes.len() % BLOCK, 0);
+        let mut lanes = self.0;
+        for block in bytes.chunks_exact(BLOCK) {
+            for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
+                *lane = step(
+                    *lane,
+                    u64::from_le_bytes(word.try_into().expect("eight bytes")),
+                );
+            }
+        }
+        self.0 = lanes;
+    }
+
+    /// The checksum, given the body's last `tail` bytes (under a block) and the file's header.
+    fn finish(mut self, tail: &[u8], header: &[u8; HEADER]) -> u64 {
+        let mut last = [0u8; BLOCK];
+        last[..tail.len()].copy_from_slice(tail);
+        self.blocks(&last);
+        let h = self.0.iter().fold(SEED, |h, &lane| step(h, lane));
+        let word = |at: usize, n: usize| {
+            let mut w = [0u8; 8];
+            w[..n].copy_from_slice(&header[at..at + n]);
+            u64::from_le_bytes(w)
+        };
+        let h = step(step(step(h, word(0, 8)), word(8, 4)), word(12, 8));
+        h ^ (h >> 32)
+    }
+}
+
+/// A 64-bit checksum of a file's `header` and `body`, which catches any change of one 8-byte
+/// word (in particular any single flipped bit) between two files of one length:
 ///
-/// - the input is cut into 64-byte blocks, word `i` of each block going to lane `i`; the tail
-///   (under 64 bytes) is zero-padded into one more block. The lanes start from distinct
-///   seeds mixed with the length;
-/// - a difference in one word reaches one lane only. That lane's states are equal up to the
-///   step taking the word, differ right after it (a step is injective in its word), and
+/// - the body is cut into 64-byte blocks from its first byte, word `i` of each block going to
+///   lane `i`; the tail (under 64 bytes) is zero-padded into one more block. The lanes start
+///   from distinct seeds;
+/// - a difference in one body word reaches one lane only. That lane's states are equal up to
+///   the step taking the word, differ right after it (a step is injective in its word), and
 ///   stay different (every later step is a bijection of the state); the other lanes are
 ///   equal;
-/// - the lanes are then folded in order, each by one [`step`] of the running sum: with the
-///   other lanes equal, the step taking the differing lane gives a different sum (injective
-///   in the word), and the later steps and the final `h ^ (h >> 32)` are bijections.
-pub(crate) fn checksum(bytes: &[u8]) -> u64 {
-    let seed = 0xF2EE_5A5E_0000_0001 ^ bytes.len() as u64;
-    let mut lanes: [u64; LANES] =
-        core::array::from_fn(|i| seed.wrapping_add((i as u64).wrapping_mul(K)));
-    let mut blocks = bytes.chunks_exact(8 * LANES);
-    for block in &mut blocks {
-        for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
-            *lane = step(
-                *lane,
-                u64::from_le_bytes(word.try_into().expect("eight bytes")),
-            );
-        }
-    }
-    let mut tail = [0u8; 8 * LANES];
-    tail[..blocks.remainder().len()].copy_from_slice(blocks.remainder());
-    for (lane, word) in lanes.iter_mut().zip(tail.chunks_exact(8)) {
-        *lane = step(
-            *lane,
-            u64::from_le_bytes(word.try_into().expect("eight bytes")),
-        );
-    }
-    let h = lanes.iter().fold(seed, |h, &lane| step(h, lane));
-    h ^ (h >> 32)
+/// - the lanes are then folded in order, each by one [`step`] of the running sum, and then the
+///   header's magic, version and body length, one step each: with everything else equal, the
+///   step taking the differing lane or header word gives a different sum (injective in the
+///   word), and the later steps and the final `h ^ (h >> 32)` are bijections. The body length
+///   is folded in, so a zero tail is not the same as no tail.
+pub(crate) fn checksum(header: &[u8; HEADER], body: &[u8]) -> u64 {
+    let whole = body.len() - body.len() % BLOCK;
+    let mut lanes = Lanes::new();
+    lanes.blocks(&body[..whole]);
+    lanes.finish(&body[whole..], header)
 }
 
 /// Builds a framed file: header, then the body written through [`Writer`], then the checksum.
+/// The checksum is fed as the body grows ([`absorb`](Writer::absorb)), so a large save hashes
+/// each piece while it is still in cache.
 pub(crate) struct Writer {
     pub(crate) out: Vec<u8>,
+    lanes: Lanes,
+    /// Offset of the first body byte not yet fed to the checksum (a block boundary).
+    hashed: usize,
 }
 
 impl Writer {
@@ -83,7 +122,20 @@ impl Writer {
         out.extend_from_slice(magic);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
         out.extend_from_slice(&0u64.to_le_bytes());
-        Writer { out }
+        Writer {
+            out,
+            lanes: Lanes::new(),
+            hashed: HEADER,
+        }
+    }
+
+    /// Feeds the checksum every whole block written so far. Only between writes: a blob's
+    /// length is patched after its bytes, so no blob may be open.
+    pub(crate) fn absorb(&mut self) {
+        let ready = (self.out.len() - self.hashed) / BLOCK * BLOCK;
+        self.lanes
+            .blocks(&self.out[self.hashed..self.hashed + ready]);
+        self.hashed += ready;
     }
 
     pub(crate) fn u32(&mut self, v: u32) {
@@ -127,7 +179,9 @@ impl Writer {
     pub(crate) fn finish(mut self) -> Vec<u8> {
         let body = (self.out.len() - HEADER) as u64;
         self.out[12..20].copy_from_slice(&body.to_le_bytes());
-        let sum = checksum(&self.out);
+        self.absorb();
+        let header: [u8; HEADER] = self.out[..HEADER].try_into().expect("the header");
+        let sum = self.lanes.finish(&self.out[self.hashed..], &header);
         self.out.extend_from_slice(&sum.to_le_bytes());
         self.out
     }
@@ -162,7 +216,8 @@ pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], Loa
     }
     let end = bytes.len() - TRAILER;
     let stored = u64::from_le_bytes(bytes[end..].try_into().expect("eight bytes"));
-    let computed = checksum(&bytes[..end]);
+    let header: &[u8; HEADER] = bytes[..HEADER].try_into().expect("the header");
+    let computed = checksum(header, &bytes[HEADER..end]);
     if stored != computed {
         return Err(LoadError::ChecksumMismatch { stored, computed });
     }
@@ -185,7 +240,8 @@ fn corrupt(what: &'static str) -> LoadError {
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], LoadError> {
+    /// The next `n` bytes.
+    pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], LoadError> {
         if self.rest.len() < n {
             return Err(corrupt(what));
         }
@@ -245,45 +301,77 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::checksum;
+    use super::{HEADER, Writer, checksum, open};
 
     /// Bytes that are not all alike, so a lane mix-up would show.
     fn input(len: usize) -> Vec<u8> {
         (0..len).map(|i| (i * 131 + 7) as u8).collect()
     }
 
+    /// The checksum of a whole file (header, then body) of at least [`HEADER`] bytes.
+    fn sum(file: &[u8]) -> u64 {
+        checksum(file[..HEADER].try_into().unwrap(), &file[HEADER..])
+    }
+
     #[test]
     fn every_single_bit_flip_changes_the_sum() {
         let lens: &[usize] = if cfg!(miri) {
-            &[0, 9, 70]
+            &[20, 29, 90]
         } else {
-            &[0, 1, 7, 8, 63, 64, 65, 200]
+            &[20, 21, 27, 28, 83, 84, 85, 220]
         };
         for &len in lens {
             let bytes = input(len);
-            let sum = checksum(&bytes);
+            let before = sum(&bytes);
             for bit in 0..len * 8 {
                 let mut flipped = bytes.clone();
                 flipped[bit / 8] ^= 1 << (bit % 8);
-                assert_ne!(checksum(&flipped), sum, "length {len}, bit {bit}");
+                assert_ne!(sum(&flipped), before, "length {len}, bit {bit}");
             }
         }
     }
 
     #[test]
     fn a_changed_word_or_a_swap_of_lanes_changes_the_sum() {
-        let bytes = input(256);
-        let sum = checksum(&bytes);
+        let bytes = input(HEADER + 256);
+        let before = sum(&bytes);
         for word in 0..32 {
             let mut changed = bytes.clone();
-            changed[word * 8..word * 8 + 8].copy_from_slice(&u64::MAX.to_le_bytes());
-            assert_ne!(checksum(&changed), sum, "word {word}");
+            let at = HEADER + word * 8;
+            changed[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
+            assert_ne!(sum(&changed), before, "word {word}");
         }
         // Words 0 and 1 of a block go to different lanes; swapping them is caught too.
         let mut swapped = bytes.clone();
-        swapped[..16].rotate_left(8);
-        assert_ne!(checksum(&swapped), sum);
-        // The length is part of the sum: a zero tail is not the same as no tail.
-        assert_ne!(checksum(&[0; 8]), checksum(&[0; 16]));
+        swapped[HEADER..HEADER + 16].rotate_left(8);
+        assert_ne!(sum(&swapped), before);
+        // The header's body length is part of the sum: a zero tail is not the same as no tail.
+        let header = |len: u64| {
+            let mut h = [0u8; HEADER];
+            h[12..].copy_from_slice(&len.to_le_bytes());
+            h
+        };
+        assert_ne!(
+            checksum(&header(8), &[0; 8]),
+            checksum(&header(16), &[0; 16])
+        );
+    }
+
+    #[test]
+    fn a_writer_that_absorbs_as_it_goes_sums_like_one_pass() {
+        let magic = b"FREYRTST";
+        for pieces in [&[0usize][..], &[1, 63, 64, 65], &[7, 200, 3, 128, 1000, 5]] {
+            let mut streamed = Writer::new(magic, 0);
+            let mut whole = Writer::new(magic, 0);
+            for (i, &n) in pieces.iter().enumerate() {
+                let piece = input(n + i);
+                streamed.bytes(&piece);
+                streamed.absorb();
+                whole.bytes(&piece);
+            }
+            let (streamed, whole) = (streamed.finish(), whole.finish());
+            assert_eq!(streamed, whole, "pieces {pieces:?}");
+            assert!(open(&streamed, magic).is_ok(), "pieces {pieces:?}");
+        }
     }
 }

@@ -7,8 +7,8 @@
 //! # Format
 //!
 //! A file is `magic (8) | format version (u32) | body length (u64) | body | checksum (u64)`, all
-//! little-endian; the checksum covers every byte before it, so a flipped bit anywhere is
-//! caught. The body lists the component types (name, version, [encoding](ColumnEncoding),
+//! little-endian; the checksum covers the header and the body (every byte before it), so a
+//! flipped bit anywhere is caught. The body lists the component types (name, version, [encoding](ColumnEncoding),
 //! size, align), the entity allocator, then every archetype in creation order with its slabs,
 //! chunk ids, entities and one blob per column: the column's values in row order, either
 //! encoded with serde and [postcard](https://docs.rs/postcard) (a compact binary format, field

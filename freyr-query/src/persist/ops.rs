@@ -1,15 +1,15 @@
 //! How one persistent component type's values are encoded and decoded ([`ColumnOps`]), through
 //! one of two codecs: serde with postcard, value by value, or the raw little-endian bytes of a
-//! [`Pod`] column at once.
+//! [`Pod`] column at once (copied straight into a loaded world's chunks).
 
 use core::alloc::Layout;
 use core::any::{Any, TypeId};
 
 use bytemuck::Pod;
-use freyr_core::snapshot::{ArchetypeView, ColumnValues, component_info};
-use freyr_core::{ArchetypeId, Component, ComponentId, ComponentInfo, Entity, World};
-use serde::Serialize;
+use freyr_core::parts::{ColumnValues, component_info};
+use freyr_core::{Archetype, ArchetypeId, ChunkRef, Component, ComponentId, ComponentInfo, World};
 use serde::de::DeserializeOwned;
+use serde::ser::{Serialize, SerializeSeq, Serializer};
 
 use super::{ColumnEncoding, EntityMap, RemapFn};
 
@@ -20,15 +20,61 @@ pub(crate) type Decoded = Box<dyn Any>;
 pub(crate) type RemapAny = std::sync::Arc<dyn Any + Send + Sync>;
 
 /// Encodes and decodes the values of `T`.
-pub(crate) trait Codec<T> {
+pub(crate) trait Codec<T: Component> {
     /// How the file records it.
     const ENCODING: ColumnEncoding;
-    /// Appends `values` in order.
-    fn encode(values: &[T], out: &mut Vec<u8>);
+    /// Appends the values of component `id` (a `T`) of every row of `archetype`, in order.
+    fn encode_archetype(archetype: &Archetype, id: ComponentId, out: &mut Vec<u8>);
     /// Appends the values of component `id` (a `T`) at the rows `rows`, in order.
     fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>);
     /// Exactly `len` values, or `None` if `bytes` are not that.
     fn decode(bytes: &[u8], len: usize) -> Option<Vec<T>>;
+    /// As [`decode`](Codec::decode), as a column to build a world of (borrowing `bytes`
+    /// where the encoding allows).
+    fn decode_column(bytes: &[u8], len: usize) -> Option<ColumnValues<'_>> {
+        Self::decode(bytes, len).map(ColumnValues::new)
+    }
+    /// For an encoding of exactly `size_of::<T>()` bytes a value: appends one chunk's values
+    /// of component `id` (a `T`), so a save can write a column chunk by chunk after its
+    /// length.
+    fn chunk_encoder() -> Option<ChunkEncoder> {
+        None
+    }
+}
+
+/// Appends the values of component `id` of one chunk (see [`Codec::chunk_encoder`]).
+pub(crate) type ChunkEncoder = fn(&ChunkRef<'_>, ComponentId, &mut Vec<u8>);
+
+/// The column of component `id` (a `T`) of every row of an archetype, chunk after chunk, as
+/// one serde sequence (the same bytes as a `Vec<T>` of them).
+struct ArchetypeColumn<'a, T> {
+    archetype: &'a Archetype,
+    id: ComponentId,
+    _type: core::marker::PhantomData<fn() -> T>,
+}
+
+impl<T: Component + Serialize> Serialize for ArchetypeColumn<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut seq = serializer.serialize_seq(Some(self.archetype.len()))?;
+        for values in chunk_columns::<T>(self.archetype, self.id) {
+            for value in values {
+                seq.serialize_element(value)?;
+            }
+        }
+        seq.end()
+    }
+}
+
+/// The values of component `id` (a `T`) of every chunk of `archetype`, in row order.
+fn chunk_columns<T: Component>(
+    archetype: &Archetype,
+    id: ComponentId,
+) -> impl Iterator<Item = &[T]> {
+    archetype.chunks().map(move |chunk| {
+        chunk
+            .column::<T>(id)
+            .expect("a persistent column holds its registered type")
+    })
 }
 
 /// Serde and postcard: any `Serialize + DeserializeOwned` type, field by field.
@@ -66,9 +112,14 @@ fn each_value<'w, T: Component>(
 impl<T: Component + Serialize + DeserializeOwned> Codec<T> for SerdeCodec {
     const ENCODING: ColumnEncoding = ColumnEncoding::Serde;
 
-    fn encode(values: &[T], out: &mut Vec<u8>) {
-        let bytes = postcard::to_allocvec(values).expect("postcard writes into a Vec");
-        out.extend_from_slice(&bytes);
+    fn encode_archetype(archetype: &Archetype, id: ComponentId, out: &mut Vec<u8>) {
+        let column = ArchetypeColumn::<T> {
+            archetype,
+            id,
+            _type: core::marker::PhantomData,
+        };
+        *out =
+            postcard::to_extend(&column, core::mem::take(out)).expect("postcard writes into a Vec");
     }
 
     fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>) {
@@ -106,8 +157,11 @@ fn raw_bytes<T: Pod>(values: &[T]) -> &[u8] {
 impl<T: Component + Pod> Codec<T> for RawCodec {
     const ENCODING: ColumnEncoding = ColumnEncoding::Raw;
 
-    fn encode(values: &[T], out: &mut Vec<u8>) {
-        out.extend_from_slice(raw_bytes(values));
+    fn encode_archetype(archetype: &Archetype, id: ComponentId, out: &mut Vec<u8>) {
+        out.reserve(archetype.len() * size_of::<T>());
+        for values in chunk_columns::<T>(archetype, id) {
+            out.extend_from_slice(raw_bytes(values));
+        }
     }
 
     fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>) {
@@ -128,6 +182,20 @@ impl<T: Component + Pod> Codec<T> for RawCodec {
         }
         Some(values)
     }
+
+    fn decode_column(bytes: &[u8], len: usize) -> Option<ColumnValues<'_>> {
+        // SAFETY: `T` is `Pod`: every `size_of::<T>()` bytes are a valid `T`.
+        unsafe { ColumnValues::from_bytes::<T>(bytes, len) }
+    }
+
+    fn chunk_encoder() -> Option<ChunkEncoder> {
+        Some(|chunk, id, out| {
+            let values = chunk
+                .column::<T>(id)
+                .expect("a persistent column holds its registered type");
+            out.extend_from_slice(raw_bytes(values));
+        })
+    }
 }
 
 /// How one persistent component type is named, encoded and decoded, and how its decoded values
@@ -140,37 +208,26 @@ pub(crate) struct ColumnOps {
     pub(crate) type_id: TypeId,
     pub(crate) layout: Layout,
     pub(crate) info: fn(usize) -> ComponentInfo,
-    /// Appends the encoding of a snapshot column.
-    pub(crate) encode_column: fn(&ArchetypeView<'_>, usize, &mut Vec<u8>),
-    /// Decodes `len` values for a snapshot column.
-    pub(crate) decode_column: fn(&[u8], usize) -> Option<ColumnValues>,
+    /// Appends the encoding of an archetype's column of the type (whose id is given).
+    pub(crate) encode_archetype: fn(&Archetype, ComponentId, &mut Vec<u8>),
+    /// For the raw encoding (`layout.size()` bytes a value): the same, one chunk at a time.
+    pub(crate) encode_chunk: Option<ChunkEncoder>,
+    /// Decodes `len` values as a column to build a world of.
+    pub(crate) decode_column: for<'a> fn(&'a [u8], usize) -> Option<ColumnValues<'a>>,
     /// The type's component id in a world, if it has one.
     pub(crate) component_id: fn(&World) -> Option<ComponentId>,
+    /// The type's component id in a world, registering it if new.
+    pub(crate) register: fn(&mut World) -> ComponentId,
     /// Appends the encoding of the values at these rows (each has the component, whose id is
     /// given).
     pub(crate) encode_rows: fn(&World, &[Row], ComponentId, &mut Vec<u8>),
     /// Decodes `len` values for an import.
     pub(crate) decode_values: fn(&[u8], usize) -> Option<Decoded>,
-    /// Spawns one entity per decoded value (they get no remap: only for a type without one).
-    pub(crate) spawn_values: fn(&mut World, Decoded) -> Vec<Entity>,
-    /// Remaps (through the hook, if any) and inserts decoded values, one per entity.
-    pub(crate) insert_values: fn(&mut World, Decoded, &[Entity], &EntityMap, Option<&RemapAny>),
+    /// Passes every decoded value through the type's remap hook (given) with the map.
+    pub(crate) remap_values: fn(&mut Decoded, &EntityMap, &RemapAny),
+    /// Decoded values as a column to spawn.
+    pub(crate) into_column: fn(Decoded) -> ColumnValues<'static>,
     pub(crate) remap: Option<RemapAny>,
-}
-
-fn encode_column<T: Component, C: Codec<T>>(
-    view: &ArchetypeView<'_>,
-    column: usize,
-    out: &mut Vec<u8>,
-) {
-    let values = view
-        .column::<T>(column)
-        .expect("a persistent column holds its registered type");
-    C::encode(values, out);
-}
-
-fn decode_column<T: Component, C: Codec<T>>(bytes: &[u8], len: usize) -> Option<ColumnValues> {
-    C::decode(bytes, len).map(ColumnValues::new)
 }
 
 fn decode_values<T: Component, C: Codec<T>>(bytes: &[u8], len: usize) -> Option<Decoded> {
@@ -184,46 +241,20 @@ pub(crate) fn decoded<T: Component>(values: Decoded) -> Vec<T> {
         .expect("decoded by the same type's ops")
 }
 
-/// The typed hook inside `remap`.
-pub(crate) fn remap_fn<T: Component>(remap: Option<&RemapAny>) -> Option<RemapFn<T>> {
-    remap.map(|r| {
-        *r.downcast_ref::<RemapFn<T>>()
-            .expect("a remap hook is stored with its type")
-    })
-}
-
-fn spawn_values<T: Component>(world: &mut World, values: Decoded) -> Vec<Entity> {
-    world.spawn_batch(decoded::<T>(values).into_iter().map(|v| (v,)))
-}
-
-/// The decoded values of `T`, each passed through `T`'s remap hook (if one is registered) with
-/// `map`: what an import inserts, in export order.
-pub(crate) fn remapped<'m, T: Component>(
-    values: Decoded,
-    map: &'m EntityMap,
-    remap: Option<&RemapAny>,
-) -> impl Iterator<Item = T> + 'm {
-    let remap = remap_fn::<T>(remap);
-    decoded::<T>(values).into_iter().map(move |mut value| {
-        if let Some(remap) = remap {
-            remap(&mut value, map);
-        }
-        value
-    })
-}
-
-fn insert_values<T: Component>(
-    world: &mut World,
-    values: Decoded,
-    entities: &[Entity],
-    map: &EntityMap,
-    remap: Option<&RemapAny>,
-) {
-    for (value, &entity) in remapped::<T>(values, map, remap).zip(entities) {
-        world
-            .insert(entity, (value,))
-            .expect("an imported entity was just spawned");
+fn remap_values<T: Component>(values: &mut Decoded, map: &EntityMap, remap: &RemapAny) {
+    let remap = *remap
+        .downcast_ref::<RemapFn<T>>()
+        .expect("a remap hook is stored with its type");
+    let values = values
+        .downcast_mut::<Vec<T>>()
+        .expect("decoded by the same type's ops");
+    for value in values {
+        remap(value, map);
     }
+}
+
+fn into_column<T: Component>(values: Decoded) -> ColumnValues<'static> {
+    ColumnValues::new(decoded::<T>(values))
 }
 
 impl ColumnOps {
@@ -240,13 +271,15 @@ impl ColumnOps {
             type_id: TypeId::of::<T>(),
             layout: Layout::new::<T>(),
             info: component_info::<T>,
-            encode_column: encode_column::<T, C>,
-            decode_column: decode_column::<T, C>,
+            encode_archetype: C::encode_archetype,
+            encode_chunk: C::chunk_encoder(),
+            decode_column: C::decode_column,
             component_id: World::component_id::<T>,
+            register: World::register::<T>,
             encode_rows: C::encode_rows,
             decode_values: decode_values::<T, C>,
-            spawn_values: spawn_values::<T>,
-            insert_values: insert_values::<T>,
+            remap_values: remap_values::<T>,
+            into_column: into_column::<T>,
             remap,
         }
     }

@@ -8,17 +8,16 @@ mod handoff;
 use std::io::Write;
 use std::path::Path;
 
-use freyr_core::snapshot::{AllocatorParts, ArchetypeParts, SnapshotParts, WorldSnapshot};
-use freyr_core::{Component, Entity};
+use freyr_core::parts::{AllocatorParts, ArchetypeParts, ENTITY_BYTES, WorldParts};
+use freyr_core::{Archetype, Component, Entity, World};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::launch::inflight::OpAccess;
 use crate::persist::format::{Reader, Writer, open};
-use crate::persist::ops::{Codec, SerdeCodec, remapped};
-use crate::persist::{
-    ColumnEncoding, ColumnOps, Decoded, EntityMap, LoadError, RemapAny, RemapFn, SaveError,
-};
-use crate::snapshot::Snapshot;
+use crate::persist::ops::{Codec, SerdeCodec, decoded};
+use crate::persist::{ColumnEncoding, ColumnOps, Decoded, LoadError, RemapAny, RemapFn, SaveError};
+use crate::snapshot::SnapshotError;
 
 use super::Registry;
 
@@ -27,8 +26,8 @@ use super::Registry;
 #[derive(Clone)]
 pub(crate) struct PersistOps {
     pub(crate) column: ColumnOps,
-    /// As [`ColumnOps::insert_values`], through [`Registry::insert`] (its hooks run).
-    pub(crate) insert_hooked: fn(&mut Registry, Decoded, &[Entity], &EntityMap, Option<&RemapAny>),
+    /// Inserts decoded values, one per entity, through [`Registry::insert`] (its hooks run).
+    pub(crate) insert_hooked: fn(&mut Registry, Decoded, &[Entity]),
 }
 
 impl core::ops::Deref for PersistOps {
@@ -39,14 +38,8 @@ impl core::ops::Deref for PersistOps {
     }
 }
 
-fn insert_hooked<T: Component>(
-    registry: &mut Registry,
-    values: Decoded,
-    entities: &[Entity],
-    map: &EntityMap,
-    remap: Option<&RemapAny>,
-) {
-    for (value, &entity) in remapped::<T>(values, map, remap).zip(entities) {
+fn insert_hooked<T: Component>(registry: &mut Registry, values: Decoded, entities: &[Entity]) {
+    for (value, &entity) in decoded::<T>(values).into_iter().zip(entities) {
         registry
             .insert(entity, (value,))
             .expect("an imported entity was just spawned");
@@ -66,12 +59,10 @@ impl PersistOps {
     }
 }
 
-/// The persistent component types of a registry, by type and by name, and the working copy
-/// of the world that saves reuse.
+/// The persistent component types of a registry, by type and by name.
 #[derive(Default)]
 pub(crate) struct PersistTypes {
     pub(crate) ops: Vec<PersistOps>,
-    scratch: std::sync::Mutex<Snapshot>,
 }
 
 impl PersistTypes {
@@ -188,8 +179,8 @@ impl Registry {
     }
 
     /// As [`register_persistent`](Registry::register_persistent), with a hook that rewrites
-    /// the `Entity` fields of an imported value through the import's [`EntityMap`]. A
-    /// reference to an entity outside the export has no new id ([`EntityMap::get`] is `None`):
+    /// the `Entity` fields of an imported value through the import's [`EntityMap`](crate::persist::EntityMap). A
+    /// reference to an entity outside the export has no new id ([`EntityMap::get`](crate::persist::EntityMap::get) is `None`):
     /// the hook decides (the guide's pattern: keep it as `None`).
     ///
     /// # Examples
@@ -265,10 +256,8 @@ impl Registry {
 
     /// As [`save_to_vec`](Registry::save_to_vec), writing into `out` (cleared first), whose
     /// allocation is reused: a server that saves every few minutes keeps one buffer, and the
-    /// save runs at copy speed instead of waiting on fresh pages. The registry keeps the
-    /// working copy of the world a save takes, for the next save (so after the first save it
-    /// holds about one more world's worth of component memory); a save running while another
-    /// holds it takes a fresh one.
+    /// save runs at copy speed instead of waiting on fresh pages. The save reads the live world
+    /// (no copy of it is taken first).
     ///
     /// # Errors
     ///
@@ -285,14 +274,9 @@ impl Registry {
     /// assert_eq!(buffer, registry.save_to_vec().unwrap());
     /// ```
     pub fn save_into(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
-        let mut scratch = self.persist_types.scratch.try_lock();
-        let mut fresh = Snapshot::new();
-        let snapshot = match scratch.as_deref_mut() {
-            Ok(kept) => kept,
-            Err(_) => &mut fresh,
-        };
-        self.snapshot_into(snapshot).map_err(SaveError::Snapshot)?;
-        let world = snapshot.world();
+        self.guard("Registry::save");
+        self.check_quiet().map_err(SaveError::Snapshot)?;
+        let world = self.sync.read(&OpAccess::Exclusive, &self.profiler);
         let mut ops = Vec::with_capacity(world.component_infos().len());
         let mut missing = Vec::new();
         for info in world.component_infos() {
@@ -304,35 +288,25 @@ impl Registry {
         if !missing.is_empty() {
             return Err(SaveError::NotPersistent { types: missing });
         }
-        let a = world.allocator_parts();
-        let size = save_size(world, &ops, a.slots.len());
-        let mut w = Writer::reuse(SAVE_MAGIC, core::mem::take(out), size);
-        w.u64(snapshot.tick());
+        let tick = self.time.tick;
+        // As a snapshot at this tick would: deadline results from it on are kept, so loading
+        // this save back into this registry delivers them again.
+        self.note_snapshot_tick(tick);
+        let a = world.allocator_view();
+        let mut w = Writer::reuse(SAVE_MAGIC, core::mem::take(out), save_size(world, &ops));
+        w.u64(tick);
         w.u32(ops.len() as u32);
         for o in &ops {
             write_type(&mut w, o);
         }
-        w.u32s(&a.slots);
-        w.u32s(&a.free);
+        w.u32s(a.slots);
+        w.u32s(a.free);
         w.u64(a.len as u64);
         w.u64(a.chunk_ids as u64);
-        w.u32s(&a.free_chunks);
-        w.u64(world.archetype_count() as u64);
-        for index in 0..world.archetype_count() {
-            let view = world.archetype_view(index);
-            let ids: Vec<u32> = view.components().iter().map(|c| c.index() as u32).collect();
-            w.u32s(&ids);
-            w.u32s(view.slabs());
-            w.u32s(view.chunk_ids());
-            write_entities(&mut w, view.entities());
-            for (column, id) in view.components().iter().enumerate() {
-                let encode = ops[id.index()].encode_column;
-                w.blob(|out| {
-                    if !view.is_empty() {
-                        encode(&view, column, out);
-                    }
-                });
-            }
+        w.u32s(a.free_chunks);
+        w.u64(world.archetypes().len() as u64);
+        for archetype in world.archetypes() {
+            write_archetype(&mut w, archetype, &ops);
         }
         *out = w.finish();
         Ok(())
@@ -403,20 +377,27 @@ impl Registry {
         }
         r.end()?;
         let components = ops.iter().enumerate().map(|(i, o)| (o.info)(i)).collect();
-        let parts = SnapshotParts {
+        let parts = WorldParts {
             components,
             allocator,
             archetypes,
         };
-        let world = WorldSnapshot::from_parts(parts, &self.snapshot_types.components)
-            .map_err(|e| LoadError::Corrupt { what: e.0 })?;
-        let snapshot = Snapshot {
-            world,
-            tick,
-            resources: Vec::new(),
-            complete: true,
-        };
-        self.restore(&snapshot).map_err(LoadError::Snapshot)
+        let world = World::from_parts(parts).map_err(|e| LoadError::Corrupt { what: e.0 })?;
+        self.install_loaded(world, tick)
+            .map_err(LoadError::Snapshot)
+    }
+
+    /// Puts a loaded world and its tick in place, as [`restore`](Registry::restore) does: at a
+    /// quiet point only; the replaced world's values are dropped last.
+    fn install_loaded(&mut self, world: World, tick: u64) -> Result<(), SnapshotError> {
+        self.check_quiet()?;
+        self.check_rewind_jobs(tick);
+        let (current, _) = self.sync.write_all(&self.profiler);
+        let old_world = core::mem::replace(current, world);
+        self.rewind_time(tick);
+        // User `Drop`s run last, with the registry already loaded.
+        drop(old_world);
+        Ok(())
     }
 
     /// As [`load_into`](Registry::load_into), reading the file at `path`.
@@ -481,19 +462,55 @@ impl Registry {
 
 /// A guess of a save's size, so its buffer is allocated once: every row's entity and values
 /// at their in-memory size, and the allocator.
-fn save_size(world: &WorldSnapshot, ops: &[&PersistOps], slots: usize) -> usize {
-    let values: usize = (0..world.archetype_count())
-        .map(|i| {
-            let view = world.archetype_view(i);
-            let row: usize = view
+fn save_size(world: &World, ops: &[&PersistOps]) -> usize {
+    let values: usize = world
+        .archetypes()
+        .iter()
+        .map(|archetype| {
+            let row: usize = archetype
                 .components()
                 .iter()
                 .map(|id| ops[id.index()].layout.size())
                 .sum();
-            view.len() * (row + 8) + 64
+            archetype.len() * (row + ENTITY_BYTES) + 64
         })
         .sum();
-    values + slots * 4 + 1024
+    values + world.allocator_view().slots.len() * 4 + 1024
+}
+
+/// One archetype: its component ids, slabs, chunk ids, entities and one blob per column.
+fn write_archetype(w: &mut Writer, archetype: &Archetype, ops: &[&PersistOps]) {
+    let ids: Vec<u32> = archetype
+        .components()
+        .iter()
+        .map(|c| c.index() as u32)
+        .collect();
+    w.u32s(&ids);
+    w.u32s(&archetype.slab_sizes().collect::<Vec<_>>());
+    w.u32s(&archetype.chunk_ids().collect::<Vec<_>>());
+    // Pieces of known length go chunk by chunk, each fed to the checksum while in cache.
+    w.u64(archetype.len() as u64);
+    for chunk in archetype.chunks() {
+        freyr_core::parts::append_entity_bits(chunk.entities(), &mut w.out);
+        w.absorb();
+    }
+    for &id in archetype.components() {
+        let o = ops[id.index()];
+        match o.encode_chunk {
+            Some(encode) => {
+                w.u64((archetype.len() * o.layout.size()) as u64);
+                for chunk in archetype.chunks() {
+                    encode(&chunk, id, &mut w.out);
+                    w.absorb();
+                }
+            }
+            None => w.blob(|out| {
+                if !archetype.is_empty() {
+                    (o.encode_archetype)(archetype, id, out);
+                }
+            }),
+        }
+    }
 }
 
 fn write_type(w: &mut Writer, o: &ColumnOps) {
@@ -506,7 +523,7 @@ fn write_type(w: &mut Writer, o: &ColumnOps) {
 
 fn write_entities(w: &mut Writer, entities: &[Entity]) {
     w.u64(entities.len() as u64);
-    w.words(entities.iter().map(|e| e.to_bits().to_le_bytes()));
+    freyr_core::parts::append_entity_bits(entities, &mut w.out);
 }
 
 fn read_entities(r: &mut Reader<'_>) -> Result<Vec<Entity>, LoadError> {
@@ -520,11 +537,15 @@ fn read_entities(r: &mut Reader<'_>) -> Result<Vec<Entity>, LoadError> {
         .collect()
 }
 
-fn read_archetype(r: &mut Reader<'_>, ops: &[PersistOps]) -> Result<ArchetypeParts, LoadError> {
+fn read_archetype<'a>(
+    r: &mut Reader<'a>,
+    ops: &[PersistOps],
+) -> Result<ArchetypeParts<'a>, LoadError> {
     let ids = r.u32s("an archetype's components")?;
     let slabs = r.u32s("an archetype's slabs")?;
     let chunk_ids = r.u32s("an archetype's chunks")?;
-    let entities = read_entities(r)?;
+    let len = r.count(ENTITY_BYTES, "the entities")?;
+    let entities = r.take(len * ENTITY_BYTES, "the entities")?;
     let mut components = Vec::with_capacity(ids.len());
     let mut columns = Vec::with_capacity(ids.len());
     for &id in &ids {
@@ -532,10 +553,10 @@ fn read_archetype(r: &mut Reader<'_>, ops: &[PersistOps]) -> Result<ArchetypePar
             what: "an archetype names an unknown type",
         })?;
         let blob = r.bytes("a column")?;
-        let values = (o.decode_column)(blob, entities.len()).ok_or(LoadError::Corrupt {
+        let values = (o.decode_column)(blob, len).ok_or(LoadError::Corrupt {
             what: "a column does not decode",
         })?;
-        components.push(freyr_core::snapshot::component_info::<()>(id as usize).id());
+        components.push(freyr_core::parts::component_info::<()>(id as usize).id());
         columns.push(values);
     }
     Ok(ArchetypeParts {

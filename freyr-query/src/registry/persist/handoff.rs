@@ -79,7 +79,12 @@ impl Registry {
     /// and returns the old→new [`EntityMap`]. `Entity` fields inside components are rewritten
     /// by the remap hooks given to
     /// [`register_persistent_with_remap`](Registry::register_persistent_with_remap). Every
-    /// byte is checked and decoded before anything is spawned.
+    /// byte is checked and decoded, and every remap hook has run, before anything is spawned:
+    /// a hook that panics leaves the registry unchanged (the decoded values are dropped, each
+    /// once). A registry with hooks ([`on_add`](Registry::on_add) and the like) imports
+    /// through [`spawn`](Registry::spawn) and [`insert`](Registry::insert), so they see every
+    /// value arrive; one without spawns each group of entities with the same types in one
+    /// batch. Both give the same ids, values, iteration order and world hash.
     ///
     /// # Errors
     ///
@@ -105,56 +110,65 @@ impl Registry {
             decoded.push(read_group(&mut r, &ops)?);
         }
         r.end()?;
-        match self.hooks.is_empty() {
-            true => Ok(insert_into_world(self.world_mut(), decoded)),
-            false => Ok(self.insert_hooked(decoded)),
-        }
-    }
-
-    /// Spawns and fills the imported entities through the registry's own `spawn` and
-    /// `insert`, so its hooks see each change.
-    fn insert_hooked(&mut self, decoded: Vec<DecodedGroup>) -> EntityMap {
-        let mut pairs = Vec::new();
-        let mut news = Vec::with_capacity(decoded.len());
-        for (olds, _) in &decoded {
-            let group: Vec<Entity> = olds.iter().map(|_| self.spawn(())).collect();
-            pairs.extend(olds.iter().copied().zip(group.iter().copied()));
-            news.push(group);
-        }
-        let map = EntityMap::new(pairs);
-        for ((_, columns), group) in decoded.into_iter().zip(&news) {
+        // The ids the spawns below will give, in order: the map exists before anything
+        // changes, so the remap hooks (user code) run first.
+        let total = decoded.iter().map(|(olds, _)| olds.len()).sum();
+        let news = self.world().next_spawn_ids(total);
+        let olds = decoded.iter().flat_map(|(olds, _)| olds.iter().copied());
+        let map = EntityMap::new(olds.zip(news.iter().copied()).collect());
+        for (_, columns) in &mut decoded {
             for (o, values) in columns {
-                (o.insert_hooked)(self, values, group, &map, o.remap.as_ref());
+                if let Some(remap) = &o.remap {
+                    (o.remap_values)(values, &map, remap);
+                }
             }
         }
-        map
+        let spawned = match self.hooks.is_empty() {
+            true => spawn_into_world(self.world_mut(), decoded),
+            false => self.insert_hooked(decoded),
+        };
+        assert_eq!(
+            spawned, news,
+            "freyr: an import spawned other ids than it mapped"
+        );
+        Ok(map)
+    }
+
+    /// Spawns and fills each group through the registry's own `spawn` and `insert`, so its
+    /// hooks see each change: the group's entities, then one type after the other.
+    fn insert_hooked(&mut self, decoded: Vec<DecodedGroup>) -> Vec<Entity> {
+        let mut spawned = Vec::new();
+        for (olds, columns) in decoded {
+            let group: Vec<Entity> = olds.iter().map(|_| self.spawn(())).collect();
+            for (o, values) in columns {
+                (o.insert_hooked)(self, values, &group);
+            }
+            spawned.extend(group);
+        }
+        spawned
     }
 }
 
-/// Spawns and fills the imported entities in `world` directly (a registry with no hooks):
-/// the ids, archetypes and values are those of the hooked path, but a group whose first type
-/// has no remap hook is spawned with that type's values in one batch.
-fn insert_into_world(world: &mut World, mut decoded: Vec<DecodedGroup>) -> EntityMap {
-    let mut pairs = Vec::new();
-    let mut news = Vec::with_capacity(decoded.len());
-    for (olds, columns) in &mut decoded {
-        let group = match columns.first() {
-            Some((o, _)) if o.remap.is_none() => {
-                let (o, values) = columns.remove(0);
-                (o.spawn_values)(world, values)
-            }
-            _ => olds.iter().map(|_| world.spawn(())).collect(),
-        };
-        pairs.extend(olds.iter().copied().zip(group.iter().copied()));
-        news.push(group);
-    }
-    let map = EntityMap::new(pairs);
-    for ((_, columns), group) in decoded.into_iter().zip(&news) {
-        for (o, values) in columns {
-            (o.insert_values)(world, values, group, &map, o.remap.as_ref());
+/// Spawns each group in `world` directly (a registry with no hooks), its values moved in by
+/// one batch spawn, after creating the archetypes the hooked path passes through (one more
+/// type at a time) in the order it creates them: the ids, archetypes, iteration order and
+/// values are the hooked path's.
+fn spawn_into_world(world: &mut World, decoded: Vec<DecodedGroup>) -> Vec<Entity> {
+    let mut spawned = Vec::new();
+    for (olds, columns) in decoded {
+        let mut ids = Vec::with_capacity(columns.len());
+        for (o, _) in &columns {
+            ids.push((o.register)(world));
+            world.archetype_with(&ids);
         }
+        let columns = ids
+            .into_iter()
+            .zip(columns)
+            .map(|(id, (o, values))| (id, (o.into_column)(values)))
+            .collect();
+        spawned.extend(world.spawn_columns(olds.len(), columns));
     }
-    map
+    spawned
 }
 
 /// Groups `entities` by the set of persistent types they have, sets in first-seen order,

@@ -1,0 +1,164 @@
+//! [`World::from_parts`]: a world built straight from checked parts, every column copied once
+//! from its source into the new chunks.
+
+use crate::CHUNK_CAPACITY;
+use crate::archetype::{Archetype, ArchetypeId, Rows};
+use crate::chunk::ChunkTable;
+use crate::component::Components;
+use crate::entity::Entities;
+use crate::world::World;
+
+use super::{ArchetypeParts, ENTITY_BYTES, InvalidParts, WorldParts, check};
+
+impl World {
+    /// The world `parts` describe: the same component ids, archetypes in the same order (empty
+    /// ones too) with the same slabs and chunk ids, the same rows in the same order, and the
+    /// same allocator, so the same operations then give the same entity ids. Its change ticks
+    /// are all 0; it gets a fresh [`WorldId`](crate::WorldId). Owned values are moved in,
+    /// borrowed bytes copied.
+    ///
+    /// Everything is checked before anything is built: no input, however made, breaks the
+    /// world's invariants.
+    ///
+    /// # Errors
+    /// [`InvalidParts`] naming the first invariant that fails (component table, archetype
+    /// sets, column types and lengths, slabs, chunk ids, entity handles, or allocator slots
+    /// against rows). The values are then dropped with `parts`.
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr::{Entity, World};
+    /// use freyr_core::parts::{
+    ///     AllocatorParts, ArchetypeParts, ColumnValues, WorldParts, component_info,
+    /// };
+    ///
+    /// let mut world = World::new();
+    /// let e = world.spawn((7u32,));
+    /// let archetype = world.archetypes().iter().find(|a| a.len() == 1).unwrap();
+    /// let (components, slabs) = (archetype.components().to_vec(), archetype.slab_sizes().collect());
+    /// let chunk_ids = archetype.chunk_ids().collect();
+    /// let view = world.allocator_view();
+    /// let allocator = AllocatorParts {
+    ///     slots: view.slots.to_vec(),
+    ///     free: view.free.to_vec(),
+    ///     len: view.len,
+    ///     chunk_ids: view.chunk_ids,
+    ///     free_chunks: view.free_chunks.to_vec(),
+    /// };
+    /// let bits = e.to_bits().to_le_bytes();
+    /// let empty = ArchetypeParts {
+    ///     components: Vec::new(),
+    ///     slabs: Vec::new(),
+    ///     chunk_ids: Vec::new(),
+    ///     entities: &[],
+    ///     columns: Vec::new(),
+    /// };
+    /// let full = ArchetypeParts {
+    ///     components,
+    ///     slabs,
+    ///     chunk_ids,
+    ///     entities: &bits,
+    ///     columns: vec![ColumnValues::new(vec![7u32])],
+    /// };
+    /// let parts = WorldParts {
+    ///     components: vec![component_info::<u32>(0)],
+    ///     allocator,
+    ///     archetypes: vec![empty, full],
+    /// };
+    /// let built = World::from_parts(parts).unwrap();
+    /// assert_eq!(built.get::<u32>(e), Ok(&7));
+    /// ```
+    pub fn from_parts(parts: WorldParts<'_>) -> Result<World, InvalidParts> {
+        check::check_parts(&parts)?;
+        let WorldParts {
+            components: infos,
+            allocator,
+            archetypes: parts,
+        } = parts;
+        let components = Components::from_infos(&infos);
+        let mut table = ChunkTable::with_free_ids(allocator.chunk_ids, &allocator.free_chunks);
+        let mut archetypes = Vec::with_capacity(parts.len());
+        for (index, part) in parts.iter().enumerate() {
+            let id = ArchetypeId(index as u32);
+            let mut archetype = Archetype::new(id, part.components.as_slice().into(), &components);
+            let mut start = 0;
+            for &chunks in &part.slabs {
+                let ids = &part.chunk_ids[start..start + chunks as usize];
+                archetype
+                    .rows
+                    .chunks
+                    .push_slab_with_ids(ids, id.0, &mut table);
+                start += chunks as usize;
+            }
+            let rows = &mut archetype.rows;
+            rows.ticks.ensure(rows.chunks.list.len());
+            // Pushed first: on a bad row it is dropped with the others, freeing only its slabs
+            // (no row is counted yet).
+            archetypes.push(archetype);
+            fill(&archetypes[index].rows, part, &allocator.slots)?;
+        }
+        // Every value is in place: the archetypes own them from here (nothing above runs user
+        // code; had it failed or panicked, the rows were uncounted and the sources kept their
+        // values).
+        for (archetype, part) in archetypes.iter_mut().zip(parts) {
+            archetype.rows.len = part.len();
+            for values in part.columns {
+                values.moved_out();
+            }
+        }
+        let entities = Entities::from_parts(allocator.slots, allocator.free, allocator.len);
+        Ok(World::from_snapshot_parts(
+            entities, components, archetypes, table,
+        ))
+    }
+}
+
+/// Checks each chunk's entities (see [`check::check_chunk_rows`]) and copies one archetype's
+/// entities and values into its new chunks, chunk by chunk (the rows are not counted yet).
+fn fill(rows: &Rows, part: &ArchetypeParts<'_>, slots: &[u32]) -> Result<(), InvalidParts> {
+    let len = part.len();
+    for chunk in 0..len.div_ceil(CHUNK_CAPACITY) {
+        let window = rows.window(chunk);
+        let first = chunk * CHUNK_CAPACITY;
+        let count = (len - first).min(CHUNK_CAPACITY);
+        let bits = &part.entities[first * ENTITY_BYTES..(first + count) * ENTITY_BYTES];
+        check::check_chunk_rows(slots, bits, part.chunk_ids[chunk])?;
+        #[cfg(target_endian = "little")]
+        // SAFETY: the entity column of a chunk holds CHUNK_CAPACITY entities, aligned, and is
+        // written by nothing else; `count <= CHUNK_CAPACITY`. Every 8 bytes of `bits` were
+        // checked to be a handle (non-zero generation half), and on a little-endian target
+        // those bytes are the `repr(C)` `Entity` (index, then generation) itself.
+        unsafe {
+            core::ptr::copy_nonoverlapping(
+                bits.as_ptr(),
+                window.entities().cast::<u8>(),
+                bits.len(),
+            )
+        };
+        #[cfg(not(target_endian = "little"))]
+        for row in 0..count {
+            let entity = check::entity_at(bits, row).expect("checked: every row is a handle");
+            // SAFETY: `window` is a chunk of these rows and `row < CHUNK_CAPACITY`.
+            unsafe { Rows::write_entity(window, row, entity) };
+        }
+        for (column, values) in part.columns.iter().enumerate() {
+            if values.size == 0 {
+                continue;
+            }
+            // SAFETY: `values` holds `len` values of the column's type (checked: its type id
+            // is the component's, and `size` is that type's size), readable bitwise from its
+            // start; this chunk's `count` of them start at value `first`. The destination is
+            // row 0 of this chunk's column, valid for CHUNK_CAPACITY values and uncounted.
+            // The copy is a move (owned values are given up once every copy is done) or a
+            // copy of plain bytes the caller vouched for.
+            unsafe {
+                core::ptr::copy_nonoverlapping(
+                    values.bytes_from(first),
+                    rows.slot(window, column, 0),
+                    count * values.size,
+                )
+            };
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,351 @@
+//! A world taken apart (`World::allocator_view`, `Archetype::slab_sizes` / `chunk_ids`, the
+//! chunks' columns) and built again (`World::from_parts`) is the same world; bad parts are a
+//! typed error that drops every value once; `World::spawn_columns` places values as a batch
+//! spawn would and refuses misuse before anything changes. Small sizes under Miri.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use freyr_core::parts::{
+    AllocatorParts, ArchetypeParts, ColumnValues, InvalidParts, WorldParts, append_entity_bits,
+    component_info,
+};
+use freyr_core::{Archetype, ComponentId, Entity, World};
+
+const N: usize = if cfg!(miri) { 40 } else { 3000 };
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pos(u64, u32);
+#[derive(Clone, Debug, PartialEq)]
+struct Name(String);
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tag;
+/// Plain data with no padding: any two bytes are a value.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Late(u16);
+
+/// Counts drops of one test's values.
+struct Counted(&'static AtomicUsize);
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// A world with several archetypes, holes in its free list and an emptied archetype.
+fn build() -> (World, Vec<Entity>) {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (Pos(i as u64, 1), Name(format!("e{i}")))));
+    for (k, &e) in ids.iter().enumerate() {
+        match k % 7 {
+            0 => world.despawn(e).unwrap(),
+            3 => world.insert(e, (Tag, Late(k as u16))).unwrap(),
+            5 => drop(world.remove::<(Name,)>(e).unwrap()),
+            _ => {}
+        }
+    }
+    let gone = world.spawn((Tag, 0u8));
+    world.despawn(gone).unwrap(); // leaves an empty archetype (Tag, u8)
+    (world, ids)
+}
+
+/// The values of component `id` (a `T`) of every row of `archetype`, cloned, in row order.
+fn column<T: Clone + Send + Sync + 'static>(archetype: &Archetype, id: ComponentId) -> Vec<T> {
+    let chunks = archetype.chunks();
+    chunks
+        .flat_map(|c| c.column::<T>(id).unwrap().to_vec())
+        .collect()
+}
+
+/// `world` taken apart: owned copies of every column, the entities' bytes kept in `entities`.
+fn take_apart<'a>(world: &World, entities: &'a mut Vec<Vec<u8>>) -> WorldParts<'a> {
+    let view = world.allocator_view();
+    let allocator = AllocatorParts {
+        slots: view.slots.to_vec(),
+        free: view.free.to_vec(),
+        len: view.len,
+        chunk_ids: view.chunk_ids,
+        free_chunks: view.free_chunks.to_vec(),
+    };
+    let infos = world.component_infos();
+    let components = infos
+        .iter()
+        .map(|info| match info.name() {
+            n if n.ends_with("Pos") => component_info::<Pos>(info.id().index()),
+            n if n.ends_with("Name") => component_info::<Name>(info.id().index()),
+            n if n.ends_with("Tag") => component_info::<Tag>(info.id().index()),
+            n if n.ends_with("Late") => component_info::<Late>(info.id().index()),
+            "u8" => component_info::<u8>(info.id().index()),
+            other => panic!("unexpected type {other}"),
+        })
+        .collect();
+    entities.clear();
+    for archetype in world.archetypes() {
+        let mut bits = Vec::new();
+        for chunk in archetype.chunks() {
+            append_entity_bits(chunk.entities(), &mut bits);
+        }
+        entities.push(bits);
+    }
+    let entities: &'a Vec<Vec<u8>> = entities;
+    let mut archetypes = Vec::new();
+    for (archetype, bits) in world.archetypes().iter().zip(entities.iter()) {
+        let columns = archetype
+            .components()
+            .iter()
+            .map(|&id| match world.component_info(id).name() {
+                n if n.ends_with("Pos") => ColumnValues::new(column::<Pos>(archetype, id)),
+                n if n.ends_with("Name") => ColumnValues::new(column::<Name>(archetype, id)),
+                n if n.ends_with("Tag") => ColumnValues::new(column::<Tag>(archetype, id)),
+                n if n.ends_with("Late") => ColumnValues::new(column::<Late>(archetype, id)),
+                _ => ColumnValues::new(column::<u8>(archetype, id)),
+            })
+            .collect();
+        archetypes.push(ArchetypeParts {
+            components: archetype.components().to_vec(),
+            slabs: archetype.slab_sizes().collect(),
+            chunk_ids: archetype.chunk_ids().collect(),
+            entities: bits,
+            columns,
+        });
+    }
+    WorldParts {
+        components,
+        allocator,
+        archetypes,
+    }
+}
+
+/// Everything observable of `world`, as comparable data.
+fn observe(world: &World) -> Vec<String> {
+    let mut out = vec![format!("{:?}", world.allocator_view())];
+    for archetype in world.archetypes() {
+        out.push(format!(
+            "{:?} {:?} {:?}",
+            archetype.components(),
+            archetype.slab_sizes().collect::<Vec<_>>(),
+            archetype.chunk_ids().collect::<Vec<_>>()
+        ));
+        for chunk in archetype.chunks() {
+            for (row, e) in chunk.entities().iter().enumerate() {
+                let pos = world.get::<Pos>(*e).ok();
+                let name = world.get::<Name>(*e).ok().map(|n| n.0.clone());
+                let late = world.get::<Late>(*e).ok();
+                out.push(format!("{row} {e:?} {pos:?} {name:?} {late:?}"));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_world_built_from_its_parts_is_the_same_world_and_goes_on_the_same() {
+    let (mut world, ids) = build();
+    let mut bits = Vec::new();
+    let mut built = World::from_parts(take_apart(&world, &mut bits)).unwrap();
+    built.check_invariants();
+    assert_ne!(built.id(), world.id());
+    assert_eq!(observe(&built), observe(&world));
+    assert_eq!(built.next_spawn_ids(N), world.next_spawn_ids(N));
+    // The same operations afterwards give the same ids and the same world.
+    for w in [&mut world, &mut built] {
+        for &e in ids.iter().step_by(5) {
+            if w.contains(e) {
+                w.insert(e, (Late(9),)).unwrap();
+            }
+        }
+        w.spawn_batch((0..N / 3).map(|i| (Pos(i as u64, 2), Name(format!("n{i}")))));
+    }
+    built.check_invariants();
+    assert_eq!(observe(&built), observe(&world));
+}
+
+#[test]
+fn plain_bytes_enter_a_built_world_as_values() {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N as u16).map(|i| (Late(i),)));
+    let late: Vec<u8> = (0..N as u16).flat_map(|i| (i * 3).to_ne_bytes()).collect();
+    let mut bits = Vec::new();
+    let mut parts = take_apart(&world, &mut bits);
+    let archetype = parts.archetypes.iter_mut().find(|a| !a.entities.is_empty());
+    // SAFETY: any two bytes are a valid `Late`.
+    let values = unsafe { ColumnValues::from_bytes::<Late>(&late, N) }.unwrap();
+    archetype.unwrap().columns = vec![values];
+    let built = World::from_parts(parts).unwrap();
+    built.check_invariants();
+    for (i, &e) in ids.iter().enumerate() {
+        assert_eq!(built.get::<Late>(e), Ok(&Late(i as u16 * 3)));
+    }
+}
+
+/// Parts of a one-archetype world of `n` `Counted` values whose drops `drops` counts (the
+/// entity bytes are leaked: a few bytes per test).
+fn counted_parts(n: usize, drops: &'static AtomicUsize) -> WorldParts<'static> {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..n).map(|_| (7u32,)));
+    let mut bits = Vec::new();
+    append_entity_bits(&ids, &mut bits);
+    let bits: &'static [u8] = Vec::leak(bits);
+    let archetype = world.archetypes().iter().find(|a| a.len() == n).unwrap();
+    let view = world.allocator_view();
+    WorldParts {
+        components: vec![component_info::<Counted>(0)],
+        allocator: AllocatorParts {
+            slots: view.slots.to_vec(),
+            free: view.free.to_vec(),
+            len: view.len,
+            chunk_ids: view.chunk_ids,
+            free_chunks: view.free_chunks.to_vec(),
+        },
+        archetypes: vec![
+            ArchetypeParts {
+                components: Vec::new(),
+                slabs: Vec::new(),
+                chunk_ids: Vec::new(),
+                entities: &[],
+                columns: Vec::new(),
+            },
+            ArchetypeParts {
+                components: archetype.components().to_vec(),
+                slabs: archetype.slab_sizes().collect(),
+                chunk_ids: archetype.chunk_ids().collect(),
+                entities: bits,
+                columns: vec![ColumnValues::new(
+                    (0..n).map(|_| Counted(drops)).collect::<Vec<_>>(),
+                )],
+            },
+        ],
+    }
+}
+
+#[test]
+fn counted_parts_build_and_every_value_is_dropped_once_with_the_world() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    let world = World::from_parts(counted_parts(N, &DROPS)).unwrap();
+    world.check_invariants();
+    assert_eq!(DROPS.load(Ordering::Relaxed), 0, "moved in, not dropped");
+    drop(world);
+    assert_eq!(DROPS.load(Ordering::Relaxed), N);
+}
+
+#[test]
+fn each_broken_invariant_is_named_and_every_value_is_dropped_once() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    type Break = fn(&mut WorldParts<'static>);
+    let cases: [(&str, Break); 6] = [
+        ("an entity id is invalid", |p| {
+            let mut bits = p.archetypes[1].entities.to_vec();
+            bits[4..8].fill(0);
+            p.archetypes[1].entities = Vec::leak(bits);
+        }),
+        ("an entity's slot does not locate its row", |p| {
+            p.allocator.slots.swap(0, 1)
+        }),
+        ("a column's length differs from the rows'", |p| {
+            p.archetypes[1].columns = vec![ColumnValues::new(Vec::<Counted>::new())]
+        }),
+        ("a column's type differs from its component", |p| {
+            p.archetypes[1].columns = vec![ColumnValues::new(vec![0u64; 4])]
+        }),
+        ("slabs and chunk ids disagree", |p| {
+            p.archetypes[1].slabs.push(1)
+        }),
+        ("a chunk id is used twice", |p| {
+            p.allocator.free_chunks.push(0)
+        }),
+    ];
+    for (what, damage) in cases {
+        DROPS.store(0, Ordering::Relaxed);
+        let mut parts = counted_parts(4, &DROPS);
+        damage(&mut parts);
+        let err = World::from_parts(parts).unwrap_err();
+        assert_eq!(err, InvalidParts(what));
+        assert_eq!(
+            DROPS.load(Ordering::Relaxed),
+            4,
+            "{what}: every value dropped once"
+        );
+    }
+}
+
+#[test]
+fn spawn_columns_places_values_as_a_batch_spawn_does() {
+    let (mut world, _) = build();
+    let mut twin = {
+        let mut bits = Vec::new();
+        World::from_parts(take_apart(&world, &mut bits)).unwrap()
+    };
+    let n = N / 2;
+    let expected = world.next_spawn_ids(n);
+    let batch = twin.spawn_batch((0..n).map(|i| (Late(i as u16), Name(format!("s{i}")))));
+    let (late, name) = (world.register::<Late>(), world.register::<Name>());
+    let names = (0..n).map(|i| Name(format!("s{i}"))).collect::<Vec<_>>();
+    let lates = (0..n).map(|i| Late(i as u16)).collect::<Vec<_>>();
+    let spawned = world.spawn_columns(
+        n,
+        vec![
+            (name, ColumnValues::new(names)),
+            (late, ColumnValues::new(lates)),
+        ],
+    );
+    assert_eq!(spawned, expected);
+    assert_eq!(spawned, batch);
+    world.check_invariants();
+    assert_eq!(observe(&world), observe(&twin));
+    // No columns: empty entities.
+    let empty = world.spawn_columns(3, Vec::new());
+    assert_eq!(empty, twin.spawn_batch((0..3).map(|_| ())));
+    assert_eq!(observe(&world), observe(&twin));
+}
+
+#[test]
+fn spawn_columns_refuses_misuse_before_anything_changes_and_drops_the_values_once() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    let mut world = World::new();
+    world.spawn((1u32,));
+    let (counted, number) = (world.register::<Counted>(), world.register::<u32>());
+    let before = world.allocator_view().slots.to_vec();
+    let counted_values = |n: usize| ColumnValues::new((0..n).map(|_| Counted(&DROPS)).collect());
+    type Misuse = Vec<(ComponentId, ColumnValues<'static>)>;
+    let cases: [(&str, Misuse); 3] = [
+        ("not registered", vec![(number, counted_values(2))]),
+        ("values for", vec![(counted, counted_values(3))]),
+        (
+            "listed twice",
+            vec![(counted, counted_values(2)), (counted, counted_values(2))],
+        ),
+    ];
+    for (what, columns) in cases {
+        DROPS.store(0, Ordering::Relaxed);
+        let made: usize = columns.iter().map(|(_, v)| v.len()).sum();
+        let err = catch_unwind(AssertUnwindSafe(|| world.spawn_columns(2, columns))).unwrap_err();
+        let message = err.downcast_ref::<String>().unwrap();
+        assert!(message.contains(what), "{message}");
+        assert_eq!(DROPS.load(Ordering::Relaxed), made, "{what}");
+        assert_eq!(world.len(), 1);
+        assert_eq!(world.allocator_view().slots, before);
+        world.check_invariants();
+    }
+}
+
+#[test]
+fn next_spawn_ids_and_archetype_with_predict_what_spawns_do() {
+    let (mut world, _) = build();
+    let next = world.next_spawn_ids(N);
+    assert_eq!(world.spawn_batch((0..N).map(|i| (Pos(i as u64, 3),))), next);
+    let count = world.archetypes().len();
+    let (late, tag) = (world.register::<Late>(), world.register::<Tag>());
+    let pos = world.component_id::<Pos>().unwrap();
+    let made = world.archetype_with(&[pos, late]);
+    assert_eq!(made.index(), count, "a new archetype comes last");
+    assert_eq!(
+        world.archetype_with(&[late, pos]),
+        made,
+        "any order, found again"
+    );
+    let e = world.spawn((Late(1), Pos(1, 1)));
+    assert_eq!(world.entity_location(e).unwrap().0, made);
+    let err = catch_unwind(AssertUnwindSafe(|| world.archetype_with(&[tag, tag]))).unwrap_err();
+    assert!(err.downcast_ref::<String>().unwrap().contains("twice"));
+    world.check_invariants();
+}
