@@ -18,6 +18,8 @@
 //!   same four components of every entity into a second world (what a bevy rollback plugin
 //!   does per frame, there into maps).
 //!
+//! - `memcpy_1m_pos_vel`: one copy of the 32 MB a save of 1M (Position, Velocity) holds (values
+//!   and entity ids), the floor of a save or a load;
 //! - `save_1m_pos_vel`, `save_1m_pos_vel_fresh`, `load_1m_pos_vel` (raw column path), `save_1m_pos_vel_serde`,
 //!   `load_1m_pos_vel_serde` (serde path), `export_1k_x4`, `import_1k_x4`: persistence (see
 //!   `persist_rows`); with `--features compare`, `save_1m_pos_vel_hecs` / `load_1m_pos_vel_hecs`,
@@ -247,6 +249,16 @@ fn save_load_rows(
 /// column serialisation with postcard (`_hecs`); `export_1k_x4` / `import_1k_x4` (1,000
 /// entities with four components each, three plain and one through serde).
 fn persist_rows(group: &mut criterion::BenchmarkGroup<'_, WallTime>) {
+    // The floor of a save into memory: one copy of the bytes it must hold (the values and the
+    // entity ids of 1M rows, 32 MB) into a kept buffer.
+    let source = vec![7u8; 1_000_000 * (2 * size_of::<Position>() + 8)];
+    let mut copy = vec![0u8; source.len()];
+    group.bench_function("memcpy_1m_pos_vel", |b| {
+        b.iter(|| {
+            copy.copy_from_slice(black_box(&source));
+            black_box(&copy);
+        });
+    });
     save_load_rows(group, persistent, "");
     save_load_rows(group, persistent_serde, "_serde");
     #[cfg(feature = "compare")]
