@@ -379,3 +379,63 @@ fn a_panicking_remap_hook_changes_nothing_and_drops_each_decoded_value_once() {
         assert_eq!(b.get::<Aim>(y2).unwrap(), &Aim(Some(x2)));
     }
 }
+
+/// Not persistent: an entity with only this is exported with no component.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Local(u8);
+
+/// Every entity of `r` in iteration order (archetypes in creation order, rows in order).
+fn every_row(r: &Registry) -> Vec<Entity> {
+    let world = r.world();
+    let chunks = world.archetypes().iter().flat_map(|a| a.chunks());
+    chunks.flat_map(|c| c.entities().to_vec()).collect()
+}
+
+#[test]
+fn imports_with_and_without_hooks_agree_even_with_empty_entities_and_hooks_that_spawn() {
+    let mut a = server();
+    let e1 = a.spawn((Pos(1),));
+    let e2 = a.spawn((Local(2),));
+    let e3 = a.spawn((Pos(3), Target(Some(e1))));
+    let e4 = a.spawn((Local(4),));
+    let e5 = a.spawn((Name("five".into()),));
+    let e6 = a.spawn((Pos(6), Name("six".into()), Target(Some(e5))));
+    let exported = [e3, e2, e1, e6, e4, e5];
+    let bytes = a.export(&exported).unwrap();
+    let without_empty = a.export(&[e3, e1, e6, e5]).unwrap();
+    for bytes in [&bytes, &without_empty] {
+        let receiver = |hook: u8| {
+            let mut b = server();
+            b.spawn((Local(0),));
+            let gone = b.spawn((Pos(0),));
+            b.spawn((Local(1),));
+            b.despawn(gone).unwrap();
+            match hook {
+                // A hook that sees each arrival and does nothing.
+                1 => b.on_add::<Pos>(|_, _| {}),
+                // A hook that spawns an entity for each arrival (the spawn applies right
+                // after the hook, between the import's own inserts).
+                2 => b.on_add::<Pos>(|_, commands| {
+                    commands.spawn((Local(9),));
+                }),
+                _ => {}
+            }
+            let map = b.import(bytes).unwrap();
+            (b, map)
+        };
+        let (plain, plain_map) = receiver(0);
+        let (hooked, hooked_map) = receiver(1);
+        assert_eq!(plain_map, hooked_map);
+        assert_eq!(every_row(&plain), every_row(&hooked));
+        assert_eq!(hash(&plain), hash(&hooked));
+        let (spawning, spawning_map) = receiver(2);
+        assert_eq!(spawning_map, plain_map, "the ids are those mapped");
+        for b in [&plain, &hooked, &spawning] {
+            let (n1, n3) = (plain_map.get(e1).unwrap(), plain_map.get(e3).unwrap());
+            assert_eq!(b.get::<Target>(n3).unwrap(), &Target(Some(n1)));
+            let n6 = plain_map.get(e6).unwrap();
+            assert_eq!(b.get::<Name>(n6).unwrap().0, "six");
+        }
+        assert_eq!(spawning.len(), hooked.len() + 3, "one per Pos arrival");
+    }
+}

@@ -134,31 +134,51 @@ impl Registry {
         Ok(map)
     }
 
-    /// Spawns and fills each group through the registry's own `spawn` and `insert`, so its
-    /// hooks see each change: the group's entities, then one type after the other.
+    /// Spawns every imported entity (no hook runs for an entity with nothing yet, so the ids
+    /// are the predicted ones whatever the hooks do later), then fills each group through the
+    /// registry's own `insert`, one type after the other, so its hooks see each change.
     fn insert_hooked(&mut self, decoded: Vec<DecodedGroup>) -> Vec<Entity> {
-        let mut spawned = Vec::new();
-        for (olds, columns) in decoded {
-            let group: Vec<Entity> = olds.iter().map(|_| self.spawn(())).collect();
+        let groups: Vec<Vec<Entity>> = decoded
+            .iter()
+            .map(|(olds, _)| olds.iter().map(|_| self.spawn(())).collect())
+            .collect();
+        for ((_, columns), group) in decoded.into_iter().zip(&groups) {
             for (o, values) in columns {
-                (o.insert_hooked)(self, values, &group);
+                (o.insert_hooked)(self, values, group);
             }
-            spawned.extend(group);
         }
-        spawned
+        groups.concat()
     }
 }
 
-/// Spawns each group in `world` directly (a registry with no hooks), its values moved in by
-/// one batch spawn, after creating the archetypes the hooked path passes through (one more
-/// type at a time) in the order it creates them: the ids, archetypes, iteration order and
-/// values are the hooked path's.
+/// Spawns the imported entities in `world` directly (a registry with no hooks), with the ids,
+/// archetypes, iteration order and values of the hooked path. Each group is spawned in one
+/// batch, its values moved in, after creating the archetypes the hooked path makes (each
+/// inserted type's own, and the one with one more type at a time) in the order it makes them. A group of entities with no
+/// persistent type stays in the empty archetype, where the hooked path's moves reorder rows,
+/// so an import with such a group takes the hooked path's steps, without hooks.
 fn spawn_into_world(world: &mut World, decoded: Vec<DecodedGroup>) -> Vec<Entity> {
+    if decoded.iter().any(|(_, columns)| columns.is_empty()) {
+        let groups: Vec<Vec<Entity>> = decoded
+            .iter()
+            .map(|(olds, _)| olds.iter().map(|_| world.spawn(())).collect())
+            .collect();
+        for ((_, columns), group) in decoded.into_iter().zip(&groups) {
+            for (o, values) in columns {
+                (o.insert_values)(world, values, group);
+            }
+        }
+        return groups.concat();
+    }
     let mut spawned = Vec::new();
     for (olds, columns) in decoded {
         let mut ids = Vec::with_capacity(columns.len());
         for (o, _) in &columns {
-            ids.push((o.register)(world));
+            // An insert of a one-type bundle first makes that bundle's own archetype, then
+            // the one it moves the row to.
+            let id = (o.register)(world);
+            world.archetype_with(&[id]);
+            ids.push(id);
             world.archetype_with(&ids);
         }
         let columns = ids
