@@ -205,7 +205,7 @@ impl Rows {
         let same = src.entities().wrapping_add(last_row) == hole.entities().wrapping_add(row);
         let moved = if !same {
             let dst = hole;
-            for &(offset, size) in self.sized.iter() {
+            let copy = |&(offset, size): &(usize, usize)| {
                 // SAFETY: both rows are initialised rows of this archetype (`last < len`, and
                 // (chunk, row) is the vacated row) and distinct, so the ranges do not overlap;
                 // the last row's value is moved, and `len` shrinks below so it is not read or
@@ -217,6 +217,15 @@ impl Rows {
                         size,
                     )
                 };
+            };
+            // Rows of one or two columns without the loop.
+            match &*self.sized {
+                [column] => copy(column),
+                [first, second] => {
+                    copy(first);
+                    copy(second);
+                }
+                columns => columns.iter().for_each(copy),
             }
             // SAFETY: `last_row` is initialised; (chunk, row) is a row of an existing chunk.
             let moved = unsafe { Rows::read_entity(src, last_row) };

@@ -157,3 +157,39 @@ fn inserting_an_empty_bundle_or_only_present_components_keeps_the_row() {
     assert_eq!(world.remove::<()>(e), Ok(()));
     world.check_invariants();
 }
+
+/// A row that arrives in a chunk stamps it added and changed at the world's tick, also when an
+/// earlier arrival in the same tick was followed by other stamps (a manual mark, a `get_mut`,
+/// a tick set back): a repeated arrival is not skipped on the strength of the first.
+#[test]
+fn every_arrival_stamps_its_chunk_even_after_other_stamps_in_the_same_tick() {
+    let mut world = World::new();
+    world.set_change_tick(3);
+    let first = world.spawn((1u32, 1u8));
+    let second = world.spawn((2u32,));
+    let third = world.spawn((3u32,));
+    let (arch, chunk, _) = world.entity_location(first).unwrap();
+    let stamps = |world: &World| {
+        let a = world.archetype(arch);
+        (
+            a.changed_tick(chunk, 0),
+            a.changed_tick(chunk, 1),
+            a.added_tick(chunk, 1),
+        )
+    };
+    // A move into the chunk (insert), after a manual mark at another tick.
+    world.archetype(arch).mark_changed(chunk, 0, 9);
+    world.insert(second, (2u8,)).unwrap();
+    assert_eq!(stamps(&world), (3, 3, 3));
+    // A swap-remove into the hole (remove from a row that is not the last), after a mark of
+    // every chunk.
+    world.archetype(arch).mark_all_changed(1, 9);
+    world.remove::<(u8,)>(first).unwrap();
+    assert_eq!(stamps(&world), (3, 3, 3));
+    // Write access at a later tick, then the tick set back and another row arriving.
+    world.set_change_tick(7);
+    *world.get_mut::<u32>(second).unwrap() += 1;
+    world.set_change_tick(3);
+    world.insert(third, (3u8,)).unwrap();
+    assert_eq!(stamps(&world), (3, 3, 3));
+}

@@ -11,7 +11,7 @@ use crate::entity::Entity;
 use crate::error::{ComponentError, NoSuchEntity};
 
 use super::World;
-use super::row_move::{FinishRemove, Found, begin_move, complete_move, two_mut, vacate};
+use super::row_move::{FinishRemove, begin_move, complete_move, two_mut, vacate};
 
 impl World {
     /// Despawns `entity`, dropping its components.
@@ -131,15 +131,23 @@ impl World {
             );
             return Ok(());
         }
-        self.insert_overwriting(entity, bundle, found, hop);
+        self.insert_overwriting(entity, bundle);
         Ok(())
     }
 
     /// The rest of [`insert`](World::insert): some bundle component is already present (or the
     /// bundle is empty), so old values are swapped out and dropped. Out of line, so the common
-    /// path above keeps its registers.
+    /// path above keeps its registers: the row and the edge are looked up again here rather
+    /// than passed (passing them made the common path store them to the stack first).
     #[inline(never)]
-    fn insert_overwriting<B: Bundle>(&mut self, entity: Entity, bundle: B, found: Found, hop: Hop) {
+    fn insert_overwriting<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        let found = self
+            .find(entity)
+            .expect("freyr: insert_overwriting is called for a live entity");
+        let hop = self.archetypes[found.archetype]
+            .insert_edges
+            .get(TypeId::of::<B>())
+            .expect("freyr: insert_overwriting is called after the edge is built");
         let edge = &self.insert_edges[hop.edge as usize];
         let target = hop.target as usize;
         let mut fields = [core::ptr::null_mut::<u8>(); MAX_BUNDLE];

@@ -111,7 +111,7 @@ pub(super) unsafe fn begin_move(
     let (window, chunk_id) = dst.window_and_id(chunk);
     // SAFETY: (chunk, row) is the vacant row `dst.len`.
     unsafe { Rows::write_entity(window, row, entity) };
-    for m in moves {
+    let copy = |m: &Move| {
         // SAFETY: the source slot holds a live value that moves (the caller removes the source
         // row without dropping); the target slot of the same column type is vacant; offsets and
         // sizes come from the two archetypes' layouts.
@@ -122,6 +122,12 @@ pub(super) unsafe fn begin_move(
                 m.size,
             )
         };
+    };
+    // One moving column (a one-component entity gaining or losing one) without the loop.
+    if let [m] = moves {
+        copy(m);
+    } else {
+        moves.iter().for_each(copy);
     }
     Landing {
         window,
