@@ -69,6 +69,54 @@ impl World {
     /// assert_eq!(built.get::<u32>(e), Ok(&7));
     /// ```
     pub fn from_parts(parts: WorldParts<'_>) -> Result<World, InvalidParts> {
+        World::from_parts_reading(parts, &mut |_| {})
+    }
+
+    /// As [`from_parts`](World::from_parts), calling `read` with every borrowed byte range
+    /// right after it is copied (while it is in cache): archetype by archetype, its entity
+    /// bytes chunk by chunk, then each column given as bytes
+    /// ([`ColumnValues::from_bytes`](super::ColumnValues::from_bytes)) chunk by chunk, so the
+    /// ranges of one archetype come in the order its parts list them. A load computes its
+    /// checksum this way, in the same pass as the copy.
+    ///
+    /// # Errors
+    /// As `from_parts`.
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr::World;
+    /// use freyr_core::parts::{AllocatorParts, ArchetypeParts, WorldParts};
+    ///
+    /// let mut world = World::new();
+    /// let e = world.spawn(());
+    /// let view = world.allocator_view();
+    /// let bits = e.to_bits().to_le_bytes();
+    /// let parts = WorldParts {
+    ///     components: Vec::new(),
+    ///     allocator: AllocatorParts {
+    ///         slots: view.slots.to_vec(),
+    ///         free: Vec::new(),
+    ///         len: 1,
+    ///         chunk_ids: 1,
+    ///         free_chunks: Vec::new(),
+    ///     },
+    ///     archetypes: vec![ArchetypeParts {
+    ///         components: Vec::new(),
+    ///         slabs: vec![1],
+    ///         chunk_ids: vec![0],
+    ///         entities: &bits,
+    ///         columns: Vec::new(),
+    ///     }],
+    /// };
+    /// let mut seen = 0;
+    /// let built = World::from_parts_reading(parts, &mut |bytes| seen += bytes.len()).unwrap();
+    /// assert!(built.contains(e));
+    /// assert_eq!(seen, 8);
+    /// ```
+    pub fn from_parts_reading(
+        parts: WorldParts<'_>,
+        read: &mut dyn FnMut(&[u8]),
+    ) -> Result<World, InvalidParts> {
         check::check_parts(&parts)?;
         let WorldParts {
             components: infos,
@@ -95,7 +143,7 @@ impl World {
             // Pushed first: on a bad row it is dropped with the others, freeing only its slabs
             // (no row is counted yet).
             archetypes.push(archetype);
-            fill(&archetypes[index].rows, part, &allocator.slots)?;
+            fill(&archetypes[index].rows, part, &allocator.slots, read)?;
         }
         // Every value is in place: the archetypes own them from here (nothing above runs user
         // code; had it failed or panicked, the rows were uncounted and the sources kept their
@@ -114,20 +162,31 @@ impl World {
 }
 
 /// Checks each chunk's entities (see [`check::check_chunk_rows`]) and copies one archetype's
-/// entities and values into its new chunks, chunk by chunk (the rows are not counted yet).
-fn fill(rows: &Rows, part: &ArchetypeParts<'_>, slots: &[u32]) -> Result<(), InvalidParts> {
+/// entities and then each column into its new chunks, chunk by chunk (the rows are not counted
+/// yet), passing each borrowed range to `read` after its copy.
+fn fill(
+    rows: &Rows,
+    part: &ArchetypeParts<'_>,
+    slots: &[u32],
+    read: &mut dyn FnMut(&[u8]),
+) -> Result<(), InvalidParts> {
     let len = part.len();
-    for chunk in 0..len.div_ceil(CHUNK_CAPACITY) {
-        let window = rows.window(chunk);
+    let chunks = len.div_ceil(CHUNK_CAPACITY);
+    let span = |chunk: usize| {
         let first = chunk * CHUNK_CAPACITY;
-        let count = (len - first).min(CHUNK_CAPACITY);
+        (first, (len - first).min(CHUNK_CAPACITY))
+    };
+    for chunk in 0..chunks {
+        let window = rows.window(chunk);
+        let (first, count) = span(chunk);
         let bits = &part.entities[first * ENTITY_BYTES..(first + count) * ENTITY_BYTES];
         check::check_chunk_rows(slots, bits, part.chunk_ids[chunk])?;
         #[cfg(target_endian = "little")]
         // SAFETY: the entity column of a chunk holds CHUNK_CAPACITY entities, aligned, and is
         // written by nothing else; `count <= CHUNK_CAPACITY`. Every 8 bytes of `bits` were
-        // checked to be a handle (non-zero generation half), and on a little-endian target
-        // those bytes are the `repr(C)` `Entity` (index, then generation) itself.
+        // checked just above to be a handle (non-zero generation half), and on a
+        // little-endian target those bytes are the `repr(C)` `Entity` (index, then
+        // generation) itself.
         unsafe {
             core::ptr::copy_nonoverlapping(
                 bits.as_ptr(),
@@ -141,10 +200,15 @@ fn fill(rows: &Rows, part: &ArchetypeParts<'_>, slots: &[u32]) -> Result<(), Inv
             // SAFETY: `window` is a chunk of these rows and `row < CHUNK_CAPACITY`.
             unsafe { Rows::write_entity(window, row, entity) };
         }
-        for (column, values) in part.columns.iter().enumerate() {
-            if values.size == 0 {
-                continue;
-            }
+        read(bits);
+    }
+    for (column, values) in part.columns.iter().enumerate() {
+        if values.size == 0 {
+            continue;
+        }
+        for chunk in 0..chunks {
+            let (first, count) = span(chunk);
+            let bytes = count * values.size;
             // SAFETY: `values` holds `len` values of the column's type (checked: its type id
             // is the component's, and `size` is that type's size), readable bitwise from its
             // start; this chunk's `count` of them start at value `first`. The destination is
@@ -154,10 +218,13 @@ fn fill(rows: &Rows, part: &ArchetypeParts<'_>, slots: &[u32]) -> Result<(), Inv
             unsafe {
                 core::ptr::copy_nonoverlapping(
                     values.bytes_from(first),
-                    rows.slot(window, column, 0),
-                    count * values.size,
+                    rows.slot(rows.window(chunk), column, 0),
+                    bytes,
                 )
             };
+            if let Some(borrowed) = values.borrowed {
+                read(&borrowed[first * values.size..][..bytes]);
+            }
         }
     }
     Ok(())

@@ -24,7 +24,6 @@ mod view;
 
 use core::any::TypeId;
 use core::fmt;
-use core::marker::PhantomData;
 
 use crate::component::{Component, ComponentId, ComponentInfo, fresh_component_id};
 
@@ -60,7 +59,8 @@ pub struct ColumnValues<'a> {
     /// `Some` for values owned by a `Vec`: gives up the values (`true`: they were moved out)
     /// or drops them (`false`). `None` for borrowed plain bytes.
     finish: Option<Box<dyn FnOnce(bool) + Send>>,
-    _bytes: PhantomData<&'a [u8]>,
+    /// The bytes, for values borrowed as plain bytes.
+    borrowed: Option<&'a [u8]>,
 }
 
 // SAFETY: the values are `Component`s (`Send + Sync`) owned by the `Vec` inside `finish`, or
@@ -92,7 +92,7 @@ impl ColumnValues<'static> {
                 }
                 drop(values);
             })),
-            _bytes: PhantomData,
+            borrowed: None,
         }
     }
 }
@@ -129,7 +129,7 @@ impl<'a> ColumnValues<'a> {
             size: size_of::<T>(),
             ptr: bytes.as_ptr(),
             finish: None,
-            _bytes: PhantomData,
+            borrowed: Some(bytes),
         })
     }
 

@@ -33,7 +33,22 @@ fn step(h: u64, w: u64) -> u64 {
     (h ^ w).wrapping_mul(K).rotate_left(29)
 }
 
-/// The running state of a checksum over a body, fed whole blocks in order (see [`checksum`]).
+/// The running state of the file checksum, fed whole blocks of the body in order. The
+/// checksum of a file's header and body is a 64-bit sum which catches any change of one 8-byte
+/// word (in particular any single flipped bit) between two files of one length:
+///
+/// - the body is cut into 64-byte blocks from its first byte, word `i` of each block going to
+///   lane `i`; the tail (under 64 bytes) is zero-padded into one more block. The lanes start
+///   from distinct seeds;
+/// - a difference in one body word reaches one lane only. That lane's states are equal up to
+///   the step taking the word, differ right after it (a step is injective in its word), and
+///   stay different (every later step is a bijection of the state); the other lanes are
+///   equal;
+/// - the lanes are then folded in order, each by one [`step`] of the running sum, and then the
+///   header's magic, version and body length, one step each: with everything else equal, the
+///   step taking the differing lane or header word gives a different sum (injective in the
+///   word), and the later steps and the final `h ^ (h >> 32)` are bijections. The body length
+///   is folded in, so a zero tail is not the same as no tail.
 #[derive(Clone)]
 struct Lanes([u64; LANES]);
 
@@ -75,28 +90,6 @@ impl Lanes {
         let h = step(step(step(h, word(0, 8)), word(8, 4)), word(12, 8));
         h ^ (h >> 32)
     }
-}
-
-/// A 64-bit checksum of a file's `header` and `body`, which catches any change of one 8-byte
-/// word (in particular any single flipped bit) between two files of one length:
-///
-/// - the body is cut into 64-byte blocks from its first byte, word `i` of each block going to
-///   lane `i`; the tail (under 64 bytes) is zero-padded into one more block. The lanes start
-///   from distinct seeds;
-/// - a difference in one body word reaches one lane only. That lane's states are equal up to
-///   the step taking the word, differ right after it (a step is injective in its word), and
-///   stay different (every later step is a bijection of the state); the other lanes are
-///   equal;
-/// - the lanes are then folded in order, each by one [`step`] of the running sum, and then the
-///   header's magic, version and body length, one step each: with everything else equal, the
-///   step taking the differing lane or header word gives a different sum (injective in the
-///   word), and the later steps and the final `h ^ (h >> 32)` are bijections. The body length
-///   is folded in, so a zero tail is not the same as no tail.
-pub(crate) fn checksum(header: &[u8; HEADER], body: &[u8]) -> u64 {
-    let whole = body.len() - body.len() % BLOCK;
-    let mut lanes = Lanes::new();
-    lanes.blocks(&body[..whole]);
-    lanes.finish(&body[whole..], header)
 }
 
 /// Builds a framed file: header, then the body written through [`Writer`], then the checksum.
@@ -187,8 +180,16 @@ impl Writer {
     }
 }
 
-/// Checks a framed file's magic, version, length and checksum; returns its body.
-pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], LoadError> {
+/// A file whose framing (magic, length) is checked, but not yet its checksum or version.
+pub(crate) struct Framed<'a> {
+    header: &'a [u8; HEADER],
+    /// The body, between header and checksum.
+    pub(crate) body: &'a [u8],
+    stored: u64,
+}
+
+/// Checks a file's magic and length against its header.
+pub(crate) fn frame<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<Framed<'a>, LoadError> {
     if bytes.len() < 8 || &bytes[..8] != magic {
         let found = bytes.len().min(8);
         return Err(match bytes[..found] == magic[..found] {
@@ -205,7 +206,6 @@ pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], Loa
             found: bytes.len(),
         });
     }
-    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("four bytes"));
     let body = u64::from_le_bytes(bytes[12..20].try_into().expect("eight bytes"));
     let expected = (HEADER + TRAILER) as u64 + body;
     if bytes.len() as u64 != expected {
@@ -215,19 +215,86 @@ pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], Loa
         });
     }
     let end = bytes.len() - TRAILER;
-    let stored = u64::from_le_bytes(bytes[end..].try_into().expect("eight bytes"));
-    let header: &[u8; HEADER] = bytes[..HEADER].try_into().expect("the header");
-    let computed = checksum(header, &bytes[HEADER..end]);
-    if stored != computed {
-        return Err(LoadError::ChecksumMismatch { stored, computed });
+    Ok(Framed {
+        header: bytes[..HEADER].try_into().expect("the header"),
+        body: &bytes[HEADER..end],
+        stored: u64::from_le_bytes(bytes[end..].try_into().expect("eight bytes")),
+    })
+}
+
+impl<'a> Framed<'a> {
+    /// The file's format version is the one this build reads.
+    pub(crate) fn check_version(&self) -> Result<(), LoadError> {
+        let version = u32::from_le_bytes(self.header[8..12].try_into().expect("four bytes"));
+        match version == FORMAT_VERSION {
+            true => Ok(()),
+            false => Err(LoadError::UnsupportedFormat {
+                found: version,
+                supported: FORMAT_VERSION,
+            }),
+        }
     }
-    if version != FORMAT_VERSION {
-        return Err(LoadError::UnsupportedFormat {
-            found: version,
-            supported: FORMAT_VERSION,
-        });
+
+    /// A checksum of the body computed as it is read.
+    pub(crate) fn verifier(&self) -> Verifier<'a> {
+        Verifier {
+            body: self.body,
+            lanes: Lanes::new(),
+            hashed: 0,
+        }
     }
-    Ok(&bytes[HEADER..end])
+}
+
+/// The checksum of a body, fed in order as its bytes are read (see [`Verifier::read`]), so a
+/// load hashes each piece it copies while the piece is in cache.
+pub(crate) struct Verifier<'a> {
+    body: &'a [u8],
+    lanes: Lanes,
+    /// Bytes of the body already fed (a block boundary).
+    hashed: usize,
+}
+
+impl Verifier<'_> {
+    /// `piece`, a part of the body, was just read: feeds every whole block up to its end.
+    /// Pieces may skip bytes (they are fed with the next piece) but must come in order; a
+    /// slice from elsewhere feeds nothing.
+    pub(crate) fn read(&mut self, piece: &[u8]) {
+        let start = self.body.as_ptr() as usize;
+        let end = (piece.as_ptr() as usize)
+            .wrapping_add(piece.len())
+            .wrapping_sub(start);
+        if end > self.body.len() || end <= self.hashed {
+            return;
+        }
+        let ready = (end - self.hashed) / BLOCK * BLOCK;
+        self.lanes
+            .blocks(&self.body[self.hashed..self.hashed + ready]);
+        self.hashed += ready;
+    }
+
+    /// Feeds the rest of the body and compares the sum with the stored one.
+    pub(crate) fn finish(mut self, framed: &Framed<'_>) -> Result<(), LoadError> {
+        let whole = (self.body.len() - self.hashed) / BLOCK * BLOCK;
+        self.lanes
+            .blocks(&self.body[self.hashed..self.hashed + whole]);
+        let tail = &self.body[self.hashed + whole..];
+        let computed = self.lanes.finish(tail, framed.header);
+        match computed == framed.stored {
+            true => Ok(()),
+            false => Err(LoadError::ChecksumMismatch {
+                stored: framed.stored,
+                computed,
+            }),
+        }
+    }
+}
+
+/// Checks a framed file's magic, length, checksum and version; returns its body.
+pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], LoadError> {
+    let framed = frame(bytes, magic)?;
+    framed.verifier().finish(&framed)?;
+    framed.check_version()?;
+    Ok(framed.body)
 }
 
 /// Reads a body; every read is bounds-checked (a checked body is still untrusted input).
@@ -301,7 +368,15 @@ impl<'a> Reader<'a> {
 
 #[cfg(test)]
 mod tests {
-    use super::{HEADER, Writer, checksum, open};
+    use super::{BLOCK, HEADER, Lanes, Writer, frame, open};
+
+    /// The checksum of `header` and `body` in one pass.
+    fn checksum(header: &[u8; HEADER], body: &[u8]) -> u64 {
+        let whole = body.len() - body.len() % BLOCK;
+        let mut lanes = Lanes::new();
+        lanes.blocks(&body[..whole]);
+        lanes.finish(&body[whole..], header)
+    }
 
     /// Bytes that are not all alike, so a lane mix-up would show.
     fn input(len: usize) -> Vec<u8> {
@@ -372,6 +447,32 @@ mod tests {
             let (streamed, whole) = (streamed.finish(), whole.finish());
             assert_eq!(streamed, whole, "pieces {pieces:?}");
             assert!(open(&streamed, magic).is_ok(), "pieces {pieces:?}");
+        }
+    }
+
+    #[test]
+    fn a_verifier_fed_pieces_in_order_checks_like_one_pass() {
+        let magic = b"FREYRTST";
+        let mut w = Writer::new(magic, 0);
+        w.bytes(&input(1000));
+        let mut file = w.finish();
+        let framed = frame(&file, magic).unwrap();
+        let body = framed.body;
+        // Pieces with gaps, a repeated one, one from elsewhere: the sum is the same.
+        let mut v = framed.verifier();
+        for (start, end) in [(3, 70), (70, 71), (200, 520), (100, 130), (600, 1000)] {
+            v.read(&body[start..end]);
+        }
+        v.read(&input(64));
+        assert!(v.finish(&framed).is_ok());
+        // One flipped bit anywhere in the body is a mismatch, fed or not.
+        for at in [0, 64, 500, body.len() - 1] {
+            file[HEADER + at] ^= 1;
+            let framed = frame(&file, magic).unwrap();
+            let mut v = framed.verifier();
+            v.read(&framed.body[..framed.body.len() / 2]);
+            assert!(v.finish(&framed).is_err(), "byte {at}");
+            file[HEADER + at] ^= 1;
         }
     }
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::launch::inflight::OpAccess;
-use crate::persist::format::{Reader, Writer, open};
+use crate::persist::format::{Framed, Reader, Verifier, Writer, frame};
 use crate::persist::ops::{Codec, SerdeCodec, decoded};
 use crate::persist::{ColumnEncoding, ColumnOps, Decoded, LoadError, RemapAny, RemapFn, SaveError};
 use crate::snapshot::SnapshotError;
@@ -359,8 +359,27 @@ impl Registry {
     /// ```
     pub fn load_into(&mut self, bytes: &[u8]) -> Result<(), LoadError> {
         self.guard("Registry::load_into");
-        let body = open(bytes, SAVE_MAGIC)?;
-        let mut r = Reader { rest: body };
+        let framed = frame(bytes, SAVE_MAGIC)?;
+        // The checksum is fed as the new world is built (each piece hashed right after its
+        // copy) and compared before anything is replaced; when it differs, that is the error
+        // whatever else the damaged bytes caused.
+        let mut verifier = framed.verifier();
+        let built = self.build_loaded(&framed, &mut verifier);
+        verifier.finish(&framed)?;
+        let (world, tick) = built?;
+        self.install_loaded(world, tick)
+            .map_err(LoadError::Snapshot)
+    }
+
+    /// The world and tick of a framed save (its checksum not yet compared), every byte the
+    /// world's parts copy passed to `verifier` as it is copied.
+    fn build_loaded(
+        &self,
+        framed: &Framed<'_>,
+        verifier: &mut Verifier<'_>,
+    ) -> Result<(World, u64), LoadError> {
+        framed.check_version()?;
+        let mut r = Reader { rest: framed.body };
         let tick = r.u64("the tick")?;
         let ops = self.read_types(&mut r)?;
         let allocator = AllocatorParts {
@@ -382,9 +401,9 @@ impl Registry {
             allocator,
             archetypes,
         };
-        let world = World::from_parts(parts).map_err(|e| LoadError::Corrupt { what: e.0 })?;
-        self.install_loaded(world, tick)
-            .map_err(LoadError::Snapshot)
+        let world = World::from_parts_reading(parts, &mut |piece| verifier.read(piece))
+            .map_err(|e| LoadError::Corrupt { what: e.0 })?;
+        Ok((world, tick))
     }
 
     /// Puts a loaded world and its tick in place, as [`restore`](Registry::restore) does: at a
