@@ -14,7 +14,7 @@
 //! query) and read after the sync point that orders it, so no stronger ordering is needed; the
 //! atomics only make the shared stores of one launch sound.
 
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// The change ticks of one archetype's chunks (allocated ones, spare chunks included).
 pub(crate) struct ChangeTicks {
@@ -26,6 +26,10 @@ pub(crate) struct ChangeTicks {
     /// stores (a row move stamps two chunks; a 10k add/remove loop stamps the same few chunks
     /// thousands of times in one tick). Every other stamp of `changed` clears it.
     arrived: Vec<AtomicU64>,
+    /// Whether some chunk may hold a key (set with one; cleared once a stamp clears them all):
+    /// while it is false, which is the usual state of an archetype queries write, a stamp
+    /// clears nothing, so a query's stamps cost what they did without the keys.
+    armed: AtomicBool,
 }
 
 impl ChangeTicks {
@@ -36,6 +40,7 @@ impl ChangeTicks {
             changed: Vec::new(),
             added: Vec::new(),
             arrived: Vec::new(),
+            armed: AtomicBool::new(false),
         }
     }
 
@@ -68,7 +73,15 @@ impl ChangeTicks {
     #[inline]
     pub(crate) fn set_changed(&self, chunk: usize, column: usize, tick: u64) {
         self.changed[chunk * self.columns + column].store(tick, Ordering::Relaxed);
-        self.arrived[chunk].store(0, Ordering::Relaxed);
+        self.clear_key(chunk);
+    }
+
+    /// Forgets `chunk`'s arrival key, if any key may be set.
+    #[inline]
+    fn clear_key(&self, chunk: usize) {
+        if self.armed.load(Ordering::Relaxed) {
+            self.arrived[chunk].store(0, Ordering::Relaxed);
+        }
     }
 
     /// Stamps `column` of each of the first `chunks` chunks changed at `tick`: what a query that
@@ -84,8 +97,15 @@ impl ChangeTicks {
         for t in entries.iter().skip(column).step_by(self.columns) {
             t.store(tick, Ordering::Relaxed);
         }
-        for a in &self.arrived[..chunks] {
-            a.store(0, Ordering::Relaxed);
+        if self.armed.load(Ordering::Relaxed) {
+            for a in &self.arrived[..chunks] {
+                a.store(0, Ordering::Relaxed);
+            }
+            // Every key cleared: nothing to clear until the next arrival sets one. (A key is
+            // only set through `&mut self`, so none is set while this runs.)
+            if chunks >= self.arrived.len() {
+                self.armed.store(false, Ordering::Relaxed);
+            }
         }
     }
 
@@ -93,7 +113,7 @@ impl ChangeTicks {
     #[inline]
     pub(crate) fn set_chunk_changed(&self, chunk: usize, tick: u64) {
         self.store_chunk_changed(chunk, tick);
-        self.arrived[chunk].store(0, Ordering::Relaxed);
+        self.clear_key(chunk);
     }
 
     /// The stores of [`set_chunk_changed`](ChangeTicks::set_chunk_changed).
@@ -116,6 +136,7 @@ impl ChangeTicks {
             return;
         }
         *known = key;
+        *self.armed.get_mut() = true;
         self.stamp_arrived(chunk, tick);
     }
 
@@ -156,6 +177,7 @@ impl ChangeTicks {
         for a in &mut self.arrived {
             *a.get_mut() = 0;
         }
+        *self.armed.get_mut() = false;
     }
 }
 
@@ -195,6 +217,19 @@ mod tests {
         ticks.set_changed_first(2, 1, 7);
         ticks.set_arrived(1, 3);
         assert_eq!((ticks.changed(1, 1), ticks.added(1, 1)), (3, 3));
+        // A stamp of the first chunks only keeps the keys past them.
+        ticks.set_changed_first(1, 1, 7);
+        ticks.set_arrived(1, 3);
+        assert_eq!((ticks.changed(0, 1), ticks.changed(1, 1)), (7, 3));
+        // Once a stamp cleared every key, the next stamps clear nothing, and the next arrival
+        // sets a key again.
+        ticks.set_changed_first(2, 0, 6);
+        ticks.set_changed(1, 1, 4);
+        ticks.set_arrived(1, 3);
+        assert_eq!((ticks.changed(1, 0), ticks.changed(1, 1)), (3, 3));
+        ticks.set_chunk_changed(1, 2);
+        ticks.set_arrived(1, 3);
+        assert_eq!(ticks.changed(1, 0), 3);
         // A restore puts back other stamps; the next arrival at the same tick stamps again.
         ticks.import(&[0, 0, 8, 8], &[0, 0, 8, 8]);
         ticks.set_arrived(1, 3);
