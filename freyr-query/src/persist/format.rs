@@ -256,11 +256,15 @@ pub(crate) struct Verifier<'a> {
 
 impl Verifier<'_> {
     /// `piece`, a part of the body, was just read: feeds every whole block up to its end.
-    /// Pieces may skip bytes (they are fed with the next piece) but must come in order; a
-    /// slice from elsewhere feeds nothing.
+    /// Pieces may skip bytes (they are fed with the next piece) and should come in order (an
+    /// earlier one feeds nothing); a slice from elsewhere feeds nothing, or bytes the next
+    /// pieces would have fed: the sum is the same either way, since the body is always fed in
+    /// order, once.
     pub(crate) fn read(&mut self, piece: &[u8]) {
-        let start = self.body.as_ptr() as usize;
-        let end = (piece.as_ptr() as usize)
+        let start = self.body.as_ptr().addr();
+        let end = piece
+            .as_ptr()
+            .addr()
             .wrapping_add(piece.len())
             .wrapping_sub(start);
         if end > self.body.len() || end <= self.hashed {
