@@ -92,8 +92,10 @@ impl World {
     ///
     /// # Panics
     /// Before anything changes: if a component id is not registered in this world, repeats,
-    /// or its values are of another type, if a column does not hold `count` values, or if a
-    /// capacity limit would be passed (see [capacity limits](World#capacity-limits)).
+    /// or its values are of another type, or if a column does not hold `count` values. If a
+    /// capacity limit would be passed (see [capacity limits](World#capacity-limits)), before
+    /// any entity or chunk is allocated (the set's archetype may have been created, empty).
+    /// The values are dropped with the panic.
     ///
     /// # Examples
     /// ```
