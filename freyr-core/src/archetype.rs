@@ -382,6 +382,31 @@ impl Archetype {
         }
     }
 
+    /// An empty archetype for the sorted set `components` whose chunks are allocated as
+    /// `slabs` (chunks per slab, in order) with exactly the global `chunk_ids` (which `table`
+    /// holds as unused entries), change ticks 0: the archetype a restore or a load fills.
+    /// The caller checked that `slabs` sum to `chunk_ids.len()` and that every slab is
+    /// non-empty.
+    pub(crate) fn with_chunks(
+        id: ArchetypeId,
+        components: &[ComponentId],
+        registry: &Components,
+        slabs: &[u32],
+        chunk_ids: &[u32],
+        table: &mut ChunkTable,
+    ) -> Archetype {
+        let mut archetype = Archetype::new(id, components.into(), registry);
+        let mut start = 0;
+        for &chunks in slabs {
+            let ids = &chunk_ids[start..start + chunks as usize];
+            archetype.rows.chunks.push_slab_with_ids(ids, id.0, table);
+            start += chunks as usize;
+        }
+        let rows = &mut archetype.rows;
+        rows.ticks.ensure(rows.chunks.list.len());
+        archetype
+    }
+
     /// This archetype's id.
     ///
     /// # Examples

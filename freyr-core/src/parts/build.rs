@@ -127,19 +127,14 @@ impl World {
         let mut table = ChunkTable::with_free_ids(allocator.chunk_ids, &allocator.free_chunks);
         let mut archetypes = Vec::with_capacity(parts.len());
         for (index, part) in parts.iter().enumerate() {
-            let id = ArchetypeId(index as u32);
-            let mut archetype = Archetype::new(id, part.components.as_slice().into(), &components);
-            let mut start = 0;
-            for &chunks in &part.slabs {
-                let ids = &part.chunk_ids[start..start + chunks as usize];
-                archetype
-                    .rows
-                    .chunks
-                    .push_slab_with_ids(ids, id.0, &mut table);
-                start += chunks as usize;
-            }
-            let rows = &mut archetype.rows;
-            rows.ticks.ensure(rows.chunks.list.len());
+            let archetype = Archetype::with_chunks(
+                ArchetypeId(index as u32),
+                &part.components,
+                &components,
+                &part.slabs,
+                &part.chunk_ids,
+                &mut table,
+            );
             // Pushed first: on a bad row it is dropped with the others, freeing only its slabs
             // (no row is counted yet).
             archetypes.push(archetype);

@@ -125,20 +125,15 @@ impl WorldSnapshot {
         let mut table = self.allocator.chunk_table();
         let mut archetypes = Vec::with_capacity(self.archetypes.len());
         for (a, image) in self.archetypes.iter().enumerate() {
-            let id = ArchetypeId(a as u32);
-            let mut archetype = Archetype::new(id, image.components.as_slice().into(), &components);
-            let mut start = 0;
-            for &chunks in &image.slabs {
-                let ids = &image.chunk_ids[start..start + chunks as usize];
-                archetype
-                    .rows
-                    .chunks
-                    .push_slab_with_ids(ids, id.0, &mut table);
-                start += chunks as usize;
-            }
-            let rows = &mut archetype.rows;
-            rows.ticks.ensure(rows.chunks.list.len());
-            rows.ticks.import(&image.changed, &image.added);
+            let mut archetype = Archetype::with_chunks(
+                ArchetypeId(a as u32),
+                &image.components,
+                &components,
+                &image.slabs,
+                &image.chunk_ids,
+                &mut table,
+            );
+            archetype.rows.ticks.import(&image.changed, &image.added);
             archetypes.push(archetype);
         }
         let mut building = Building {
