@@ -25,8 +25,8 @@ pub(crate) type RemapAny = std::sync::Arc<dyn Any + Send + Sync>;
 pub(crate) trait Codec<T: Component> {
     /// How the file records it.
     const ENCODING: ColumnEncoding;
-    /// Appends the values of component `id` (a `T`) of every row of `archetype`, in order.
-    fn encode_archetype(archetype: &Archetype, id: ComponentId, out: &mut Vec<u8>);
+    /// How a save writes an archetype's column of `T`.
+    fn encoder() -> ColumnEncoder;
     /// Appends the values of component `id` (a `T`) at the rows `rows`, in order.
     fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>);
     /// Exactly `len` values, or `None` if `bytes` are not that.
@@ -36,16 +36,17 @@ pub(crate) trait Codec<T: Component> {
     fn decode_column(bytes: &[u8], len: usize) -> Option<ColumnValues<'_>> {
         Self::decode(bytes, len).map(ColumnValues::new)
     }
-    /// For an encoding of exactly `size_of::<T>()` bytes a value: appends one chunk's values
-    /// of component `id` (a `T`), so a save can write a column chunk by chunk after its
-    /// length.
-    fn chunk_encoder() -> Option<ChunkEncoder> {
-        None
-    }
 }
 
-/// Appends the values of component `id` of one chunk (see [`Codec::chunk_encoder`]).
-pub(crate) type ChunkEncoder = fn(&ChunkRef<'_>, ComponentId, &mut Vec<u8>);
+/// How a save writes one archetype's column of a type (component `id`, given).
+#[derive(Clone, Copy)]
+pub(crate) enum ColumnEncoder {
+    /// Exactly `layout.size()` bytes a value: one chunk's values at a time, after the column's
+    /// length, so each piece can be fed to the checksum while in cache.
+    Chunks(fn(&ChunkRef<'_>, ComponentId, &mut Vec<u8>)),
+    /// The whole column at once (its length is known once it is written).
+    Whole(fn(&Archetype, ComponentId, &mut Vec<u8>)),
+}
 
 /// The column of component `id` (a `T`) of every row of an archetype, chunk after chunk, as
 /// one serde sequence (the same bytes as a `Vec<T>` of them).
@@ -114,14 +115,16 @@ fn each_value<'w, T: Component>(
 impl<T: Component + Serialize + DeserializeOwned> Codec<T> for SerdeCodec {
     const ENCODING: ColumnEncoding = ColumnEncoding::Serde;
 
-    fn encode_archetype(archetype: &Archetype, id: ComponentId, out: &mut Vec<u8>) {
-        let column = ArchetypeColumn::<T> {
-            archetype,
-            id,
-            _type: core::marker::PhantomData,
-        };
-        *out =
-            postcard::to_extend(&column, core::mem::take(out)).expect("postcard writes into a Vec");
+    fn encoder() -> ColumnEncoder {
+        ColumnEncoder::Whole(|archetype, id, out| {
+            let column = ArchetypeColumn::<T> {
+                archetype,
+                id,
+                _type: core::marker::PhantomData,
+            };
+            *out = postcard::to_extend(&column, core::mem::take(out))
+                .expect("postcard writes into a Vec");
+        })
     }
 
     fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>) {
@@ -159,11 +162,13 @@ fn raw_bytes<T: Pod>(values: &[T]) -> &[u8] {
 impl<T: Component + Pod> Codec<T> for RawCodec {
     const ENCODING: ColumnEncoding = ColumnEncoding::Raw;
 
-    fn encode_archetype(archetype: &Archetype, id: ComponentId, out: &mut Vec<u8>) {
-        out.reserve(archetype.len() * size_of::<T>());
-        for values in chunk_columns::<T>(archetype, id) {
+    fn encoder() -> ColumnEncoder {
+        ColumnEncoder::Chunks(|chunk, id, out| {
+            let values = chunk
+                .column::<T>(id)
+                .expect("a persistent column holds its registered type");
             out.extend_from_slice(raw_bytes(values));
-        }
+        })
     }
 
     fn encode_rows(world: &World, rows: &[Row], id: ComponentId, out: &mut Vec<u8>) {
@@ -189,15 +194,6 @@ impl<T: Component + Pod> Codec<T> for RawCodec {
         // SAFETY: `T` is `Pod`: every `size_of::<T>()` bytes are a valid `T`.
         unsafe { ColumnValues::from_bytes::<T>(bytes, len) }
     }
-
-    fn chunk_encoder() -> Option<ChunkEncoder> {
-        Some(|chunk, id, out| {
-            let values = chunk
-                .column::<T>(id)
-                .expect("a persistent column holds its registered type");
-            out.extend_from_slice(raw_bytes(values));
-        })
-    }
 }
 
 /// How one persistent component type is named, encoded and decoded, and how its decoded values
@@ -210,10 +206,8 @@ pub(crate) struct ColumnOps {
     pub(crate) type_id: TypeId,
     pub(crate) layout: Layout,
     pub(crate) info: fn(usize) -> ComponentInfo,
-    /// Appends the encoding of an archetype's column of the type (whose id is given).
-    pub(crate) encode_archetype: fn(&Archetype, ComponentId, &mut Vec<u8>),
-    /// For the raw encoding (`layout.size()` bytes a value): the same, one chunk at a time.
-    pub(crate) encode_chunk: Option<ChunkEncoder>,
+    /// How a save writes an archetype's column of the type.
+    pub(crate) encoder: ColumnEncoder,
     /// Decodes `len` values as a column to build a world of.
     pub(crate) decode_column: for<'a> fn(&'a [u8], usize) -> Option<ColumnValues<'a>>,
     /// The type's component id in a world, if it has one.
@@ -283,8 +277,7 @@ impl ColumnOps {
             type_id: TypeId::of::<T>(),
             layout: Layout::new::<T>(),
             info: component_info::<T>,
-            encode_archetype: C::encode_archetype,
-            encode_chunk: C::chunk_encoder(),
+            encoder: C::encoder(),
             decode_column: C::decode_column,
             component_id: World::component_id::<T>,
             register: World::register::<T>,

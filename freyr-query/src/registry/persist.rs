@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::launch::inflight::OpAccess;
 use crate::persist::format::{Framed, Reader, Verifier, Writer, frame};
-use crate::persist::ops::{Codec, SerdeCodec, decoded};
+use crate::persist::ops::{Codec, ColumnEncoder, SerdeCodec, decoded};
 use crate::persist::{ColumnEncoding, ColumnOps, Decoded, LoadError, RemapAny, RemapFn, SaveError};
 use crate::snapshot::SnapshotError;
 
@@ -515,17 +515,17 @@ fn write_archetype(w: &mut Writer, archetype: &Archetype, ops: &[&PersistOps]) {
     }
     for &id in archetype.components() {
         let o = ops[id.index()];
-        match o.encode_chunk {
-            Some(encode) => {
+        match o.encoder {
+            ColumnEncoder::Chunks(encode) => {
                 w.u64((archetype.len() * o.layout.size()) as u64);
                 for chunk in archetype.chunks() {
                     encode(&chunk, id, &mut w.out);
                     w.absorb();
                 }
             }
-            None => w.blob(|out| {
+            ColumnEncoder::Whole(encode) => w.blob(|out| {
                 if !archetype.is_empty() {
-                    (o.encode_archetype)(archetype, id, out);
+                    encode(archetype, id, out);
                 }
             }),
         }
