@@ -94,8 +94,11 @@ impl ChangeTicks {
     pub(crate) fn set_changed_first(&self, chunks: usize, column: usize, tick: u64) {
         assert!(column < self.columns, "freyr: no column {column}");
         let entries = &self.changed[..chunks * self.columns];
-        for t in entries.iter().skip(column).step_by(self.columns) {
-            t.store(tick, Ordering::Relaxed);
+        // A plain strided index (`skip` + `step_by` cost about seven instructions a store).
+        let mut at = column;
+        while at < entries.len() {
+            entries[at].store(tick, Ordering::Relaxed);
+            at += self.columns;
         }
         if self.armed.load(Ordering::Relaxed) {
             for a in &self.arrived[..chunks] {
