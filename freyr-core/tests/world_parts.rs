@@ -289,6 +289,48 @@ fn each_broken_invariant_is_named_and_every_value_is_dropped_once() {
     }
 }
 
+/// Entity rows are checked one way when they hold consecutive indices (their slots one run) and
+/// another when not: damage on either way is named, and a world whose rows are out of order
+/// still builds.
+#[test]
+fn rows_that_their_slots_do_not_locate_are_named_whichever_way_they_are_checked() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    let located = InvalidParts("an entity's slot does not locate its row");
+    let index = |bits: &mut [u8], row: usize, index: u32| {
+        bits[row * 8..row * 8 + 4].copy_from_slice(&index.to_le_bytes());
+    };
+    // Consecutive indices, one slot pointing elsewhere (another row of the chunk).
+    let source = counted_source(4);
+    let mut parts = counted_parts(&source, &DROPS);
+    parts.allocator.slots[2] = parts.allocator.slots[3];
+    assert_eq!(World::from_parts(parts).unwrap_err(), located);
+    // Two rows swapped: no longer consecutive, each row looks its slot up.
+    let mut source = counted_source(4);
+    source.bits[..16].rotate_left(8);
+    assert_eq!(
+        World::from_parts(counted_parts(&source, &DROPS)).unwrap_err(),
+        located
+    );
+    // Consecutive indices past the end of the slots.
+    let mut source = counted_source(4);
+    for row in 0..4 {
+        index(&mut source.bits, row, 100 + row as u32);
+    }
+    assert_eq!(
+        World::from_parts(counted_parts(&source, &DROPS)).unwrap_err(),
+        located
+    );
+    // Rows out of index order whose slots say so: a valid world.
+    let mut source = counted_source(4);
+    source.bits[..16].rotate_left(8);
+    let (a, b) = (source.allocator.slots[0], source.allocator.slots[1]);
+    source.allocator.slots[0] = b;
+    source.allocator.slots[1] = a;
+    let world = World::from_parts(counted_parts(&source, &DROPS)).unwrap();
+    world.check_invariants();
+    drop(world);
+}
+
 #[test]
 fn spawn_columns_places_values_as_a_batch_spawn_does() {
     let (mut world, _) = build();

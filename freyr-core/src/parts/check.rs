@@ -141,17 +141,36 @@ fn check_columns(
 }
 
 /// Every row of one chunk's entity bytes `bits` is a handle whose slot locates exactly that
-/// row of chunk `chunk`. One tight pass: each row's verdict is folded in, and the failure is
+/// row of chunk `chunk`. Tight passes: each row's verdict is folded in, and the failure is
 /// named after the pass.
+///
+/// When the rows hold consecutive indices (a world spawned in order and not churned since, the
+/// usual save), their slots are one run of `slots`, compared with the rows' locations without
+/// a lookup per row: both passes then vectorise. Otherwise each row looks its slot up.
 pub(super) fn check_chunk_rows(slots: &[u32], bits: &[u8], chunk: u32) -> Result<(), InvalidParts> {
-    let (mut handles, mut located) = (true, true);
     let base = chunk << ROW_BITS;
-    for (row, word) in bits.chunks_exact(ENTITY_BYTES).enumerate() {
-        let bits = u64::from_le_bytes(word.try_into().expect("eight bytes"));
-        let (index, generation) = (bits as u32, (bits >> 32) as u32);
-        handles &= generation != 0;
-        located &= slots.get(index as usize) == Some(&(base | row as u32));
+    let words = bits
+        .chunks_exact(ENTITY_BYTES)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("eight bytes")));
+    let first = words.clone().next().map_or(0, |w| w & u64::from(u32::MAX));
+    let (mut handles, mut consecutive) = (true, true);
+    for (row, w) in words.clone().enumerate() {
+        handles &= w >> 32 != 0;
+        consecutive &= w & u64::from(u32::MAX) == first + row as u64;
     }
     ensure(handles, "an entity id is invalid")?;
+    let run = usize::try_from(first)
+        .ok()
+        .and_then(|first| slots.get(first..)?.get(..bits.len() / ENTITY_BYTES));
+    let located = match run {
+        // Row `row` holds index `first + row`, whose slot is `run[row]`.
+        Some(run) if consecutive => run
+            .iter()
+            .enumerate()
+            .fold(true, |ok, (row, &slot)| ok & (slot == base | row as u32)),
+        _ => words.enumerate().fold(true, |ok, (row, w)| {
+            ok & (slots.get(w as u32 as usize) == Some(&(base | row as u32)))
+        }),
+    };
     ensure(located, "an entity's slot does not locate its row")
 }
