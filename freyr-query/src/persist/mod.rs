@@ -7,8 +7,9 @@
 //! # Format
 //!
 //! A file is `magic (8) | format version (u32) | body length (u64) | body | checksum (u64)`, all
-//! little-endian; the checksum covers the header and the body (every byte before it), so a
-//! flipped bit anywhere is caught. The body lists the component types (name, version, [encoding](ColumnEncoding),
+//! little-endian; the checksum, a CRC-64/NVME (the [`crc-fast`](https://docs.rs/crc-fast)
+//! crate), covers the header and the body (every byte before it), so a flipped bit or a changed
+//! 8-byte word anywhere is caught. The body lists the component types (name, version, [encoding](ColumnEncoding),
 //! size, align), the entity allocator, then every archetype in creation order with its slabs,
 //! chunk ids, entities and one blob per column: the column's values in row order, either
 //! encoded with serde and [postcard](https://docs.rs/postcard) (a compact binary format, field
