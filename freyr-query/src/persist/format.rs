@@ -8,7 +8,8 @@ use super::LoadError;
 /// 2: the per-type column encoding (serde or raw bytes) and the eight-lane checksum.
 /// 3: the checksum's lanes run over the body from its first byte and the header is folded in
 /// last, so a save hashes each piece as it writes it.
-/// 4: the checksum is the CRC-64/NVME of the header and body in file order.
+/// 4: the checksum is a CRC-64/NVME of the magic and version, the body, then the body length
+/// (see [`CRC`]).
 pub(crate) const FORMAT_VERSION: u32 = 4;
 /// Header: magic (8), format version (4), body length (8).
 const HEADER: usize = 20;
@@ -212,8 +213,7 @@ pub(crate) struct Verifier<'a> {
 
 impl Verifier<'_> {
     /// `piece`, a part of the body, was just read: feeds the body up to its end, once that is at
-    /// least [`PIECE`] bytes.
-    /// Pieces may skip bytes (they are fed with the next piece) and should come in order (an
+    /// least [`PIECE`] bytes past what was fed. Pieces may skip bytes (they are fed with the next piece) and should come in order (an
     /// earlier one feeds nothing); a slice from elsewhere feeds nothing, or bytes the next
     /// pieces would have fed: the sum is the same either way, since the body is always fed in
     /// order, once.
