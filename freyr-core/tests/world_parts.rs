@@ -289,6 +289,47 @@ fn each_broken_invariant_is_named_and_every_value_is_dropped_once() {
     }
 }
 
+/// The free list is checked against the slots: a repeated index, one past the slots and one
+/// whose slot is live are each named, on a world whose free list has holes; and a world with
+/// no free list (the usual save of a world never churned) builds.
+#[test]
+fn a_damaged_free_list_is_named_and_an_empty_one_builds() {
+    let (world, _) = build();
+    assert!(
+        world.allocator_view().free.len() > 1,
+        "the test world has a free list"
+    );
+    type Break = fn(&mut WorldParts<'_>);
+    let cases: [(&str, Break); 3] = [
+        ("a free index repeats", |p| {
+            let first = p.allocator.free[0];
+            p.allocator.free.push(first)
+        }),
+        ("a free index is out of range", |p| {
+            let past = p.allocator.slots.len() as u32;
+            p.allocator.free.push(past)
+        }),
+        ("a free index's slot is not free", |p| {
+            let located = p.allocator.slots.iter().position(|&s| s & (1 << 31) == 0);
+            p.allocator.free.push(located.unwrap() as u32)
+        }),
+    ];
+    for (what, damage) in cases {
+        let mut bits = Vec::new();
+        let mut parts = take_apart(&world, &mut bits);
+        damage(&mut parts);
+        assert_eq!(World::from_parts(parts).unwrap_err(), InvalidParts(what));
+    }
+    let mut fresh = World::new();
+    let ids = fresh.spawn_batch((0..N).map(|i| (Pos(i as u64, 3), Name(format!("f{i}")))));
+    assert!(fresh.allocator_view().free.is_empty());
+    let mut bits = Vec::new();
+    let built = World::from_parts(take_apart(&fresh, &mut bits)).unwrap();
+    built.check_invariants();
+    assert_eq!(observe(&built), observe(&fresh));
+    assert_eq!(built.get::<Pos>(ids[N - 1]), Ok(&Pos(N as u64 - 1, 3)));
+}
+
 /// Entity rows are checked one way when they hold consecutive indices (their slots one run) and
 /// another when not: damage on either way is named, and a world whose rows are out of order
 /// still builds.

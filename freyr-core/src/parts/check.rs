@@ -84,7 +84,8 @@ pub(super) fn check_parts(parts: &WorldParts<'_>) -> Result<(), InvalidParts> {
         live == a.len && located == a.len,
         "the live count disagrees with the rows",
     )?;
-    let mut on_stack = vec![false; a.slots.len()];
+    // Only a free list needs the marks (a save of a world never churned has none).
+    let mut on_stack = vec![false; if a.free.is_empty() { 0 } else { a.slots.len() }];
     for &index in &a.free {
         let slot = *a
             .slots

@@ -295,14 +295,14 @@ impl<'a> Reader<'a> {
     pub(crate) fn u32s(&mut self, what: &'static str) -> Result<Vec<u32>, LoadError> {
         let n = self.count(4, what)?;
         let bytes = self.take(n * 4, what)?;
-        // On a little-endian target the bytes are the words: one copy into an aligned vector.
-        #[cfg(target_endian = "little")]
-        let words = bytemuck::pod_collect_to_vec::<u8, u32>(bytes);
-        #[cfg(not(target_endian = "little"))]
-        let words = bytes
-            .chunks_exact(4)
-            .map(|c| u32::from_le_bytes(c.try_into().expect("four bytes")))
-            .collect();
+        // One pass into an uninitialised vector (on a little-endian target a plain copy): a
+        // zero-filled vector copied over would write the 4 MB of a 1M save's slots twice.
+        let mut words = Vec::with_capacity(n);
+        words.extend(
+            bytes
+                .chunks_exact(4)
+                .map(|c| u32::from_le_bytes(c.try_into().expect("four bytes"))),
+        );
         Ok(words)
     }
 
