@@ -43,10 +43,18 @@ impl EventBuffer {
             },
         };
         self.last = index;
-        let list = self.lists[index].1.as_any_mut();
-        list.downcast_mut::<Vec<E>>()
-            .expect("the list of a type id holds that type")
-            .push(event);
+        let list: &mut dyn EventList = &mut *self.lists[index].1;
+        debug_assert!(
+            list.as_any_mut().is::<Vec<E>>(),
+            "the list of a type id holds that type"
+        );
+        // SAFETY: entries are only ever pushed above, as `(TypeId::of::<E>(), Box<Vec<E>>)`,
+        // and never changed but by `flush_into`, which clears them all; so the list stored
+        // beside `E`'s type id (the one found) is a `Vec<E>`, and the data pointer of the
+        // trait object points to it. The borrow of `self.lists` it comes from is exclusive.
+        // Checked downcasting cost two virtual calls per event (a fifth of a 1M-event send).
+        let list = unsafe { &mut *(list as *mut dyn EventList).cast::<Vec<E>>() };
+        list.push(event);
     }
 
     /// Whether no event was sent.
@@ -84,5 +92,61 @@ impl<E: Clone + Send + Sync + 'static> EventList for Vec<E> {
 
     fn flush_into(&mut self, registry: &mut crate::Registry) {
         registry.store_events(self.drain(..));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Holds a count on a shared `Arc`, to show every sent value is dropped once.
+    #[derive(Clone)]
+    struct Counted(#[allow(dead_code)] std::sync::Arc<()>);
+
+    /// Events of several types, a zero-sized one and one owning heap memory among them, sent
+    /// interleaved, land in their own lists in send order; every owned value is dropped once.
+    /// Small: runs under Miri, which checks the unchecked downcast in `send`.
+    #[test]
+    fn interleaved_types_land_in_their_own_lists_in_order() {
+        #[derive(Clone, Debug, PartialEq)]
+        struct Unit;
+        let counter = std::sync::Arc::new(());
+        let mut buffer = EventBuffer::default();
+        assert!(buffer.is_empty());
+        for i in 0..20u32 {
+            buffer.send(i);
+            if i % 3 == 0 {
+                buffer.send(format!("s{i}"));
+                buffer.send(Unit);
+            }
+            buffer.send(Counted(counter.clone()));
+            buffer.send(u64::from(i) << 40);
+        }
+        assert!(!buffer.is_empty());
+        fn list<T: 'static>(buffer: &mut EventBuffer, i: usize) -> &mut Vec<T> {
+            buffer.lists[i].1.as_any_mut().downcast_mut().unwrap()
+        }
+        let kinds: Vec<TypeId> = buffer.lists.iter().map(|(t, _)| *t).collect();
+        let expected = [
+            TypeId::of::<u32>(),
+            TypeId::of::<String>(),
+            TypeId::of::<Unit>(),
+            TypeId::of::<Counted>(),
+            TypeId::of::<u64>(),
+        ];
+        assert_eq!(kinds, expected);
+        assert_eq!(*list::<u32>(&mut buffer, 0), (0..20).collect::<Vec<u32>>());
+        let want: Vec<String> = (0..20).step_by(3).map(|i| format!("s{i}")).collect();
+        assert_eq!(*list::<String>(&mut buffer, 1), want);
+        assert_eq!(list::<Unit>(&mut buffer, 2).len(), 7);
+        assert_eq!(list::<Counted>(&mut buffer, 3).len(), 20);
+        assert_eq!(std::sync::Arc::strong_count(&counter), 21);
+        assert_eq!(list::<u64>(&mut buffer, 4)[19], 19 << 40);
+        drop(buffer);
+        assert_eq!(
+            std::sync::Arc::strong_count(&counter),
+            1,
+            "each dropped once"
+        );
     }
 }
