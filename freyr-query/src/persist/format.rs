@@ -295,15 +295,13 @@ impl<'a> Reader<'a> {
     pub(crate) fn u32s(&mut self, what: &'static str) -> Result<Vec<u32>, LoadError> {
         let n = self.count(4, what)?;
         let bytes = self.take(n * 4, what)?;
-        // One pass into an uninitialised vector (on a little-endian target a plain copy): a
-        // zero-filled vector copied over would write the 4 MB of a 1M save's slots twice.
-        let mut words = Vec::with_capacity(n);
-        words.extend(
-            bytes
-                .chunks_exact(4)
-                .map(|c| u32::from_le_bytes(c.try_into().expect("four bytes"))),
-        );
-        Ok(words)
+        // One pass into a vector allocated once at its exact length (on a little-endian target
+        // a plain copy): a zero-filled vector copied over would write a 1M save's 4 MB of
+        // slots twice.
+        Ok(bytes
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().expect("four bytes")))
+            .collect())
     }
 
     /// `n` items of `N` bytes each.
