@@ -148,7 +148,7 @@ row_loop! {
         acc: &mut [u64; LANES],
         first: u64,
         bytes: &[u8],
-    ) where {} {
+    ) where {} units(bytes.len()) {
         let mut lanes = *acc;
         for (s, stripe) in (first..).zip(bytes.chunks_exact(STRIPE)) {
             absorb(&mut lanes, s, &words(stripe));

@@ -121,7 +121,7 @@ row_loop! {
     ) where {
         Q: QueryData,
         C: for<'w> FnMut(Entity, Q::Item<'w>),
-    } {
+    } units(entities.len()) {
         // SAFETY: the rows are the chunk's (or run's) `entities.len()` rows from row 0;
         // access is exclusive per the caller contract.
         unsafe { fold_rows::<Q, ()>(ptrs, 0, entities, (), |(), entity, item| f(entity, item)) }
@@ -177,7 +177,7 @@ row_loop! {
     ) where {
         Q: QueryData,
         C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
-    } {
+    } units(entities.len()) {
         // SAFETY: `entities.len()` rows are initialised; the slices do not outlive the call;
         // access is exclusive per the caller contract.
         f(entities, unsafe { Q::slice(ptrs, entities.len()) });
@@ -239,7 +239,7 @@ row_loop! {
         Q: QueryData,
         V: ViewSet,
         C: for<'w> FnMut(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
-    } {
+    } units(entities.len()) {
         // SAFETY: as in `rows`.
         unsafe {
             fold_rows::<Q, ()>(ptrs, 0, entities, (), |(), entity, item| f(entity, item, ctx))

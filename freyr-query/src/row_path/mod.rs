@@ -9,13 +9,15 @@
 //! ```text
 //!   dispatcher (inlined into the caller)      one relaxed load of PATH per call
 //!     ├─ PATH == AVX2_FMA ──> copy compiled with #[target_feature(enable = "avx2,fma")]
+//!     ├─ PATH == ADAPTIVE ──> the copy this loop measured faster (choice.rs)
 //!     └─ otherwise ────────> copy compiled for the build's own target
 //!   both copies: #[inline(never)], the same body, the user's callback inlined into each
 //! ```
 //!
-//! `PATH` is written once, by the first row loop of the process: `AVX2_FMA` if the CPU has AVX2
-//! and FMA (`is_x86_feature_detected!`) and `FREYR_ROW_PATH` is not `baseline`, else
-//! `BASELINE`. [`RowPath::force`] may change it later, for tests that run both copies.
+//! `PATH` is written once, by the first row loop of the process: `ADAPTIVE` if the CPU has AVX2
+//! and FMA (`is_x86_feature_detected!`) and `FREYR_ROW_PATH` is neither `baseline` nor `avx2`,
+//! `AVX2_FMA` for `avx2` on such a CPU, else `BASELINE`. [`RowPath::force`] may change it later,
+//! for tests that run each copy.
 //!
 //! A build whose target already has AVX2 and FMA (`-C target-cpu=x86-64-v3` or `native` on such
 //! a CPU), or a target other than x86-64, compiles one copy and no dispatcher.
@@ -30,21 +32,29 @@
 //! or the library routine). The row order, the task split and the reduction order do not depend
 //! on the copy.
 
+mod choice;
+
 use core::sync::atomic::{AtomicU8, Ordering};
 
 /// Not chosen yet: the first row loop detects.
 const UNSET: u8 = 0;
 /// The copy compiled for the build's target.
 const BASELINE: u8 = 1;
-/// The AVX2 + FMA copy (only ever stored after the CPU was checked for both features).
+/// The AVX2 + FMA copy everywhere (only ever stored after the CPU was checked for both
+/// features).
 const AVX2_FMA: u8 = 2;
+/// Each loop's measured faster copy (only ever stored after the CPU was checked, like
+/// `AVX2_FMA`).
+const ADAPTIVE: u8 = 3;
 
-/// The chosen copy: `UNSET`, `BASELINE` or `AVX2_FMA`.
+/// The chosen mode: `UNSET`, `BASELINE`, `AVX2_FMA` or `ADAPTIVE`.
 static PATH: AtomicU8 = AtomicU8::new(UNSET);
 
 /// The environment variable read once, at the first row loop of the process: `baseline` (any
-/// case) keeps the [`RowPath::Baseline`] copy; anything else, or no variable, runs the
-/// detected one. For comparing the two copies on a production machine without a rebuild.
+/// case) keeps the [`RowPath::Baseline`] copy, `avx2` runs the [`RowPath::Avx2Fma`] copy in
+/// every loop (where the CPU has it); anything else, or no variable, runs
+/// [`RowPath::Adaptive`] where the CPU has AVX2 and FMA. For comparing the copies on a
+/// production machine without a rebuild.
 ///
 /// # Examples
 ///
@@ -62,8 +72,15 @@ pub const ROW_PATH_ENV: &str = "FREYR_ROW_PATH";
 /// produce bit-identical worlds and reductions: Rust never fuses or reorders float operations,
 /// so wider instructions change the speed, never the result.
 ///
-/// The choice is made once, at the first row loop: the detected path, unless the environment
-/// variable `FREYR_ROW_PATH` is `baseline`. [`force`](RowPath::force) changes it at run time.
+/// The AVX2 copy is usually the faster one, but not for every callback (one that calls an
+/// out-of-line function compiled for the baseline target can lose to stalls at the boundary),
+/// so by default each loop measures both copies over its first calls and keeps the faster:
+/// [`Adaptive`](RowPath::Adaptive).
+///
+/// The mode is set once, at the first row loop: `Adaptive` on a CPU with AVX2 and FMA in a
+/// build that has both copies, else `Baseline`, unless the environment variable
+/// `FREYR_ROW_PATH` says `baseline` or `avx2` ([`ROW_PATH_ENV`]). [`force`](RowPath::force)
+/// changes it at run time.
 ///
 /// # Examples
 ///
@@ -71,7 +88,9 @@ pub const ROW_PATH_ENV: &str = "FREYR_ROW_PATH";
 /// use freyr::query::RowPath;
 ///
 /// let path = RowPath::current();
-/// assert!(path == RowPath::Baseline || path == RowPath::detected());
+/// if RowPath::detected() == RowPath::Baseline {
+///     assert_eq!(path, RowPath::Baseline);
+/// }
 /// ```
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RowPath {
@@ -80,29 +99,67 @@ pub enum RowPath {
     Baseline,
     /// The copy compiled with AVX2 and FMA, chosen at run time on a CPU that has both. Exists
     /// only in x86-64 builds whose target lacks them (in the others the baseline copy is already
-    /// at least this).
+    /// at least this). As the mode of [`current`](RowPath::current): every loop runs it.
     Avx2Fma,
+    /// Each row loop (one callback's loop, as compiled) alternates the two copies over its first
+    /// 16 calls that do work, keeps each copy's best time per row (or task, or byte), and from
+    /// then on runs the faster one, the AVX2 copy unless the baseline one is clearly faster.
+    /// The default where [`detected`](RowPath::detected) is [`Avx2Fma`](RowPath::Avx2Fma).
+    /// Which copy a loop keeps depends on timing; what it computes does not.
+    Adaptive,
 }
 
 impl RowPath {
-    /// The copy that row loops run now (choosing it first if no row loop ran yet).
+    /// The mode row loops run in now (choosing it first if no row loop ran yet).
     ///
     /// # Examples
     ///
     /// ```
     /// use freyr::query::RowPath;
     ///
-    /// // Without an override, the best copy this CPU supports.
+    /// // Without an override: adaptive where there are two copies to choose from.
     /// if std::env::var_os(freyr::query::ROW_PATH_ENV).is_none() {
-    ///     assert_eq!(RowPath::current(), RowPath::detected());
+    ///     let want = match RowPath::detected() {
+    ///         RowPath::Baseline => RowPath::Baseline,
+    ///         _ => RowPath::Adaptive,
+    ///     };
+    ///     assert_eq!(RowPath::current(), want);
     /// }
     /// ```
     pub fn current() -> RowPath {
-        if avx2_fma() {
-            RowPath::Avx2Fma
-        } else {
-            RowPath::Baseline
+        match mode() {
+            AVX2_FMA => RowPath::Avx2Fma,
+            ADAPTIVE => RowPath::Adaptive,
+            _ => RowPath::Baseline,
         }
+    }
+
+    /// Under [`Adaptive`](RowPath::Adaptive): how many row loops have decided, as `(running
+    /// the AVX2 copy, running the baseline copy)`. Loops still measuring, and loops of a build
+    /// with one copy, are not counted. A diagnostic: which loops chose what depends on timing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    /// use freyr::query::RowPath;
+    ///
+    /// struct X(f32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn_batch((0..100_000).map(|i| (X(i as f32),)));
+    /// for _ in 0..40 {
+    ///     registry.query::<&mut X>().each(|_, x| x.0 = x.0 * 0.5 + 1.0);
+    /// }
+    /// let (avx2, baseline) = RowPath::decisions();
+    /// if RowPath::current() == RowPath::Adaptive {
+    ///     assert!(avx2 + baseline >= 1, "the loop above ran 40 times: it has decided");
+    /// } else {
+    ///     assert_eq!((avx2, baseline), (0, 0));
+    /// }
+    /// ```
+    pub fn decisions() -> (usize, usize) {
+        choice::decided()
     }
 
     /// The best copy this CPU and build support, ignoring `FREYR_ROW_PATH` and
@@ -129,14 +186,16 @@ impl RowPath {
         RowPath::Baseline
     }
 
-    /// Makes every later row loop of this process run `path`'s copy; loops already running
+    /// Makes every later row loop of this process run `path`'s copy (or, for
+    /// [`Adaptive`](RowPath::Adaptive), measure afresh and choose); loops already running
     /// finish on theirs. Both copies give the same bits, so this changes speed only: it exists
     /// to check exactly that (run a workload on each path and compare world hashes).
     ///
     /// # Panics
     ///
-    /// If `path` is [`Avx2Fma`](RowPath::Avx2Fma) and [`detected`](RowPath::detected) is not
-    /// (the CPU lacks the features, or the build has no such copy): check `detected()` first.
+    /// If `path` is [`Avx2Fma`](RowPath::Avx2Fma) or [`Adaptive`](RowPath::Adaptive) and
+    /// [`detected`](RowPath::detected) is not `Avx2Fma` (the CPU lacks the features, or the
+    /// build has no such copy): check `detected()` first.
     ///
     /// # Examples
     ///
@@ -163,45 +222,69 @@ impl RowPath {
     pub fn force(path: RowPath) {
         let value = match path {
             RowPath::Baseline => BASELINE,
-            RowPath::Avx2Fma => {
+            RowPath::Avx2Fma | RowPath::Adaptive => {
                 assert!(
                     RowPath::detected() == RowPath::Avx2Fma,
-                    "freyr: RowPath::force(Avx2Fma) on a CPU or build without that copy \
+                    "freyr: RowPath::force({path:?}) on a CPU or build without the AVX2 copy \
                      (check RowPath::detected() first)"
                 );
-                AVX2_FMA
+                if path == RowPath::Adaptive {
+                    choice::reset();
+                    ADAPTIVE
+                } else {
+                    AVX2_FMA
+                }
             }
         };
         PATH.store(value, Ordering::Relaxed);
     }
 }
 
-/// Whether row loops run their AVX2 + FMA copy: true only after the CPU was found to have both.
-/// One relaxed load once chosen; the atomic carries no other data.
+/// The mode row loops run in: `BASELINE`, `AVX2_FMA` or `ADAPTIVE`, the last two only after
+/// the CPU was found to have AVX2 and FMA. One relaxed load once chosen; the atomic carries no
+/// other data.
 #[inline(always)]
-pub(crate) fn avx2_fma() -> bool {
+pub(crate) fn mode() -> u8 {
     match PATH.load(Ordering::Relaxed) {
         UNSET => choose(),
-        path => path == AVX2_FMA,
+        path => path,
     }
 }
 
-/// The first row loop's choice: the detected copy unless `FREYR_ROW_PATH=baseline`. A racing
-/// [`RowPath::force`] wins over it.
+/// Whether the dispatcher runs the AVX2 copy in every loop.
+#[inline(always)]
+pub(crate) fn is_avx2(mode: u8) -> bool {
+    mode == AVX2_FMA
+}
+
+/// Whether the dispatcher asks the loop's measurements ([`pick`]).
+#[inline(always)]
+pub(crate) fn is_adaptive(mode: u8) -> bool {
+    mode == ADAPTIVE
+}
+
+pub(crate) use choice::pick;
+
+/// The first row loop's choice: adaptive on a CPU with both copies, unless `FREYR_ROW_PATH`
+/// says `baseline` or `avx2`. A racing [`RowPath::force`] wins over it.
 #[cold]
 #[inline(never)]
-fn choose() -> bool {
-    let keep_baseline = std::env::var_os(ROW_PATH_ENV).is_some_and(|v| {
-        v.to_str()
-            .is_some_and(|v| v.eq_ignore_ascii_case("baseline"))
-    });
-    let path = if !keep_baseline && RowPath::detected() == RowPath::Avx2Fma {
+fn choose() -> u8 {
+    let var = std::env::var_os(ROW_PATH_ENV);
+    let says = |word: &str| {
+        var.as_ref()
+            .and_then(|v| v.to_str())
+            .is_some_and(|v| v.trim().eq_ignore_ascii_case(word))
+    };
+    let path = if says("baseline") || RowPath::detected() != RowPath::Avx2Fma {
+        BASELINE
+    } else if says("avx2") {
         AVX2_FMA
     } else {
-        BASELINE
+        ADAPTIVE
     };
     let _ = PATH.compare_exchange(UNSET, path, Ordering::Relaxed, Ordering::Relaxed);
-    PATH.load(Ordering::Relaxed) == AVX2_FMA
+    PATH.load(Ordering::Relaxed)
 }
 
 /// Defines an out-of-line row loop in two copies and the dispatcher that picks one:
@@ -210,12 +293,14 @@ fn choose() -> bool {
 /// row_loop! {
 ///     /// docs
 ///     pub(crate) unsafe fn name / name_baseline / name_avx2 <Generics>(args) -> Ret
-///     where { bounds } { body }
+///     where { bounds } units(expr) { body }
 /// }
 /// ```
 ///
-/// `name` is `#[inline(always)]` and calls `name_avx2` when [`avx2_fma`] holds (x86-64 builds
-/// whose target lacks AVX2 or FMA), else `name_baseline`; both copies are `#[inline(never)]`
+/// `name` is `#[inline(always)]`; in x86-64 builds whose target lacks AVX2 or FMA it calls
+/// `name_avx2` in the `AVX2_FMA` [`mode`], the copy [`pick`] names in the `ADAPTIVE` one (keyed
+/// by `name_baseline`'s address, with `units`, evaluated before the call, as the call's amount
+/// of work), else `name_baseline`; both copies are `#[inline(never)]`
 /// with `body`, so the user's callback inlines into each and, as a function of its own with
 /// `noalias` reference arguments, the loop vectorises. `name` inherits the copies' `# Safety`
 /// contract, which the caller's docs must give.
@@ -225,6 +310,7 @@ macro_rules! row_loop {
         $vis:vis unsafe fn $name:ident / $baseline:ident / $avx2:ident
         <$($gen:ident),* $(,)?>($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)?
         where { $($bounds:tt)* }
+        units($units:expr)
         $body:block
     ) => {
         $(#[$meta])*
@@ -237,11 +323,28 @@ macro_rules! row_loop {
                 target_arch = "x86_64",
                 not(all(target_feature = "avx2", target_feature = "fma"))
             ))]
-            if $crate::row_path::avx2_fma() {
-                // SAFETY: `avx2_fma()` holds only after the CPU was found to have AVX2 and FMA
-                // (`RowPath::detected`), the features the copy was compiled with; the rest of
-                // the contract is the caller's, the same for both copies.
-                return unsafe { $avx2::<$($gen),*>($($arg),*) };
+            {
+                let mode = $crate::row_path::mode();
+                if $crate::row_path::is_avx2(mode) {
+                    // SAFETY: the `AVX2_FMA` mode is set only after the CPU was found to have
+                    // AVX2 and FMA (`RowPath::detected`), the features the copy was compiled
+                    // with; the rest of the contract is the caller's, the same for both copies.
+                    return unsafe { $avx2::<$($gen),*>($($arg),*) };
+                }
+                if $crate::row_path::is_adaptive(mode) {
+                    let key = $baseline::<$($gen),*> as unsafe fn($($ty),*) $(-> $ret)? as usize;
+                    let pick = $crate::row_path::pick(key, $units);
+                    let out = if pick.avx2 {
+                        // SAFETY: as above: the `ADAPTIVE` mode, like `AVX2_FMA`, is set only
+                        // on a CPU with AVX2 and FMA.
+                        unsafe { $avx2::<$($gen),*>($($arg),*) }
+                    } else {
+                        // SAFETY: the caller's contract, which is this copy's.
+                        unsafe { $baseline::<$($gen),*>($($arg),*) }
+                    };
+                    pick.finish();
+                    return out;
+                }
             }
             // SAFETY: the caller's contract, which is this copy's.
             unsafe { $baseline::<$($gen),*>($($arg),*) }
