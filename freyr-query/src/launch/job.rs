@@ -258,7 +258,7 @@ row_loop! {
     ) where {
         Q: QueryData,
         F: for<'w> Fn(Entity, Q::Item<'w>),
-    } units(stop.saturating_sub(*next)) {
+    } units(run.rows_of(*next, stop)) {
         let (ptrs, entities) = run.ptrs;
         // SAFETY: `*next..stop` lies in the run and is this thread's alone (caller contract).
         unsafe {
@@ -290,7 +290,7 @@ row_loop! {
         Q: QueryData,
         V: ViewSet,
         F: for<'w> Fn(Entity, Q::Item<'w>, &mut EachContext<'w, V>),
-    } units(stop.saturating_sub(*next)) {
+    } units(run.rows_of(*next, stop)) {
         let (ptrs, entities) = run.ptrs;
         // SAFETY: as in `plain_tasks`.
         unsafe {
@@ -325,7 +325,7 @@ row_loop! {
         Q: QueryData,
         I: Fn() -> A,
         Fo: for<'w> Fn(A, Entity, Q::Item<'w>) -> A,
-    } units(stop.saturating_sub(*next)) {
+    } units(run.rows_of(*next, stop)) {
         let (ptrs, entities) = run.ptrs;
         // SAFETY: as in `plain_tasks`.
         unsafe {

@@ -220,6 +220,18 @@ impl<P> TaskRun<P> {
         let start = (chunk_start + local % self.parts * self.rows).min(chunk_end);
         (start, (start + self.rows).min(chunk_end))
     }
+
+    /// The rows that tasks `from..stop` (in `first..=end()`) run together: tasks in index order
+    /// cover the run's rows in order without gaps, so this is the span from the first task's
+    /// start to the last one's end; 0 when `from >= stop`. The amount of work a batch of tasks
+    /// does, for timing it per row (tasks differ in length at a chunk's end).
+    #[inline(always)]
+    pub(crate) fn rows_of(&self, from: usize, stop: usize) -> usize {
+        if from >= stop {
+            return 0;
+        }
+        self.task_rows(stop - 1).1 - self.task_rows(from).0
+    }
 }
 
 #[cfg(test)]
@@ -313,6 +325,16 @@ mod tests {
                             .map(|r| (r / CHUNK_CAPACITY, r % CHUNK_CAPACITY)),
                     );
                 }
+                for from in run.first..=run.end() {
+                    for stop in from..=run.end() {
+                        let want: usize = (from..stop)
+                            .map(|i| run.task_rows(i))
+                            .map(|(start, end)| end - start)
+                            .sum();
+                        assert_eq!(run.rows_of(from, stop), want, "tasks {from}..{stop}");
+                    }
+                }
+                assert_eq!(run.rows_of(run.end(), run.first), 0, "an empty range");
             }
             assert_eq!(spans.tasks(), 3 * spans.parts);
             let want: Vec<_> = (0..3)

@@ -51,7 +51,10 @@ struct Slot {
     key: AtomicUsize,
     /// `MEASURING`, `AVX2` or `BASELINE`.
     state: AtomicU8,
-    /// Measured calls so far (both copies, alternating by parity).
+    /// Measured calls started so far: the parity of each start names its copy, so the copies
+    /// alternate even when several workers start calls before any finishes.
+    started: AtomicU32,
+    /// Measured calls finished so far (both copies).
     calls: AtomicU32,
     /// Best picoseconds per unit seen for [AVX2, baseline]; `u64::MAX` before any sample.
     best: [AtomicU64; 2],
@@ -63,6 +66,7 @@ impl Slot {
         Slot {
             key: AtomicUsize::new(0),
             state: AtomicU8::new(MEASURING),
+            started: AtomicU32::new(0),
             calls: AtomicU32::new(0),
             best: [AtomicU64::new(u64::MAX), AtomicU64::new(u64::MAX)],
         }
@@ -121,7 +125,9 @@ pub(crate) fn pick(key: usize, units: usize) -> Pick {
     }
 }
 
-/// A measured call: the copies alternate by call parity.
+/// A measured call: the copies alternate by the parity of the calls started (not finished: two
+/// workers running equal tasks in step would otherwise both read the same count, and one copy
+/// would never be measured).
 #[cold]
 #[inline(never)]
 fn start_probe(slot: &'static Slot, units: usize) -> Pick {
@@ -131,7 +137,7 @@ fn start_probe(slot: &'static Slot, units: usize) -> Pick {
             probe: None,
         };
     }
-    let copy = (slot.calls.load(Ordering::Relaxed) & 1) as usize;
+    let copy = (slot.started.fetch_add(1, Ordering::Relaxed) & 1) as usize;
     Pick {
         avx2: copy == 0,
         probe: Some(Probe {
@@ -227,6 +233,7 @@ pub(crate) fn decided() -> (usize, usize) {
 pub(crate) fn reset() {
     for slot in &TABLE {
         slot.state.store(MEASURING, Ordering::Relaxed);
+        slot.started.store(0, Ordering::Relaxed);
         slot.calls.store(0, Ordering::Relaxed);
         for best in &slot.best {
             best.store(u64::MAX, Ordering::Relaxed);
@@ -275,6 +282,28 @@ mod tests {
                 "decided: no more probes"
             );
         }
+    }
+
+    #[test]
+    fn calls_started_before_any_finishes_still_alternate_copies() {
+        // Two workers running equal tasks in step: each pair of calls starts before either
+        // finishes. Both copies must still be measured, and the faster one chosen.
+        let key = fake_key(4);
+        for _ in 0..PROBES {
+            let a = pick(key, 100);
+            let b = pick(key, 100);
+            assert_ne!(
+                a.avx2, b.avx2,
+                "calls in flight together run different copies"
+            );
+            for pick in [a, b] {
+                let probe = pick.probe.as_ref().expect("still measuring");
+                let ns = if pick.avx2 { 20_000 } else { 10_000 };
+                record(probe.slot, probe.copy, probe.units, ns);
+            }
+        }
+        let slot = find(key).unwrap();
+        assert_eq!(slot.state.load(Ordering::Relaxed), BASELINE);
     }
 
     #[test]
