@@ -99,11 +99,24 @@ pub trait IndexedJob: Sync {
     /// ```
     #[inline]
     fn run_batch(&self, next: &mut usize, end: usize) {
-        while *next < end {
-            let index = *next;
-            *next = index + 1;
-            self.run(index);
-        }
+        for_each_index(next, end, |index| self.run(index));
+    }
+}
+
+/// Runs `f(index)` for `*next..end`, in order, leaving `*next` one past the
+/// last index started: `end` on return, one past the index whose `f`
+/// unwound otherwise. The counter lives in a register while the loop runs
+/// and is written back once, on the way out (normal or unwinding), so a
+/// cheap body pays no store per index; a `*next = index + 1` before each
+/// call would have to reach memory whenever the body is opaque to the
+/// compiler (a function pointer, an allocation, `black_box`).
+#[inline(always)]
+pub(crate) fn for_each_index(next: &mut usize, end: usize, mut f: impl FnMut(usize)) {
+    let mut progress = Progress { at: *next, next };
+    while progress.at < end {
+        let index = progress.at;
+        progress.at = index + 1;
+        f(index);
     }
 }
 
@@ -112,6 +125,62 @@ pub trait IndexedJob: Sync {
 /// offered for splitting after 1, 3, 7, 15 indices, then every 16; a range
 /// of trivial indices pays one relaxed load per 16.
 pub(crate) const MAX_BATCH: usize = 16;
+
+/// Keeps a batch loop's counter in a register; writes it back on the way
+/// out (normal or unwinding).
+struct Progress<'a> {
+    next: &'a mut usize,
+    at: usize,
+}
+
+impl Drop for Progress<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        *self.next = self.at;
+    }
+}
+
+/// Runs batch `at..stop` through `f`; on unwind leaves `at` within
+/// `first + 1..=stop` (`first` its first index), on return at `stop`,
+/// whatever `f` did with it.
+#[inline(always)]
+fn clamped_batch(progress: &mut Progress<'_>, stop: usize, f: &mut impl FnMut(&mut usize, usize)) {
+    struct Clamp<'a> {
+        at: &'a mut usize,
+        first: usize,
+        stop: usize,
+    }
+    impl Drop for Clamp<'_> {
+        #[inline]
+        fn drop(&mut self) {
+            // Reached only when `f` unwinds: the index that panicked is
+            // not run again, nor is anything outside the batch.
+            *self.at = (*self.at).clamp(self.first + 1, self.stop);
+        }
+    }
+    let first = progress.at;
+    let clamp = Clamp {
+        at: &mut progress.at,
+        first,
+        stop,
+    };
+    f(&mut *clamp.at, stop);
+    core::mem::forget(clamp);
+    progress.at = stop;
+}
+
+/// Runs indices `*next..end` as one batch, `f(&mut at, end)`, with
+/// [`run_indices`]'s guarantees on `*next` (one past the last index
+/// started, clamped into the batch and past its first index when `f`
+/// unwinds) but without looking for sleeping threads: for a pool that has
+/// no other thread to hand indices to.
+#[inline]
+pub(crate) fn run_whole(next: &mut usize, end: usize, mut f: impl FnMut(&mut usize, usize)) {
+    let mut progress = Progress { at: *next, next };
+    if progress.at < end {
+        clamped_batch(&mut progress, end, &mut f);
+    }
+}
 
 /// Runs indices `*next..end`, in order, by calling `f(&mut at, stop)` for
 /// batches `at..stop` of 1, 2, 4, ... up to [`MAX_BATCH`] indices (`f` runs
@@ -128,50 +197,6 @@ pub(crate) fn run_indices(
     sleep: &Sleep,
     mut f: impl FnMut(&mut usize, usize),
 ) {
-    /// Keeps the loop counter in a register; writes it back on the way out
-    /// (normal or unwinding).
-    struct Progress<'a> {
-        next: &'a mut usize,
-        at: usize,
-    }
-    impl Drop for Progress<'_> {
-        #[inline]
-        fn drop(&mut self) {
-            *self.next = self.at;
-        }
-    }
-    /// Runs batch `at..stop` through `f`; on unwind leaves `at` within
-    /// `first + 1..=stop` (`first` its first index), on return at `stop`,
-    /// whatever `f` did with it.
-    #[inline(always)]
-    fn clamped_batch(
-        progress: &mut Progress<'_>,
-        stop: usize,
-        f: &mut impl FnMut(&mut usize, usize),
-    ) {
-        struct Clamp<'a> {
-            at: &'a mut usize,
-            first: usize,
-            stop: usize,
-        }
-        impl Drop for Clamp<'_> {
-            #[inline]
-            fn drop(&mut self) {
-                // Reached only when `f` unwinds: the index that panicked is
-                // not run again, nor is anything outside the batch.
-                *self.at = (*self.at).clamp(self.first + 1, self.stop);
-            }
-        }
-        let first = progress.at;
-        let clamp = Clamp {
-            at: &mut progress.at,
-            first,
-            stop,
-        };
-        f(&mut *clamp.at, stop);
-        core::mem::forget(clamp);
-        progress.at = stop;
-    }
     let mut progress = Progress { at: *next, next };
     let mut batch = 1;
     loop {
@@ -226,13 +251,9 @@ pub(crate) unsafe fn run_body_batch(task: &Task, next: &mut usize, end: usize, s
     };
     // SAFETY: per the contract, `body(job, i)` is sound for these indices.
     run_indices(next, end, sleep, |next, stop| {
-        while *next < stop {
-            let index = *next;
-            *next = index + 1;
-            // SAFETY: `index` is in the batch the caller owns, for which
-            // `body(job, index)` is sound (contract).
-            unsafe { body(task.job, index) };
-        }
+        // SAFETY: `index` is in the batch the caller owns, for which
+        // `body(job, index)` is sound (contract).
+        for_each_index(next, stop, |index| unsafe { body(task.job, index) });
     });
 }
 
@@ -243,13 +264,7 @@ mod tests {
 
     /// A batch function that runs `f` per index, as `IndexedJob::run_batch`'s default does.
     fn per_index(mut f: impl FnMut(usize)) -> impl FnMut(&mut usize, usize) {
-        move |next, stop| {
-            while *next < stop {
-                let index = *next;
-                *next = index + 1;
-                f(index);
-            }
-        }
+        move |next, stop| for_each_index(next, stop, &mut f)
     }
 
     #[test]
@@ -277,6 +292,59 @@ mod tests {
         assert!(outcome.is_err());
         assert_eq!(next, 3, "resume after the index that panicked");
         assert_eq!(ran, [0, 1, 2]);
+    }
+
+    #[test]
+    fn for_each_index_writes_the_cursor_back_on_return_and_on_unwind() {
+        let mut next = 3;
+        let mut seen = Vec::new();
+        for_each_index(&mut next, 9, |i| seen.push(i));
+        assert_eq!((next, seen), (9, (3..9).collect::<Vec<_>>()));
+        // An empty range runs nothing and leaves the cursor.
+        let mut next = 5;
+        for_each_index(&mut next, 5, |i| panic!("ran {i}"));
+        assert_eq!(next, 5);
+        let mut next = 0;
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            for_each_index(&mut next, 10, |i| assert_ne!(i, 6, "index 6 fails"));
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(next, 7, "one past the index that unwound");
+    }
+
+    #[test]
+    fn run_whole_is_one_clamped_batch() {
+        let mut next = 2;
+        let mut batches = Vec::new();
+        run_whole(&mut next, 100, |next, stop| {
+            batches.push((*next, stop));
+            for_each_index(next, stop, |_| {});
+        });
+        assert_eq!((next, batches), (100, vec![(2, 100)]));
+        // Nothing to run: the batch function is not called.
+        run_whole(&mut next, 100, |_, _| panic!("called for an empty range"));
+        assert_eq!(next, 100);
+        // Returns without advancing: the batch still counts as done.
+        let mut next = 0;
+        run_whole(&mut next, 10, |_, _| {});
+        assert_eq!(next, 10);
+        // Unwinds without advancing: resume one past the batch's first index.
+        let mut next = 4;
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            run_whole(&mut next, 10, |_, _| panic!("before advancing"));
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(next, 5);
+        // Unwinds after running past its batch: clamped to the range's end.
+        let mut next = 0;
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
+            run_whole(&mut next, 10, |next, _| {
+                *next = 1_000;
+                panic!("overran");
+            });
+        }));
+        assert!(outcome.is_err());
+        assert_eq!(next, 10);
     }
 
     #[test]

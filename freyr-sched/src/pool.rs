@@ -9,10 +9,9 @@ use std::panic::{self, AssertUnwindSafe};
 
 use crate::group::TaskGroup;
 use crate::group_inner::GroupPanic;
-use crate::job::{IndexedJob, run_body_batch, run_indices, run_job_batch};
+use crate::job::{IndexedJob, for_each_index, run_body_batch, run_job_batch, run_whole};
 use crate::metrics::{Counters, PoolMetrics};
 use crate::shared::{Shared, close_episode, open_episode, worker_main};
-use crate::sleep::Sleep;
 use crate::worker_count::resolve_worker_count;
 use freyr_sync::{self as sync, Arc, JoinHandle};
 
@@ -319,11 +318,7 @@ impl ThreadPool {
             // SAFETY: the caller guarantees `job` is valid until the wait.
             let job = unsafe { &*job };
             self.run_inline_batch(group, count, |next, stop| {
-                while *next < stop {
-                    let index = *next;
-                    *next = index + 1;
-                    func(job, index);
-                }
+                for_each_index(next, stop, |index| func(job, index));
             });
             return;
         }
@@ -422,7 +417,7 @@ impl ThreadPool {
     fn run_inline_batch(&self, group: &TaskGroup, count: usize, f: impl FnMut(&mut usize, usize)) {
         let counters = self.shared.current_counters();
         let episode = open_episode();
-        run_inline(group, count, self.shared.sleep(), f);
+        run_inline(group, count, f);
         close_episode(episode, counters);
         counters.add_run(count);
     }
@@ -470,23 +465,16 @@ impl ThreadPool {
 }
 
 /// Runs indices `0..count` on this thread through the batch function `f`
-/// (as [`run_indices`] calls it), catching each panic into `group` and
-/// carrying on with the next index.
+/// (as [`run_whole`] calls it: the rest of the range as one batch, since no
+/// other thread could take a part of it), catching each panic into `group`
+/// and carrying on with the next index.
 #[inline]
-pub(crate) fn run_inline(
-    group: &TaskGroup,
-    count: usize,
-    sleep: &Sleep,
-    mut f: impl FnMut(&mut usize, usize),
-) {
+pub(crate) fn run_inline(group: &TaskGroup, count: usize, mut f: impl FnMut(&mut usize, usize)) {
     let mut next = 0;
     while next < count {
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-            // `run_indices` returns early only for sleepers (none here) and
-            // always leaves `next` one past the last index it started.
-            while next < count {
-                run_indices(&mut next, count, sleep, &mut f);
-            }
+            // `run_whole` leaves `next` one past the last index it started.
+            run_whole(&mut next, count, &mut f);
         }));
         match outcome {
             Ok(()) => break,

@@ -151,11 +151,6 @@ impl Shared {
         })
     }
 
-    /// The pool's sleep state.
-    pub(crate) fn sleep(&self) -> &Sleep {
-        &self.sleep
-    }
-
     fn external_slot(&self) -> usize {
         self.counters.len() - 1
     }
