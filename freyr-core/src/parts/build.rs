@@ -8,6 +8,7 @@ use crate::component::Components;
 use crate::entity::Entities;
 use crate::world::World;
 
+use super::stream::{STREAM_MIN_BYTES, Streaming};
 use super::{ArchetypeParts, ENTITY_BYTES, InvalidParts, WorldParts, check};
 
 impl World {
@@ -126,6 +127,9 @@ impl World {
         let components = Components::from_infos(&infos);
         let mut table = ChunkTable::with_free_ids(allocator.chunk_ids, &allocator.free_chunks);
         let mut archetypes = Vec::with_capacity(parts.len());
+        // Declared after `archetypes`, so on an early return it drops (and fences its stores)
+        // before the chunks are freed.
+        let copies = Streaming::new(borrowed_bytes(&parts) >= STREAM_MIN_BYTES);
         for (index, part) in parts.iter().enumerate() {
             let archetype = Archetype::with_chunks(
                 ArchetypeId(index as u32),
@@ -138,8 +142,16 @@ impl World {
             // Pushed first: on a bad row it is dropped with the others, freeing only its slabs
             // (no row is counted yet).
             archetypes.push(archetype);
-            fill(&archetypes[index].rows, part, &allocator.slots, read)?;
+            fill(
+                &archetypes[index].rows,
+                part,
+                &allocator.slots,
+                &copies,
+                read,
+            )?;
         }
+        // Every copy is ordered before the world is returned (and read, or sent to a thread).
+        drop(copies);
         // Every value is in place: the archetypes own them from here (nothing above runs user
         // code; had it failed or panicked, the rows were uncounted and the sources kept their
         // values).
@@ -156,13 +168,31 @@ impl World {
     }
 }
 
+/// Bytes given as borrowed bytes in `parts` (entities, and columns read from bytes): what a
+/// build copies from its caller's buffer.
+fn borrowed_bytes(parts: &[ArchetypeParts<'_>]) -> usize {
+    parts
+        .iter()
+        .map(|part| {
+            let columns: usize = part
+                .columns
+                .iter()
+                .filter_map(|values| values.borrowed.map(<[u8]>::len))
+                .sum();
+            part.entities.len() + columns
+        })
+        .sum()
+}
+
 /// Checks each chunk's entities (see [`check::check_chunk_rows`]) and copies one archetype's
 /// entities and then each column into its new chunks, chunk by chunk (the rows are not counted
-/// yet), passing each borrowed range to `read` after its copy.
+/// yet), passing each borrowed range to `read` after its copy. Borrowed bytes are copied
+/// through `copies`, owned values (which may hold uninitialised padding) with a plain copy.
 fn fill(
     rows: &Rows,
     part: &ArchetypeParts<'_>,
     slots: &[u32],
+    copies: &Streaming,
     read: &mut dyn FnMut(&[u8]),
 ) -> Result<(), InvalidParts> {
     let len = part.len();
@@ -181,13 +211,9 @@ fn fill(
         // written by nothing else; `count <= CHUNK_CAPACITY`. Every 8 bytes of `bits` were
         // checked just above to be a handle (non-zero generation half), and on a
         // little-endian target those bytes are the `repr(C)` `Entity` (index, then
-        // generation) itself.
+        // generation) itself. The chunk is not accessed until `copies` drops.
         unsafe {
-            core::ptr::copy_nonoverlapping(
-                bits.as_ptr(),
-                window.entities().cast::<u8>(),
-                bits.len(),
-            )
+            copies.copy(bits, window.entities().cast::<u8>())
         };
         #[cfg(not(target_endian = "little"))]
         for row in 0..count {
@@ -204,21 +230,23 @@ fn fill(
         for chunk in 0..chunks {
             let (first, count) = span(chunk);
             let bytes = count * values.size;
-            // SAFETY: `values` holds `len` values of the column's type (checked: its type id
-            // is the component's, and `size` is that type's size), readable bitwise from its
-            // start; this chunk's `count` of them start at value `first`. The destination is
-            // row 0 of this chunk's column, valid for CHUNK_CAPACITY values and uncounted.
-            // The copy is a move (owned values are given up once every copy is done) or a
-            // copy of plain bytes the caller vouched for.
-            unsafe {
-                core::ptr::copy_nonoverlapping(
-                    values.bytes_from(first),
-                    rows.slot(rows.window(chunk), column, 0),
-                    bytes,
-                )
-            };
+            let dst = rows.slot(rows.window(chunk), column, 0);
+            // The destination is row 0 of this chunk's column, valid for CHUNK_CAPACITY values
+            // and uncounted (nothing reads it until the world is built).
             if let Some(borrowed) = values.borrowed {
-                read(&borrowed[first * values.size..][..bytes]);
+                let piece = &borrowed[first * values.size..][..bytes];
+                // SAFETY: `piece` is this chunk's `count` values as bytes the caller vouched
+                // for as the column's type (checked: its type id is the component's and
+                // `size` that type's size), and the chunk is not accessed until `copies`
+                // drops.
+                unsafe { copies.copy(piece, dst) };
+                read(piece);
+            } else {
+                // SAFETY: `values` holds `len` values of the column's type (checked as above),
+                // readable bitwise from its start; this chunk's `count` of them start at value
+                // `first`. The copy is a move: the owned values are given up once every copy
+                // is done.
+                unsafe { core::ptr::copy_nonoverlapping(values.bytes_from(first), dst, bytes) };
             }
         }
     }

@@ -20,6 +20,7 @@
 mod build;
 mod check;
 mod spawn;
+mod stream;
 mod view;
 
 use core::any::TypeId;
