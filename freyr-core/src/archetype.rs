@@ -6,6 +6,7 @@ use crate::column::{Column, copy_value, for_each_finishing_on_panic};
 use crate::component::{ComponentId, Components};
 use crate::edges::EdgeIndex;
 use crate::entity::Entity;
+use crate::spare::SpareSlabs;
 use crate::ticks::ChangeTicks;
 
 /// Empty chunks an archetype keeps for reuse after rows leave it, even when none are live: the
@@ -303,6 +304,17 @@ impl Rows {
     }
 }
 
+impl Rows {
+    /// Drops every value (finishing the others if a `Drop` panics, then continuing the panic)
+    /// and moves the emptied slabs into `spare`. On a panic the slabs are freed instead, by the
+    /// list's own drop; no value is dropped twice (the length is taken first).
+    pub(crate) fn recycle_into(&mut self, spare: &mut SpareSlabs) {
+        let len = core::mem::take(&mut self.len);
+        self.drop_values(0, len);
+        self.chunks.recycle_into(spare);
+    }
+}
+
 impl Drop for Rows {
     fn drop(&mut self) {
         let len = core::mem::take(&mut self.len);
@@ -384,8 +396,8 @@ impl Archetype {
 
     /// An empty archetype for the sorted set `components` whose chunks are allocated as
     /// `slabs` (chunks per slab, in order) with exactly the global `chunk_ids` (which `table`
-    /// holds as unused entries), change ticks 0: the archetype a restore or a load fills.
-    /// The caller checked that `slabs` sum to `chunk_ids.len()` and that every slab is
+    /// holds as unused entries), change ticks 0: the archetype a restore or a load fills. Its
+    /// slabs come from `spare` where it holds one of the same layout. The caller checked that `slabs` sum to `chunk_ids.len()` and that every slab is
     /// non-empty.
     pub(crate) fn with_chunks(
         id: ArchetypeId,
@@ -394,12 +406,16 @@ impl Archetype {
         slabs: &[u32],
         chunk_ids: &[u32],
         table: &mut ChunkTable,
+        spare: &mut SpareSlabs,
     ) -> Archetype {
         let mut archetype = Archetype::new(id, components.into(), registry);
         let mut start = 0;
         for &chunks in slabs {
             let ids = &chunk_ids[start..start + chunks as usize];
-            archetype.rows.chunks.push_slab_with_ids(ids, id.0, table);
+            archetype
+                .rows
+                .chunks
+                .push_slab_with_ids(ids, id.0, table, spare);
             start += chunks as usize;
         }
         let rows = &mut archetype.rows;

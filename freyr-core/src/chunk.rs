@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 
 use crate::CHUNK_CAPACITY;
 use crate::entity::{Entity, MAX_CHUNKS};
+use crate::spare::SpareSlabs;
 
 /// Most chunks one slab holds (`256 * 512` rows): long enough column runs that iteration runs
 /// at plain-`Vec` speed (measured: slabs of 64 chunks ~1.05x, 256 chunks ~1.02x).
@@ -238,22 +239,27 @@ impl ChunkList {
     /// Allocates an uninitialised slab of `ids.len()` chunks and appends them with exactly those
     /// global ids, which `table` must hold as unused entries (see
     /// [`ChunkTable::with_free_ids`]). For restoring a snapshot.
+    ///
+    /// The slab is one of `spare`'s of the same layout if it holds one (its bytes are then a
+    /// previous world's, as uninitialised to this list as fresh memory), else a new allocation.
     pub(crate) fn push_slab_with_ids(
         &mut self,
         ids: &[u32],
         archetype: u32,
         table: &mut ChunkTable,
+        spare: &mut SpareSlabs,
     ) {
         let chunks = ids.len();
         debug_assert!(chunks >= 1);
         self.list.reserve(chunks);
         self.slabs.reserve(1);
         let layout = self.slab_layout(chunks);
-        // SAFETY: `layout` has a non-zero size (it always holds the entity column, `chunks > 0`).
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        let Some(base) = NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let base = spare.take(layout).unwrap_or_else(|| {
+            // SAFETY: `layout` has a non-zero size (it always holds the entity column,
+            // `chunks > 0`).
+            let ptr = unsafe { std::alloc::alloc(layout) };
+            NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+        });
         let start = self.list.len();
         self.slabs.push(Slab {
             base,
@@ -292,6 +298,23 @@ impl ChunkList {
         // the list, so it is freed exactly once.
         unsafe { std::alloc::dealloc(slab.base.as_ptr(), layout) };
         true
+    }
+}
+
+impl ChunkList {
+    /// Moves every slab into `spare` and empties the list. The values in the slabs must already
+    /// be dropped or moved out (as before the list's own drop, which frees them instead); the
+    /// chunk ids are not returned (the world they belong to is being taken apart).
+    pub(crate) fn recycle_into(&mut self, spare: &mut SpareSlabs) {
+        self.cursor.0 = usize::MAX;
+        self.list.clear();
+        for slab in core::mem::take(&mut self.slabs) {
+            let layout = self.slab_layout(slab.chunks);
+            // SAFETY: `slab.base` was allocated with this layout (by the global allocator, or
+            // taken from a spare set that got it so), is taken out of the list here, so nothing
+            // else uses it, and its values are gone (the caller's precondition).
+            unsafe { spare.give(layout, slab.base) };
+        }
     }
 }
 

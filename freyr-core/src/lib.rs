@@ -43,8 +43,8 @@
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:
 //!
-//! 1. `lib.rs` (the crate-wide [`CHUNK_CAPACITY`]), `component`, `arena`, `world_id`: ids,
-//!    type registry and raw memory;
+//! 1. `lib.rs` (the crate-wide [`CHUNK_CAPACITY`]), `component`, `arena`, `world_id`, `spare`
+//!    (slab memory kept for reuse): ids, type registry and raw memory;
 //! 2. `entity`, `bundle`, `edges` (the cached edge data), `column`, `chunk` (chunks, slabs and
 //!    their ids), `ticks` (change ticks), `error`, `command/pending` (pending handles);
 //! 3. `archetype`: the rows of one component set;
@@ -72,6 +72,7 @@ pub mod parts;
 mod persist;
 mod recorded;
 pub mod snapshot;
+mod spare;
 mod ticks;
 mod world;
 mod world_id;

@@ -7,10 +7,10 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr_core::parts::{
-    AllocatorParts, ArchetypeParts, ColumnValues, InvalidParts, WorldParts, append_entity_bits,
-    component_info,
+    AllocatorParts, ArchetypeParts, ColumnValues, InvalidParts, SpareSlabs, WorldParts,
+    append_entity_bits, component_info,
 };
-use freyr_core::{Archetype, ComponentId, Entity, World};
+use freyr_core::{Archetype, CHUNK_CAPACITY, ComponentId, Entity, World};
 
 const N: usize = if cfg!(miri) { 40 } else { 3000 };
 
@@ -158,6 +158,77 @@ fn a_world_built_from_its_parts_is_the_same_world_and_goes_on_the_same() {
     }
     built.check_invariants();
     assert_eq!(observe(&built), observe(&world));
+}
+
+/// A world built into the slabs another world of the same shape gave back is the same world
+/// as one built into fresh memory (the old bytes are never read as values), takes every slab it
+/// can from the spare set, and leaves the rest there.
+#[test]
+fn a_world_built_into_recycled_slabs_is_the_same_world() {
+    let (world, _) = build();
+    let mut spare = SpareSlabs::new();
+    build().0.recycle_into(&mut spare);
+    let mut other = World::new();
+    other.spawn_batch((0..3 * CHUNK_CAPACITY).map(|i| (i as u16, 0u8)));
+    other.recycle_into(&mut spare);
+    let held = spare.bytes();
+    let mut bits = Vec::new();
+    let mut seen = 0;
+    let built = World::from_parts_reading(
+        take_apart(&world, &mut bits),
+        &mut |b| seen += b.len(),
+        &mut spare,
+    )
+    .unwrap();
+    built.check_invariants();
+    assert_eq!(observe(&built), observe(&world));
+    assert_eq!(seen, world.len() * 8, "every entity's bytes were read");
+    assert!(spare.bytes() < held, "slabs of the same layout were reused");
+    assert!(
+        spare.bytes() > 0,
+        "the other world's slabs, of other layouts, stay"
+    );
+    spare.clear();
+    assert_eq!(spare.bytes(), 0);
+}
+
+/// A `Drop` that panics when its flag is set.
+struct Bomb(bool, &'static AtomicUsize);
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::Relaxed);
+        if self.0 {
+            panic!("bomb");
+        }
+    }
+}
+
+/// Recycling a world drops every value exactly once, as dropping it does, also when a `Drop`
+/// panics: the panic continues after the archetype's other values are dropped, the memory
+/// given so far stays usable, and the rest is freed.
+#[test]
+fn recycling_drops_every_value_once_even_when_a_drop_panics() {
+    static DROPS: AtomicUsize = AtomicUsize::new(0);
+    let mut world = World::new();
+    world.spawn_batch((0..N).map(|i| (Counted(&DROPS), i as u32)));
+    world.spawn_batch((0..N).map(|i| (Bomb(i == N / 2, &DROPS),)));
+    world.spawn_batch((0..N).map(|_| (Counted(&DROPS), 1u8)));
+    let mut spare = SpareSlabs::new();
+    let result = catch_unwind(AssertUnwindSafe(|| world.recycle_into(&mut spare)));
+    assert!(result.is_err(), "the panic continues");
+    assert_eq!(
+        DROPS.load(Ordering::Relaxed),
+        3 * N,
+        "every value dropped once"
+    );
+    assert!(
+        spare.bytes() > 0,
+        "the archetypes before the panic gave their slabs"
+    );
+    let mut again = World::new();
+    again.spawn_batch((0..N).map(|i| (i as u64,)));
+    again.recycle_into(&mut spare);
+    drop(spare);
 }
 
 #[test]

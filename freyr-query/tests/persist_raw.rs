@@ -168,11 +168,66 @@ fn a_save_past_the_streaming_size_loads_to_the_same_world() {
     });
     let expected: f64 = (0..BIG).map(|i| 2.0 * f64::from(i as f32)).sum();
     assert_eq!(sum, expected);
+    // A second load copies into the chunks the first one replaced (the program's own small
+    // world's), and a third into the first load's: the same world each time.
+    for round in 0..2 {
+        loaded.load_into(&bytes).unwrap();
+        assert_eq!(hash(&loaded), hash(&saved), "round {round}");
+        assert_eq!(order(&mut loaded), b, "round {round}");
+    }
+    assert!(
+        loaded.spare_memory() > 15_000_000,
+        "the replaced 480k-row world's chunks"
+    );
     assert_eq!(
         loaded.spawn((Frozen,)),
         saved.spawn((Frozen,)),
         "same next id"
     );
+}
+
+/// Every load after the first copies into the chunk memory the previous load replaced: the
+/// loaded world is the save's whatever those bytes held; a failed load leaves the registry
+/// unchanged and frees that memory; `release_spare_memory` frees it on request.
+#[test]
+fn loads_reuse_the_replaced_worlds_memory_and_nothing_else_changes() {
+    let first = world().save_to_vec().unwrap();
+    let mut other = world();
+    other.spawn_batch((0..N).map(|i| (Position([-(i as f32); 3]), Name(format!("o{i}")))));
+    let second = other.save_to_vec().unwrap();
+    let mut r = Registry::with_workers(1);
+    register(&mut r, true);
+    assert_eq!(r.spare_memory(), 0);
+    r.load_into(&first).unwrap();
+    r.load_into(&second).unwrap();
+    assert_eq!(hash(&r), hash(&other));
+    assert_eq!(order(&mut r), order(&mut other));
+    let kept = r.spare_memory();
+    assert!(kept > 0, "the first load's world's chunks");
+    r.load_into(&first).unwrap();
+    assert_eq!(hash(&r), hash(&world()));
+    assert_eq!(order(&mut r), order(&mut world()));
+    let mut damaged = second.clone();
+    let at = damaged.len() / 2;
+    damaged[at] ^= 0x04;
+    assert!(matches!(
+        r.load_into(&damaged),
+        Err(LoadError::ChecksumMismatch { .. })
+    ));
+    assert_eq!(hash(&r), hash(&world()), "unchanged");
+    assert_eq!(
+        r.spare_memory(),
+        0,
+        "what the failed build took is freed with it"
+    );
+    r.load_into(&second).unwrap();
+    assert_eq!(hash(&r), hash(&other));
+    let kept = r.spare_memory();
+    assert!(kept > 0);
+    assert_eq!(r.release_spare_memory(), kept);
+    assert_eq!(r.spare_memory(), 0);
+    r.load_into(&first).unwrap();
+    assert_eq!(hash(&r), hash(&world()));
 }
 
 #[test]

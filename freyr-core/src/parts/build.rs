@@ -10,6 +10,7 @@ use crate::world::World;
 
 use super::stream::{STREAM_MIN_BYTES, Streaming};
 use super::{ArchetypeParts, ENTITY_BYTES, InvalidParts, WorldParts, check};
+use crate::spare::SpareSlabs;
 
 impl World {
     /// The world `parts` describe: the same component ids, archetypes in the same order (empty
@@ -70,7 +71,7 @@ impl World {
     /// assert_eq!(built.get::<u32>(e), Ok(&7));
     /// ```
     pub fn from_parts(parts: WorldParts<'_>) -> Result<World, InvalidParts> {
-        World::from_parts_reading(parts, &mut |_| {})
+        World::from_parts_reading(parts, &mut |_| {}, &mut SpareSlabs::new())
     }
 
     /// As [`from_parts`](World::from_parts), calling `read` with every borrowed byte range
@@ -80,13 +81,17 @@ impl World {
     /// ranges of one archetype come in the order its parts list them. A load computes its
     /// checksum this way, in the same pass as the copy.
     ///
+    /// Each slab is taken from `spare` if it holds one of the same size and alignment (memory
+    /// a replaced world gave back through [`recycle_into`](World::recycle_into)), else
+    /// allocated; what is left in `spare` stays there.
+    ///
     /// # Errors
     /// As `from_parts`.
     ///
     /// # Examples
     /// ```
     /// use freyr::World;
-    /// use freyr_core::parts::{AllocatorParts, ArchetypeParts, WorldParts};
+    /// use freyr_core::parts::{AllocatorParts, ArchetypeParts, SpareSlabs, WorldParts};
     ///
     /// let mut world = World::new();
     /// let e = world.spawn(());
@@ -109,14 +114,22 @@ impl World {
     ///         columns: Vec::new(),
     ///     }],
     /// };
+    /// // The world's slab (one chunk of the empty archetype) is reused by the built one.
+    /// let mut spare = SpareSlabs::new();
+    /// world.recycle_into(&mut spare);
+    /// let held = spare.bytes();
+    /// assert!(held > 0);
     /// let mut seen = 0;
-    /// let built = World::from_parts_reading(parts, &mut |bytes| seen += bytes.len()).unwrap();
+    /// let built =
+    ///     World::from_parts_reading(parts, &mut |bytes| seen += bytes.len(), &mut spare).unwrap();
     /// assert!(built.contains(e));
     /// assert_eq!(seen, 8);
+    /// assert_eq!(spare.bytes(), 0);
     /// ```
     pub fn from_parts_reading(
         parts: WorldParts<'_>,
         read: &mut dyn FnMut(&[u8]),
+        spare: &mut SpareSlabs,
     ) -> Result<World, InvalidParts> {
         check::check_parts(&parts)?;
         let WorldParts {
@@ -138,6 +151,7 @@ impl World {
                 &part.slabs,
                 &part.chunk_ids,
                 &mut table,
+                spare,
             );
             // Pushed first: on a bad row it is dropped with the others, freeing only its slabs
             // (no row is counted yet).
@@ -165,6 +179,30 @@ impl World {
         Ok(World::from_snapshot_parts(
             entities, components, archetypes, table,
         ))
+    }
+}
+
+impl World {
+    /// Drops this world and keeps its chunk memory in `spare`, for a world built next with
+    /// [`from_parts_reading`](World::from_parts_reading) to reuse. Every value is dropped as
+    /// when the world is dropped; if a `Drop` panics, the archetype's other values are still
+    /// dropped, the panic continues, and the memory not yet given to `spare` is freed.
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr::World;
+    /// use freyr_core::parts::SpareSlabs;
+    ///
+    /// let mut world = World::new();
+    /// world.spawn_batch((0..600u32).map(|i| (i, String::from("dropped"))));
+    /// let mut spare = SpareSlabs::new();
+    /// world.recycle_into(&mut spare);
+    /// assert!(spare.bytes() >= 600 * (4 + size_of::<String>()));
+    /// ```
+    pub fn recycle_into(mut self, spare: &mut SpareSlabs) {
+        for archetype in &mut self.archetypes {
+            archetype.rows.recycle_into(spare);
+        }
     }
 }
 

@@ -29,6 +29,7 @@ use core::fmt;
 use crate::component::{Component, ComponentId, ComponentInfo, fresh_component_id};
 
 pub use self::view::{AllocatorView, append_entity_bits};
+pub use crate::spare::SpareSlabs;
 
 /// Bytes of one entity in [`ArchetypeParts::entities`]: its [`Entity::to_bits`], little-endian.
 ///

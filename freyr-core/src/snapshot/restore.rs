@@ -8,6 +8,7 @@ use crate::archetype::{Archetype, ArchetypeId};
 use crate::column::for_each_finishing_on_panic;
 use crate::component::Components;
 use crate::entity::Entity;
+use crate::spare::SpareSlabs;
 use crate::world::World;
 
 use super::columns::ValueOps;
@@ -132,6 +133,7 @@ impl WorldSnapshot {
                 &image.slabs,
                 &image.chunk_ids,
                 &mut table,
+                &mut SpareSlabs::new(),
             );
             archetype.rows.ticks.import(&image.changed, &image.added);
             archetypes.push(archetype);

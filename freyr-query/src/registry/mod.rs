@@ -143,6 +143,9 @@ pub struct Registry {
     /// The component types saves and exports write, by persistent name.
     #[cfg(feature = "persist")]
     persist_types: persist::PersistTypes,
+    /// The chunk memory of the world the last load replaced, for the next load to copy into.
+    #[cfg(feature = "persist")]
+    spare_slabs: freyr_core::parts::SpareSlabs,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<crate::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
@@ -455,6 +458,8 @@ impl Registry {
             snapshot_types: Default::default(),
             #[cfg(feature = "persist")]
             persist_types: Default::default(),
+            #[cfg(feature = "persist")]
+            spare_slabs: Default::default(),
             tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
