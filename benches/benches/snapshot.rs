@@ -20,7 +20,8 @@
 //!
 //! - `memcpy_1m_pos_vel`: one copy of the 32 MB a save of 1M (Position, Velocity) holds (values
 //!   and entity ids), the floor of a save or a load;
-//! - `save_1m_pos_vel`, `save_1m_pos_vel_fresh`, `load_1m_pos_vel` (raw column path), `save_1m_pos_vel_serde`,
+//! - `save_1m_pos_vel`, `save_1m_pos_vel_fresh`, `load_1m_pos_vel`,
+//!   `load_1m_pos_vel_new_registry` (raw column path), `save_1m_pos_vel_serde`,
 //!   `load_1m_pos_vel_serde` (serde path), `export_1k_x4`, `import_1k_x4`: persistence (see
 //!   `persist_rows`); with `--features compare`, `save_1m_pos_vel_hecs` / `load_1m_pos_vel_hecs`,
 //!   hecs's column serialisation with postcard on the same data.
@@ -31,7 +32,7 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use criterion::measurement::WallTime;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use freyr::persist::bytemuck::{Pod, Zeroable};
 use freyr::snapshot::Snapshot;
 use freyr::{Registry, StableHash};
@@ -213,7 +214,8 @@ fn persistent_serde(registry: &mut Registry) {
 /// `save_1m_pos_vel{suffix}` (`Registry::save_into` a kept buffer, as a server saving
 /// periodically does) and `load_1m_pos_vel{suffix}`; for the raw path also
 /// `save_1m_pos_vel_fresh` (`Registry::save_to_vec`, a new buffer each time: its time is
-/// mostly the kernel handing out fresh pages).
+/// mostly the kernel handing out fresh pages) and `load_1m_pos_vel_new_registry` (a load into
+/// a new registry each time, which has no replaced world's chunk memory to copy into).
 fn save_load_rows(
     group: &mut criterion::BenchmarkGroup<'_, WallTime>,
     register: fn(&mut Registry),
@@ -241,6 +243,25 @@ fn save_load_rows(
     group.bench_function(format!("load_1m_pos_vel{suffix}"), |b| {
         b.iter(|| loaded.load_into(black_box(&save)).expect("a valid save"));
     });
+    if suffix.is_empty() {
+        // A load into a new registry each time, which holds no spare chunk memory of its own
+        // (the registry is dropped outside the timing; the allocator may hand the next load
+        // the pages it freed).
+        group.bench_function("load_1m_pos_vel_new_registry", |b| {
+            b.iter_batched(
+                || {
+                    let mut fresh = Registry::with_workers(1);
+                    register(&mut fresh);
+                    fresh
+                },
+                |mut fresh| {
+                    fresh.load_into(black_box(&save)).expect("a valid save");
+                    fresh
+                },
+                BatchSize::PerIteration,
+            );
+        });
+    }
 }
 
 /// Saves and loads: `save_1m_pos_vel` / `load_1m_pos_vel` (`Registry::save_to_vec` and
