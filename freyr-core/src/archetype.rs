@@ -302,9 +302,7 @@ impl Rows {
             }
         });
     }
-}
 
-impl Rows {
     /// Drops every value (finishing the others if a `Drop` panics, then continuing the panic)
     /// and moves the emptied slabs into `spare`. On a panic the slabs are freed instead, by the
     /// list's own drop; no value is dropped twice (the length is taken first).
@@ -397,8 +395,8 @@ impl Archetype {
     /// An empty archetype for the sorted set `components` whose chunks are allocated as
     /// `slabs` (chunks per slab, in order) with exactly the global `chunk_ids` (which `table`
     /// holds as unused entries), change ticks 0: the archetype a restore or a load fills. Its
-    /// slabs come from `spare` where it holds one of the same layout. The caller checked that `slabs` sum to `chunk_ids.len()` and that every slab is
-    /// non-empty.
+    /// slabs come from `spare` where it holds one of the same layout. The caller checked that
+    /// `slabs` sum to `chunk_ids.len()` and that every slab is non-empty.
     pub(crate) fn with_chunks(
         id: ArchetypeId,
         components: &[ComponentId],

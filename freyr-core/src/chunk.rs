@@ -299,9 +299,7 @@ impl ChunkList {
         unsafe { std::alloc::dealloc(slab.base.as_ptr(), layout) };
         true
     }
-}
 
-impl ChunkList {
     /// Moves every slab into `spare` and empties the list. The values in the slabs must already
     /// be dropped or moved out (as before the list's own drop, which frees them instead); the
     /// chunk ids are not returned (the world they belong to is being taken apart).

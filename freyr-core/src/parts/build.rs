@@ -180,9 +180,7 @@ impl World {
             entities, components, archetypes, table,
         ))
     }
-}
 
-impl World {
     /// Drops this world and keeps its chunk memory in `spare`, for a world built next with
     /// [`from_parts_reading`](World::from_parts_reading) to reuse. Every value is dropped as
     /// when the world is dropped; if a `Drop` panics, the archetype's other values are still
