@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 
 use crate::CHUNK_CAPACITY;
 use crate::entity::{Entity, MAX_CHUNKS};
+use crate::slab_memory::{alloc_slab, slab_align};
 use crate::spare::SpareSlabs;
 
 /// Most chunks one slab holds (`256 * 512` rows): long enough column runs that iteration runs
@@ -187,15 +188,16 @@ impl ChunkList {
     }
 
     /// The allocation of a slab of `chunks` chunks: the one-chunk layout scaled, aligned to at
-    /// least a cache line ([`SLAB_ALIGN`]).
+    /// least a cache line ([`SLAB_ALIGN`]), and to a huge page when it is one or more
+    /// ([`slab_align`]).
     fn slab_layout(&self, chunks: usize) -> Layout {
         let size = self
             .layout
             .size()
             .checked_mul(chunks)
             .expect("freyr: slab size overflows usize");
-        Layout::from_size_align(size, self.layout.align().max(SLAB_ALIGN))
-            .expect("freyr: slab layout too large")
+        let align = slab_align(size, self.layout.align().max(SLAB_ALIGN));
+        Layout::from_size_align(size, align).expect("freyr: slab layout too large")
     }
 
     /// Allocates an uninitialised slab of `chunks` chunks (`1..=max_slab`) and appends them,
@@ -210,10 +212,7 @@ impl ChunkList {
         self.slabs.reserve(1);
         let layout = self.slab_layout(chunks);
         // SAFETY: `layout` has a non-zero size (it always holds the entity column, `chunks > 0`).
-        let ptr = unsafe { std::alloc::alloc(layout) };
-        let Some(base) = NonNull::new(ptr) else {
-            std::alloc::handle_alloc_error(layout)
-        };
+        let base = unsafe { alloc_slab(layout) };
         let start = self.list.len();
         self.slabs.push(Slab {
             base,
@@ -257,8 +256,7 @@ impl ChunkList {
         let base = spare.take(layout).unwrap_or_else(|| {
             // SAFETY: `layout` has a non-zero size (it always holds the entity column,
             // `chunks > 0`).
-            let ptr = unsafe { std::alloc::alloc(layout) };
-            NonNull::new(ptr).unwrap_or_else(|| std::alloc::handle_alloc_error(layout))
+            unsafe { alloc_slab(layout) }
         });
         let start = self.list.len();
         self.slabs.push(Slab {
@@ -503,6 +501,21 @@ mod tests {
                 chunk = chunk.window
             );
         }
+        while list.pop_slab(&mut table) {}
+    }
+
+    #[test]
+    fn slabs_of_a_huge_page_or_more_start_on_a_huge_page() {
+        use crate::slab_memory::HUGE_PAGE;
+        let mut table = ChunkTable::default();
+        // 16 KiB chunks: a 128-chunk slab is exactly one huge page, a 64-chunk one half.
+        let mut list = ChunkList::new(Layout::from_size_align(16 << 10, 8).unwrap());
+        list.push_slab(128, 0, &mut table);
+        list.push_slab(256, 0, &mut table);
+        assert_eq!(list.list[0].window.slab.as_ptr() as usize % HUGE_PAGE, 0);
+        assert_eq!(list.list[128].window.slab.as_ptr() as usize % HUGE_PAGE, 0);
+        assert_eq!(list.slab_layout(64).align(), SLAB_ALIGN);
+        assert_eq!(list.slab_layout(128).align(), HUGE_PAGE);
         while list.pop_slab(&mut table) {}
     }
 

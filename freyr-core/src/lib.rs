@@ -71,6 +71,7 @@ pub mod parts;
 #[cfg(feature = "serde")]
 mod persist;
 mod recorded;
+mod slab_memory;
 pub mod snapshot;
 mod spare;
 mod ticks;
