@@ -13,6 +13,8 @@
 //! - `submit_indexed`'s `fn(&J, usize)` jobs and scoped spawns share one
 //!   runner that calls the task's `body` function pointer per index.
 
+use freyr_sync::Stopwatch;
+
 use crate::sleep::Sleep;
 use crate::task::Task;
 
@@ -185,9 +187,11 @@ pub(crate) fn run_whole(next: &mut usize, end: usize, mut f: impl FnMut(&mut usi
 /// Runs indices `*next..end`, in order, by calling `f(&mut at, stop)` for
 /// batches `at..stop` of 1, 2, 4, ... up to [`MAX_BATCH`] indices (`f` runs
 /// its batch as [`IndexedJob::run_batch`] does). Between batches, if two or
-/// more indices remain and `sleep` reports a thread blocked without a
-/// wake-up, it returns early so the scheduler can split the rest of the
-/// range. `*next` is left one past the last index started, also when `f`
+/// more indices remain, it returns early so the scheduler can split the rest
+/// of the range when `sleep` reports a thread blocked without a wake-up, or a
+/// thread spinning for work while the rest would take at least 4 µs at the
+/// pace of the indices run since the spinner was seen (timed over a batch of
+/// one index, then growing ones). `*next` is left one past the last index started, also when `f`
 /// unwinds (a drop guard writes it back, clamped into the batch and past its
 /// first index), so the caller can resume after a panicking index.
 #[inline]
@@ -199,6 +203,8 @@ pub(crate) fn run_indices(
 ) {
     let mut progress = Progress { at: *next, next };
     let mut batch = 1;
+    // When a spinning thread was first seen: the clock and the index reached.
+    let mut probe: Option<(Stopwatch, usize)> = None;
     loop {
         let stop = end.min(progress.at.saturating_add(batch));
         if progress.at < stop {
@@ -214,9 +220,47 @@ pub(crate) fn run_indices(
         if sleep.has_sleepers() {
             return;
         }
+        if sleep.has_searchers() {
+            match &probe {
+                None => {
+                    // Time one small batch before deciding.
+                    probe = Some((Stopwatch::start(), progress.at));
+                    batch = 1;
+                    continue;
+                }
+                Some((watch, from)) => {
+                    if worth_splitting(watch.elapsed_nanos(), progress.at - from, end - progress.at)
+                    {
+                        return;
+                    }
+                }
+            }
+        }
         batch = (batch * 2).min(MAX_BATCH);
     }
 }
+
+/// Whether the `left` indices of a range, at the pace of the last `done` (at least one) in
+/// `nanos`, take long enough that half of them is worth handing to a spinning thread: at least
+/// [`SPLIT_FOR_SPINNER_NANOS`]. Below that the hand-off (a queue push and pop, a fence, the
+/// other thread's search round) costs about what it saves, and ranges of trivial indices would
+/// split again and again at the end of every batch. A pace timed over less than
+/// [`MIN_PACE_NANOS`] is not trusted (the clock reads would dominate it): no split yet.
+#[inline]
+fn worth_splitting(nanos: u64, done: usize, left: usize) -> bool {
+    let left = u64::try_from(left).unwrap_or(u64::MAX);
+    let done = u64::try_from(done.max(1)).unwrap_or(u64::MAX);
+    nanos >= MIN_PACE_NANOS
+        && nanos.saturating_mul(left) >= SPLIT_FOR_SPINNER_NANOS.saturating_mul(done)
+}
+
+/// The least time a range's remaining indices must take for a split for a spinning thread:
+/// 4 µs (a hand-off to a spinning thread takes about 1 µs).
+const SPLIT_FOR_SPINNER_NANOS: u64 = 4_000;
+
+/// The least time over which a range's pace is measured before it decides a split for a
+/// spinning thread: 1 µs, about 30 clock reads.
+const MIN_PACE_NANOS: u64 = 1_000;
 
 /// The batch runner of an [`IndexedJob`] task: `J::run_batch` inlined per
 /// batch.
@@ -265,6 +309,59 @@ mod tests {
     /// A batch function that runs `f` per index, as `IndexedJob::run_batch`'s default does.
     fn per_index(mut f: impl FnMut(usize)) -> impl FnMut(&mut usize, usize) {
         move |next, stop| for_each_index(next, stop, &mut f)
+    }
+
+    #[test]
+    fn a_split_for_a_spinner_needs_a_trusted_pace_and_enough_work_left() {
+        // 2 µs per index, 3 left: 6 µs of work, worth a hand-off.
+        assert!(worth_splitting(2_000, 1, 3));
+        // 2 µs per index, 1 left: 2 µs, not worth it.
+        assert!(!worth_splitting(2_000, 1, 1));
+        // 10 ns per index over 100 indices, 1,000 left: 10 µs, worth it.
+        assert!(worth_splitting(1_000, 100, 1_000));
+        // The same pace, 300 left: 3 µs, not worth it.
+        assert!(!worth_splitting(1_000, 100, 300));
+        // A pace timed over less than 1 µs decides nothing, however much is left.
+        assert!(!worth_splitting(999, 1, 1_000_000));
+        // No overflow on huge counts.
+        assert!(worth_splitting(u64::MAX, usize::MAX, usize::MAX));
+    }
+
+    #[test]
+    // Timed indices: Miri's clock is virtual, so the pace means nothing there.
+    #[cfg_attr(miri, ignore = "times real sleeps")]
+    fn with_a_spinning_thread_a_range_of_slow_indices_returns_early() {
+        let sleep = Sleep::new();
+        let _spinner = sleep.searching();
+        // Slow indices: returns early after a few, leaving the rest to split.
+        let mut next = 0;
+        run_indices(
+            &mut next,
+            100,
+            &sleep,
+            per_index(|_| {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }),
+        );
+        assert!((1..100).contains(&next), "stopped at {next}");
+        // What a range of trivial indices does is the pace rule's (tested above): timed here
+        // it would depend on the machine's load.
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "times real sleeps")]
+    fn without_an_idle_thread_a_range_of_slow_indices_runs_to_the_end() {
+        let sleep = Sleep::new();
+        let mut next = 0;
+        run_indices(
+            &mut next,
+            20,
+            &sleep,
+            per_index(|_| {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }),
+        );
+        assert_eq!(next, 20);
     }
 
     #[test]

@@ -298,10 +298,14 @@ impl Shared {
     /// sleeps without a wake-up, and then the upper half is split off (run
     /// step 2).
     fn run_range(&self, task: &Task, next: &mut usize, end: &mut usize, lcg: &mut Lcg) {
+        // Before the first call, split only for a blocked thread; after it, the
+        // range is unfinished only when the runner returned early to split.
+        let mut returned_early = false;
         while *next < *end {
-            if *end - *next > 1 && self.sleep.has_sleepers() {
+            if *end - *next > 1 && (returned_early || self.sleep.has_sleepers()) {
                 self.split(task, *next, end, lcg);
             }
+            returned_early = true;
             // SAFETY: the submitter guaranteed `run` is sound for every batch
             // of the submitted range, until the group is done; the group is
             // not done while this task's indices are pending, and this thread
@@ -370,7 +374,7 @@ impl Shared {
                 continue;
             }
             close_episode(episode.take(), counters);
-            let spun = self.spin.spin(Sleeper::GroupWaiter, || {
+            let spun = self.spin.spin(Sleeper::GroupWaiter, &self.sleep, || {
                 if group.is_done() {
                     return Some(None);
                 }
@@ -444,7 +448,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             continue;
         }
         close_episode(episode.take(), counters);
-        let spun = shared.spin.spin(Sleeper::Worker, || {
+        let spun = shared.spin.spin(Sleeper::Worker, &shared.sleep, || {
             shared.find_task(Some(index), index, &mut lcg)
         });
         if let Some(task) = spun {
@@ -485,11 +489,11 @@ mod tests {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    fn erased() -> unsafe fn(*const (), usize) {
+    fn erased(body: fn(&AtomicUsize, usize)) -> unsafe fn(*const (), usize) {
         // SAFETY: `fn(&AtomicUsize, usize)` and `unsafe fn(*const (), usize)`
         // are ABI-compatible (thin pointer types), as in `submit_indexed`.
         unsafe {
-            core::mem::transmute::<fn(&AtomicUsize, usize), unsafe fn(*const (), usize)>(bump)
+            core::mem::transmute::<fn(&AtomicUsize, usize), unsafe fn(*const (), usize)>(body)
         }
     }
 
@@ -508,7 +512,7 @@ mod tests {
                     Task {
                         run: run_body_batch,
                         job: (&raw const counter).cast(),
-                        body: Some(erased()),
+                        body: Some(erased(bump)),
                         start: 0,
                         end: 1,
                         group: &group,
@@ -537,7 +541,7 @@ mod tests {
                 &group,
                 run_body_batch,
                 (&raw const counter).cast(),
-                Some(erased()),
+                Some(erased(bump)),
                 1000,
             );
         };
@@ -554,5 +558,40 @@ mod tests {
         assert!(ranges.windows(2).all(|w| w[0].1 == w[1].0), "{ranges:?}");
         assert_eq!(ranges.last().map(|r| r.1), Some(1000));
         assert!(group.is_done());
+    }
+
+    fn slow_bump(counter: &AtomicUsize, _index: usize) {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[test]
+    // Timed indices: Miri's clock is virtual, so the pace means nothing there.
+    #[cfg_attr(miri, ignore = "times real sleeps")]
+    fn a_range_of_slow_indices_is_split_for_a_spinning_thread() {
+        let shared = Shared::new(2); // one queue, no worker threads here
+        let counter = AtomicUsize::new(0);
+        let group = GroupInner::new();
+        group.add(20);
+        let task = Task {
+            run: run_body_batch,
+            job: (&raw const counter).cast(),
+            body: Some(erased(slow_bump)),
+            start: 0,
+            end: 20,
+            group: &group,
+        };
+        let mut lcg = Lcg::new(5);
+        let spinner = shared.sleep.searching();
+        // Before the first index nobody is blocked, so nothing is split yet; once the pace is
+        // timed, the rest of the range is worth handing over, and halves go to the queue.
+        shared.run(task, shared.external_slot(), &mut lcg);
+        let ran = counter.load(Ordering::Relaxed);
+        assert!((1..20).contains(&ran), "ran {ran} of 20 before returning");
+        assert!(shared.has_work(), "the upper halves wait in the queue");
+        drop(spinner);
+        shared.wait_until_done(&group);
+        assert_eq!(counter.load(Ordering::Relaxed), 20);
+        assert!(!shared.has_work());
     }
 }

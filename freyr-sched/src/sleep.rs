@@ -30,6 +30,15 @@ struct State {
     generation: u64,
 }
 
+/// A thread's spin phase, counted in [`Sleep::has_searchers`] until dropped.
+pub(crate) struct Searching<'a>(&'a AtomicUsize);
+
+impl Drop for Searching<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
 /// The pool-wide sleep state shared by workers and waiting threads.
 pub(crate) struct Sleep {
     /// Threads that announced they are about to sleep or are sleeping
@@ -39,6 +48,9 @@ pub(crate) struct Sleep {
     /// Waiting threads without a token: a relaxed mirror of the lock state,
     /// read by the splitting heuristic only.
     wakeable: AtomicUsize,
+    /// Threads in their spin phase now, searching for work (workers and
+    /// group waiters): read by the splitting heuristic only.
+    searching: AtomicUsize,
     state: Mutex<State>,
     workers_cv: Condvar,
     waiters_cv: Condvar,
@@ -49,6 +61,7 @@ impl Sleep {
         Sleep {
             sleepers: AtomicUsize::new(0),
             wakeable: AtomicUsize::new(0),
+            searching: AtomicUsize::new(0),
             state: Mutex::new(State {
                 waiting_workers: 0,
                 worker_tokens: 0,
@@ -66,6 +79,23 @@ impl Sleep {
     #[inline]
     pub(crate) fn has_sleepers(&self) -> bool {
         self.wakeable.load(Ordering::Relaxed) != 0
+    }
+
+    /// Whether some thread is in its spin phase, searching for work: then a
+    /// thread with a long enough range left splits it (see `run_indices`),
+    /// and the spinning thread takes the upper half within a search round.
+    /// A relaxed hint, never used for correctness.
+    #[inline]
+    pub(crate) fn has_searchers(&self) -> bool {
+        self.searching.load(Ordering::Relaxed) != 0
+    }
+
+    /// Counts this thread as searching (see [`has_searchers`](Self::has_searchers))
+    /// until the returned guard drops.
+    #[inline]
+    pub(crate) fn searching(&self) -> Searching<'_> {
+        self.searching.fetch_add(1, Ordering::Relaxed);
+        Searching(&self.searching)
     }
 
     fn publish_wakeable(&self, state: &State) {

@@ -12,7 +12,7 @@
 //! next batch's first range at once and, finding sleepers, splits it and
 //! wakes them.
 
-use crate::sleep::Sleeper;
+use crate::sleep::{Sleep, Sleeper};
 use freyr_sync::{AtomicUsize, Ordering, SpinClock};
 
 /// The pool's spin policy and the count of workers spinning now.
@@ -44,9 +44,13 @@ impl Spin {
     /// budget is spent (`None`: the caller parks). A worker spins only while
     /// fewer than the allowed number of workers spin; a group waiter always
     /// spins (it waits for its own group, and nobody else will run it).
+    ///
+    /// While it spins, the thread is counted in `sleep`'s searchers, so a
+    /// busy thread can split its range for it.
     pub(crate) fn spin<R>(
         &self,
         kind: Sleeper,
+        sleep: &Sleep,
         mut search: impl FnMut() -> Option<R>,
     ) -> Option<R> {
         let mut clock = SpinClock::start(self.oversubscribed);
@@ -58,6 +62,7 @@ impl Spin {
             self.spinners.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
+        let _searching = sleep.searching();
         // `search` only looks for a task (it never runs one), so nothing
         // here unwinds and the count is always given back.
         let found = loop {
@@ -103,16 +108,17 @@ mod tests {
     #[cfg_attr(miri, ignore = "the spin budget is shorter than one interpreted round")]
     fn a_worker_beyond_the_limit_does_not_spin_and_a_waiter_always_does() {
         let spin = Spin::new(3, 2); // one spinner allowed
+        let sleep = Sleep::new();
         let mut waiter_rounds = 0;
-        let outer = spin.spin(Sleeper::Worker, || {
+        let outer = spin.spin(Sleeper::Worker, &sleep, || {
             // While this worker spins, a second worker gets no slot...
-            let second = spin.spin(Sleeper::Worker, || -> Option<()> {
+            let second = spin.spin(Sleeper::Worker, &sleep, || -> Option<()> {
                 panic!("a worker beyond the limit must not search")
             });
             assert_eq!(second, None);
             // ...but a group waiter spins anyway (its first round always
             // searches, whatever the budget).
-            let waiter = spin.spin(Sleeper::GroupWaiter, || {
+            let waiter = spin.spin(Sleeper::GroupWaiter, &sleep, || {
                 waiter_rounds += 1;
                 Some(7)
             });
@@ -129,11 +135,20 @@ mod tests {
     #[cfg_attr(miri, ignore = "the spin budget is shorter than one interpreted round")]
     fn the_spin_ends_when_the_budget_is_spent() {
         let spin = Spin::new(2, 2);
+        let sleep = Sleep::new();
         let mut rounds = 0u64;
-        let found = spin.spin(Sleeper::Worker, || -> Option<()> {
+        let found = spin.spin(Sleeper::Worker, &sleep, || -> Option<()> {
+            assert!(
+                sleep.has_searchers(),
+                "a spinning thread counts as searching"
+            );
             rounds += 1;
             None
         });
+        assert!(
+            !sleep.has_searchers(),
+            "and stops counting when its phase ends"
+        );
         assert_eq!(found, None);
         assert!(rounds >= 1, "at least one search round");
         assert_eq!(spin.spinners.load(Ordering::Relaxed), 0);

@@ -33,6 +33,22 @@ impl SpinClock {
     }
 }
 
+/// Under loom no time passes: a hint that reads a stopwatch sees zero (and under loom no
+/// thread spins, so the only hint that reads one, splitting a range for a spinning thread,
+/// never runs).
+pub struct Stopwatch;
+
+impl Stopwatch {
+    /// Starts timing (nothing to read).
+    pub fn start() -> Self {
+        Stopwatch
+    }
+    /// Always 0.
+    pub fn elapsed_nanos(&self) -> u64 {
+        0
+    }
+}
+
 /// One piece per background worker: in a pool of two, a batch of two indices is one range task that
 /// has to be split at run time (the path model 8 checks).
 pub const PIECES_PER_WORKER: usize = 1;

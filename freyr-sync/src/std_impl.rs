@@ -184,6 +184,31 @@ impl SpinClock {
     }
 }
 
+/// A start time for a scheduling hint that needs one (how long a range's indices take, to
+/// decide whether handing half of it to an idle thread is worth the hand-off).
+///
+/// # Examples
+///
+/// ```
+/// let watch = freyr_sync::Stopwatch::start();
+/// std::thread::sleep(std::time::Duration::from_millis(1));
+/// assert!(watch.elapsed_nanos() >= 1_000_000);
+/// ```
+pub struct Stopwatch(Instant);
+
+impl Stopwatch {
+    /// Starts timing now.
+    #[inline]
+    pub fn start() -> Self {
+        Stopwatch(Instant::now())
+    }
+    /// Nanoseconds since [`start`](Self::start), saturating at `u64::MAX`.
+    #[inline]
+    pub fn elapsed_nanos(&self) -> u64 {
+        u64::try_from(self.0.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+}
+
 /// Called before a loop retries because of another thread. Nothing here: the loom half
 /// yields (see its docs); a real retry needs no pause, it searches again at once.
 ///
