@@ -19,6 +19,8 @@ pub const QUEUE_CAPACITY: usize = 2;
 pub struct SpinClock;
 
 impl SpinClock {
+    /// `false`: under loom no idle thread spins.
+    pub const SPINS: bool = false;
     /// Starts a phase (already spent).
     pub fn start(_oversubscribed: bool) -> Self {
         SpinClock

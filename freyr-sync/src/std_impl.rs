@@ -155,6 +155,9 @@ pub struct SpinClock {
 }
 
 impl SpinClock {
+    /// Whether idle threads spin in this build at all (`true` here; the loom build never
+    /// spins, so a model explores no time-bound loop).
+    pub const SPINS: bool = true;
     /// Starts a phase; `oversubscribed` (more pool threads than cores) picks the shorter,
     /// yielding budget.
     pub fn start(oversubscribed: bool) -> Self {
