@@ -137,7 +137,11 @@ impl Rows {
         }
         // A row arrives (conservatively stamped before it is committed): once per push or per
         // chunk of a batch, never per column value.
-        self.ticks.set_arrived(chunk, table.tick);
+        // SAFETY: `len <= list.len() * CHUNK_CAPACITY` (rows live in listed chunks), so `chunk`
+        // is at most the list's length, and `grow` above appended a chunk when it was equal:
+        // `chunk` is an index of the list, and every growth of the list is followed by
+        // `ticks.ensure(list.len())` (`grow`, `reserve`, `with_chunks`).
+        unsafe { self.ticks.set_arrived(chunk, table.tick) };
         (chunk, row)
     }
 

@@ -415,9 +415,16 @@ impl ChunkTable {
         }
     }
 
+    /// The entry of chunk `id`. Unchecked: every lookup of an entity's row goes through it.
+    ///
+    /// # Safety
+    /// `id` was handed out by this table (a live chunk's id, as a live entity slot or an
+    /// archetype's chunk list holds); entries are never removed.
     #[inline]
-    pub(crate) fn get(&self, id: u32) -> ChunkEntry {
-        self.entries[id as usize]
+    pub(crate) unsafe fn get(&self, id: u32) -> ChunkEntry {
+        debug_assert!((id as usize) < self.entries.len());
+        // SAFETY: a handed-out id indexes an entry (caller contract).
+        *unsafe { self.entries.get_unchecked(id as usize) }
     }
 }
 
@@ -469,8 +476,9 @@ mod tests {
         table.free(a);
         table.free(b);
         assert_eq!(table.alloc(2, 5, window), b);
-        assert_eq!(table.get(b).archetype, 2);
-        assert_eq!(table.get(b).index, 5);
+        // SAFETY: `b` was handed out by this table.
+        let entry = unsafe { table.get(b) };
+        assert_eq!((entry.archetype, entry.index), (2, 5));
     }
 
     #[test]
@@ -530,8 +538,9 @@ mod tests {
         assert_eq!(list.last_slab_start(), Some(1));
         let w = list.list[3].window;
         assert_eq!((w.chunks, w.first), (3, 2 * CHUNK_CAPACITY as u32));
-        assert_eq!(table.get(list.list[3].id).window, w);
-        assert_eq!(table.get(list.list[3].id).index, 3);
+        // SAFETY: the list's ids were handed out by this table.
+        let entry = unsafe { table.get(list.list[3].id) };
+        assert_eq!((entry.window, entry.index), (w, 3));
         assert!(list.pop_slab(&mut table));
         assert_eq!(list.list.len(), 1);
         assert_eq!(table.free.len(), 3);

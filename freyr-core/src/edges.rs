@@ -21,6 +21,11 @@ pub(crate) struct EdgeIndex {
 /// archetype's index ([`Hop::MISSING`] for a remove of a component the source lacks). The
 /// target is kept here too so a row move can reach the target archetype without waiting for
 /// the edge itself to load.
+///
+/// Row moves use both indices unchecked: a hop is made only by the world that pushes its edge
+/// at `edge` (edge lists only grow) toward an archetype it holds at `target` (archetypes are
+/// never removed), and it is stored only in that world's archetypes. A world rebuilt from parts
+/// starts with fresh archetypes, so no hop outlives its edge list.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Hop {
     pub(crate) edge: u32,

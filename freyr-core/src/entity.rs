@@ -274,10 +274,16 @@ impl Entities {
         entity
     }
 
-    /// Points a live entity's slot at its new row.
+    /// Points a live entity's slot at its new row. Unchecked: every row move calls it once or
+    /// twice, always for an entity it just found or moved.
+    ///
+    /// # Safety
+    /// `entity` holds an index this allocator handed out (a live entity's, for instance).
     #[inline]
-    pub(crate) fn set_location(&mut self, entity: Entity, location: Location) {
-        self.slots[entity.index as usize] = location.pack();
+    pub(crate) unsafe fn set_location(&mut self, entity: Entity, location: Location) {
+        debug_assert!((entity.index as usize) < self.slots.len());
+        // SAFETY: an index handed out has a slot, and slots are never removed (caller contract).
+        *unsafe { self.slots.get_unchecked_mut(entity.index as usize) } = location.pack();
     }
 
     /// Frees a live entity's slot: the next occupant gets the next generation, or the slot is

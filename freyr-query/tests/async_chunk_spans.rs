@@ -57,6 +57,28 @@ fn sequential_order(registry: &mut Registry) -> Vec<(Entity, u64)> {
 /// and one row per task.
 const SPLITS: [usize; 4] = [CHUNK_CAPACITY, 64, 100, 1];
 
+/// Which part of its chunk row `row` is in, the chunk holding `len` rows split at most `rows` a
+/// task: `len.div_ceil(rows)` parts of near-equal length, in row order (`rows_per_task`'s
+/// layout, written out independently of the code that makes it).
+fn part_of(row: u64, len: u64, rows: u64) -> u64 {
+    let parts = len.div_ceil(rows);
+    (0..parts)
+        .find(|k| row < (k + 1) * len / parts)
+        .expect("a row of the chunk is in one of its parts")
+}
+
+#[test]
+fn a_split_chunk_has_near_equal_parts_in_row_order() {
+    // 488 rows at 64 a task: 8 parts of 61.
+    assert_eq!(part_of(60, 488, 64), 0);
+    assert_eq!(part_of(61, 488, 64), 1);
+    assert_eq!(part_of(487, 488, 64), 7);
+    // 512 rows at 100: 6 parts of 85 or 86 rather than 5 of 100 and one of 12.
+    assert_eq!(part_of(511, 512, 100), 5);
+    assert_eq!(part_of(84, 512, 100), 0);
+    assert_eq!(part_of(85, 512, 100), 1);
+}
+
 #[test]
 fn each_async_runs_every_row_of_every_matched_chunk_once() {
     for (workers, rows) in [1, 2, 3, 8]
@@ -202,7 +224,7 @@ fn a_panic_skips_only_the_rest_of_its_own_task_inside_a_batch() {
         registry.spawn_batch((0..N).map(|i| (Val(i), Hits(0))));
         // The task of row `i`, and whether its callback runs: not after a panicking row of the
         // same task.
-        let task = |i: u64| (i / c, (i % c) / rows as u64);
+        let task = |i: u64| (i / c, part_of(i % c, c.min(N - i / c * c), rows as u64));
         let runs = |i: u64| !panics.iter().any(|&p| task(p) == task(i) && p < i);
         let kept = |i: u64| !panics.iter().any(|&p| task(p) == task(i));
 

@@ -85,20 +85,25 @@ impl World {
     #[inline(always)]
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
         let found = self.find(entity).ok_or(NoSuchEntity(entity))?;
-        let hop = match self.archetypes[found.archetype]
-            .insert_edges
-            .get(TypeId::of::<B>())
-        {
+        // SAFETY: `found.archetype` indexes the archetypes (see `Found`).
+        let source = unsafe { self.archetypes.get_unchecked_mut(found.archetype) };
+        let hop = match source.insert_edges.get(TypeId::of::<B>()) {
             Some(hop) => hop,
             None => self.init_insert_edge::<B>(found.archetype),
         };
-        let edge = &self.insert_edges[hop.edge as usize];
+        // SAFETY: `hop` was built by `init_insert_edge` of this world, which pushed its edge at
+        // index `hop.edge`; edges are never removed (see `Hop`).
+        let edge = unsafe { self.insert_edges.get_unchecked(hop.edge as usize) };
         let target = hop.target as usize;
         if !edge.overwrites && target != found.archetype {
             // Every component is new, so the row moves (the empty bundle stays): the common
             // case, with the bundle written by type instead of byte-copied field by field.
-            let fields = &edge.fields[..B::LEN];
-            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+            // SAFETY: the edge of bundle type `B` has one field per id `B::register` pushed,
+            // which is one per element (`Bundle` is sealed: only the tuple impls exist).
+            let fields = unsafe { edge.fields.get_unchecked(..B::LEN) };
+            // SAFETY: the source index is valid (see `Found`), the target is an archetype the
+            // edge was built for (see `Hop`), and the two differ (checked above).
+            let (src, dst) = unsafe { two_mut(&mut self.archetypes, found.archetype, target) };
             // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and
             // `complete_move` below removes the source row without dropping.
             let landing = unsafe {
@@ -170,7 +175,10 @@ impl World {
                 unsafe { core::ptr::swap_nonoverlapping(field, slot, f.size) };
             }
         } else {
-            let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+            // SAFETY: the source index is valid (see `Found`), the target is an archetype the
+            // edge was built for (see `Hop`), and the two differ (the branch above took the
+            // equal case).
+            let (src, dst) = unsafe { two_mut(&mut self.archetypes, found.archetype, target) };
             // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and
             // `complete_move` below removes the source row without dropping.
             let landing = unsafe {
@@ -249,14 +257,15 @@ impl World {
         let found = self
             .find(entity)
             .ok_or(ComponentError::NoSuchEntity(entity))?;
-        let hop = match self.archetypes[found.archetype]
-            .remove_edges
-            .get(TypeId::of::<B>())
-        {
+        // SAFETY: `found.archetype` indexes the archetypes (see `Found`).
+        let source = unsafe { self.archetypes.get_unchecked_mut(found.archetype) };
+        let hop = match source.remove_edges.get(TypeId::of::<B>()) {
             Some(hop) => hop,
             None => self.init_remove_edge::<B>(found.archetype),
         };
-        let edge = &self.remove_edges[hop.edge as usize];
+        // SAFETY: `hop` was built by `init_remove_edge` of this world, which pushed its edge at
+        // index `hop.edge`; edges are never removed (see `Hop`).
+        let edge = unsafe { self.remove_edges.get_unchecked(hop.edge as usize) };
         if hop.target == Hop::MISSING {
             let Some(name) = edge.missing else {
                 unreachable!(
@@ -275,8 +284,13 @@ impl World {
             // slot is asked for.
             return Ok(unsafe { B::read_with(|_| unreachable!("the empty bundle has no slots")) });
         }
-        let fields = &edge.fields[..B::LEN];
-        let (src, dst) = two_mut(&mut self.archetypes, found.archetype, target);
+        // SAFETY: the edge of bundle type `B`, not missing a component, has one field per id
+        // `B::register` pushed, which is one per element (`Bundle` is sealed).
+        let fields = unsafe { edge.fields.get_unchecked(..B::LEN) };
+        // SAFETY: the source index is valid (see `Found`), the target is an archetype the edge
+        // was built for (see `Hop`; not `MISSING`, returned above), and the two differ
+        // (returned above when equal).
+        let (src, dst) = unsafe { two_mut(&mut self.archetypes, found.archetype, target) };
         let source = found.window;
         // SAFETY: `edge` leads from the found row's archetype to `dst`'s, and `complete_move`
         // below removes the source row without dropping.

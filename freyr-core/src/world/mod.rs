@@ -298,7 +298,9 @@ impl World {
     #[inline]
     fn find(&self, entity: Entity) -> Option<Found> {
         let location = self.entities.location(entity)?;
-        let entry = self.chunks.get(location.chunk);
+        // SAFETY: a live slot holds the id of the live chunk its row is in (world invariant:
+        // every live entity's slot is updated whenever its row moves).
+        let entry = unsafe { self.chunks.get(location.chunk) };
         let archetype = entry.archetype as usize;
         let chunk = entry.index as usize;
         let row = location.row as usize;
@@ -531,11 +533,14 @@ impl World {
             let rows = &archetype.rows;
             total += rows.len;
             assert!(rows.chunks.list.len() >= archetype.chunk_count());
+            // Row moves stamp arrivals in any listed chunk without a bounds check.
+            assert!(rows.ticks.ensured_chunks() >= rows.chunks.list.len());
             let column_ids = rows.columns.iter().map(|c| c.id);
             assert!(column_ids.eq(archetype.components().iter().copied()));
             rows.chunks.check();
             for (index, chunk) in rows.chunks.list.iter().enumerate() {
-                let entry = self.chunks.get(chunk.id);
+                // SAFETY: an archetype's chunk list holds ids its chunk table handed out.
+                let entry = unsafe { self.chunks.get(chunk.id) };
                 assert_eq!((entry.archetype as usize, entry.index as usize), (a, index));
                 assert_eq!(entry.window, chunk.window);
             }

@@ -37,8 +37,9 @@ pub(crate) struct Span<C> {
 /// stored inline, so a single-span launch allocates nothing here.
 ///
 /// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
-/// into `parts` tasks of `rows` rows (the last ones shorter or empty), still in (chunk, row)
-/// order. The layout depends only on the chunk lengths and `rows`, never on the worker count.
+/// into `parts` tasks of at most `rows` rows, of near-equal length (a short last chunk's last
+/// ones empty), still in (chunk, row) order. The layout depends only on the chunk lengths and
+/// `rows`, never on the worker count.
 pub(crate) struct Spans<C> {
     first: Span<C>,
     rest: Vec<Span<C>>,
@@ -186,8 +187,8 @@ impl<C: Copy> Spans<C> {
 /// are contiguous in every column: the run's column pointers `ptrs` (at row 0 of its first
 /// chunk), its length, and how task indices map to its rows.
 ///
-/// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: rows
-/// `c * CHUNK_CAPACITY + k * rows ..` up to `rows` rows, cut at the chunk's end (chunks are
+/// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: the `k`-th of the chunk's
+/// near-equal parts of at most `rows` rows (see [`task_rows`](TaskRun::task_rows); chunks are
 /// full except the archetype's last, cut at `len`).
 pub(crate) struct TaskRun<P> {
     pub(crate) ptrs: P,
@@ -206,8 +207,14 @@ impl<P> TaskRun<P> {
         self.first + self.len.div_ceil(CHUNK_CAPACITY) * self.parts
     }
 
-    /// Rows `start..end` of the run that task `index` (in `first..end()`) runs; empty for a
-    /// part past the end of a short last chunk.
+    /// Rows `start..end` of the run that task `index` (in `first..end()`) runs.
+    ///
+    /// A chunk of `len` rows is cut into `len.div_ceil(rows)` parts of near-equal length (each
+    /// at most `rows`; they differ by at most one row), in row order; its remaining parts are
+    /// empty (only a short last chunk has any). Equal parts, rather than `rows`-row parts and a
+    /// short remainder, keep workers evenly loaded: ecs_bench_suite's `heavy_compute` (1,000
+    /// rows, 64 per task) gives 8 tasks of 64 and 8 of 61 rows, which two workers split 500 and
+    /// 500, where 15 tasks of 64 and one of 40 split at best 512 and 488.
     #[inline(always)]
     pub(crate) fn task_rows(&self, index: usize) -> (usize, usize) {
         let local = index - self.first;
@@ -216,15 +223,31 @@ impl<P> TaskRun<P> {
             return (start, (start + CHUNK_CAPACITY).min(self.len));
         }
         let chunk_start = local / self.parts * CHUNK_CAPACITY;
-        let chunk_end = (chunk_start + CHUNK_CAPACITY).min(self.len);
-        let start = (chunk_start + local % self.parts * self.rows).min(chunk_end);
-        (start, (start + self.rows).min(chunk_end))
+        let chunk_len = CHUNK_CAPACITY.min(self.len - chunk_start);
+        let part = local % self.parts;
+        let nonempty = chunk_len.div_ceil(self.rows);
+        if part >= nonempty {
+            let end = chunk_start + chunk_len;
+            return (end, end);
+        }
+        (
+            chunk_start + part * chunk_len / nonempty,
+            chunk_start + (part + 1) * chunk_len / nonempty,
+        )
     }
 
     /// The rows that tasks `from..stop` (in `first..=end()`) run together: tasks in index order
     /// cover the run's rows in order without gaps, so this is the span from the first task's
     /// start to the last one's end; 0 when `from >= stop`. The amount of work a batch of tasks
-    /// does, for timing it per row (tasks differ in length at a chunk's end).
+    /// does, for timing it per row (tasks differ in length at a chunk's end); only builds with
+    /// two copies of the row loops time them (see `row_path::is_adaptive`).
+    #[cfg_attr(
+        not(all(
+            target_arch = "x86_64",
+            not(all(target_feature = "avx2", target_feature = "fma"))
+        )),
+        allow(dead_code)
+    )]
     #[inline(always)]
     pub(crate) fn rows_of(&self, from: usize, stop: usize) -> usize {
         if from >= stop {
@@ -320,6 +343,21 @@ mod tests {
                         start <= end && end - start <= rows,
                         "task {index}: rows {start}..{end}"
                     );
+                    // A chunk's non-empty parts differ by at most one row, and no more of them
+                    // are empty than a short chunk leaves over.
+                    let chunk_len = lens[chunk + (index - run.first) / spans.parts];
+                    let nonempty = chunk_len.div_ceil(rows);
+                    let part = (index - run.first) % spans.parts;
+                    if part < nonempty {
+                        assert!(
+                            (chunk_len / nonempty..=chunk_len.div_ceil(nonempty))
+                                .contains(&(end - start)),
+                            "task {index}: {} of {chunk_len} rows in {nonempty} parts",
+                            end - start
+                        );
+                    } else {
+                        assert_eq!(start, end, "task {index}: past the chunk's parts");
+                    }
                     seen.extend(
                         (first_row + start..first_row + end)
                             .map(|r| (r / CHUNK_CAPACITY, r % CHUNK_CAPACITY)),

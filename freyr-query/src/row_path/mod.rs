@@ -251,18 +251,41 @@ pub(crate) fn mode() -> u8 {
     }
 }
 
-/// Whether the dispatcher runs the AVX2 copy in every loop.
+/// Whether the dispatcher runs the AVX2 copy in every loop. (Only builds with two copies ask:
+/// x86-64 targets without AVX2 and FMA; `-C target-cpu=native` builds have one.)
+#[cfg_attr(
+    not(all(
+        target_arch = "x86_64",
+        not(all(target_feature = "avx2", target_feature = "fma"))
+    )),
+    allow(dead_code)
+)]
 #[inline(always)]
 pub(crate) fn is_avx2(mode: u8) -> bool {
     mode == AVX2_FMA
 }
 
-/// Whether the dispatcher asks the loop's measurements ([`pick`]).
+/// Whether the dispatcher asks the loop's measurements ([`pick`]); only builds with two copies
+/// ask, as for [`is_avx2`].
+#[cfg_attr(
+    not(all(
+        target_arch = "x86_64",
+        not(all(target_feature = "avx2", target_feature = "fma"))
+    )),
+    allow(dead_code)
+)]
 #[inline(always)]
 pub(crate) fn is_adaptive(mode: u8) -> bool {
     mode == ADAPTIVE
 }
 
+#[cfg_attr(
+    not(all(
+        target_arch = "x86_64",
+        not(all(target_feature = "avx2", target_feature = "fma"))
+    )),
+    allow(unused_imports)
+)]
 pub(crate) use choice::pick;
 
 /// The first row loop's choice: adaptive on a CPU with both copies, unless `FREYR_ROW_PATH`

@@ -1,5 +1,6 @@
 //! Reading criterion's results: every `<criterion>/**/new/benchmark.json` names a measurement,
-//! its `estimates.json` beside it holds the median.
+//! its `estimates.json` beside it holds the median, and its `sample.json` the samples (total
+//! time and iteration count of each), from which the per-iteration spread is read.
 
 use std::fs;
 use std::io;
@@ -19,6 +20,9 @@ pub struct Measurement {
     pub threads: Option<usize>,
     /// The median time of one iteration, in nanoseconds.
     pub median_ns: f64,
+    /// The fastest and the slowest sample, as nanoseconds per iteration (criterion's samples
+    /// each time a batch of iterations), when criterion wrote them.
+    pub spread: Option<(f64, f64)>,
 }
 
 /// What a measurement's implementation is, for the ratios.
@@ -52,6 +56,7 @@ impl Measurement {
             implementation,
             threads,
             median_ns,
+            spread: None,
         })
     }
 
@@ -128,7 +133,40 @@ fn read_new(new: &Path, since: Option<SystemTime>) -> io::Result<Option<Measurem
     let median = json(&estimates)?["median"]["point_estimate"]
         .as_f64()
         .ok_or_else(|| bad(&estimates, "median.point_estimate"))?;
-    Ok(Measurement::from_id(full_id, median))
+    let samples = new.join("sample.json");
+    let spread = if samples.is_file() {
+        spread(&json(&samples)?).ok_or_else(|| bad(&samples, "iters and times"))?
+    } else {
+        None
+    };
+    Ok(Measurement::from_id(full_id, median).map(|m| Measurement { spread, ..m }))
+}
+
+/// The fastest and slowest per-iteration time of criterion's `sample.json` (`iters[i]`
+/// iterations took `times[i]` ns): `Some(None)` for no samples, `None` when the two lists are
+/// missing, of other lengths, or hold something else than positive counts.
+fn spread(sample: &serde_json::Value) -> Option<Option<(f64, f64)>> {
+    let list = |field: &str| -> Option<Vec<f64>> {
+        sample[field]
+            .as_array()?
+            .iter()
+            .map(|v| v.as_f64())
+            .collect()
+    };
+    let (iters, times) = (list("iters")?, list("times")?);
+    if iters.len() != times.len() || iters.iter().any(|&n| n <= 0.0) {
+        return None;
+    }
+    Some(
+        times
+            .iter()
+            .zip(&iters)
+            .map(|(t, n)| t / n)
+            .fold(None, |acc: Option<(f64, f64)>, x| match acc {
+                None => Some((x, x)),
+                Some((lo, hi)) => Some((lo.min(x), hi.max(x))),
+            }),
+    )
 }
 
 fn json(path: &Path) -> io::Result<serde_json::Value> {
@@ -208,6 +246,21 @@ mod tests {
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].median_ns, 1234.5);
         assert_eq!(found[0].kind(), Kind::Peer);
+        assert_eq!(found[0].spread, None, "no sample.json: no spread");
+        // Samples of 1, 2 and 4 iterations: 1300, 1200 and 1250 ns per iteration.
+        fs::write(
+            new.join("sample.json"),
+            r#"{"sampling_mode":"Linear","iters":[1.0,2.0,4.0],"times":[1300.0,2400.0,5000.0]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            collect(&dir, None).unwrap()[0].spread,
+            Some((1200.0, 1300.0))
+        );
+        fs::write(new.join("sample.json"), r#"{"iters":[1.0],"times":[]}"#).unwrap();
+        let err = collect(&dir, None).unwrap_err();
+        assert!(err.to_string().contains("iters and times"), "{err}");
+        fs::remove_file(new.join("sample.json")).unwrap();
         let later = SystemTime::now() + std::time::Duration::from_secs(3600);
         assert!(collect(&dir, Some(later)).unwrap().is_empty());
         fs::remove_dir_all(&dir).unwrap();

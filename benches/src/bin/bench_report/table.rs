@@ -86,6 +86,56 @@ fn threads(t: Option<usize>) -> String {
     t.unwrap_or(1).to_string()
 }
 
+/// The fastest and slowest sample of `m`, per iteration, or a dash.
+fn spread(m: &Measurement) -> String {
+    m.spread.map_or("—".into(), |(lo, hi)| {
+        format!("{} – {}", time(lo), time(hi))
+    })
+}
+
+/// The spread of the rows that have a memory floor (million_iter): every implementation's
+/// fastest, median and slowest sample beside the floor's, so a ratio can be read against how
+/// far each side moved within the run.
+fn render_spread(
+    out: &mut String,
+    rows: &BTreeMap<RowKey<'_>, Vec<&Measurement>>,
+    all: &[Measurement],
+) {
+    let floored: Vec<_> = rows
+        .iter()
+        .filter(|(k, _)| floor(all, **k).is_some())
+        .collect();
+    if floored.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\nThe same run's spread of the million rows: per iteration, the fastest, median and \
+         slowest of criterion's samples.\n\n\
+         | workload | threads | implementation | fastest | median | slowest |\n\
+         |---|---:|---|---:|---:|---:|\n",
+    );
+    for (&k, ms) in floored {
+        let floor = floor(all, k);
+        for m in ms.iter().copied().chain(floor) {
+            let (lo, hi) = m.spread.map_or(("—".into(), "—".into()), |(lo, hi)| {
+                (time(lo), time(hi))
+            });
+            let name = if floor.is_some_and(|f| std::ptr::eq(f, m)) {
+                format!("floor ({})", m.implementation)
+            } else {
+                m.implementation.clone()
+            };
+            let _ = writeln!(
+                out,
+                "| {} | {} | {name} | {lo} | {} | {hi} |",
+                k.1,
+                threads(k.2),
+                time(m.median_ns),
+            );
+        }
+    }
+}
+
 /// The two tables, in markdown.
 pub fn render(all: &[Measurement]) -> String {
     let mut rows: BTreeMap<RowKey<'_>, Vec<&Measurement>> = BTreeMap::new();
@@ -127,11 +177,13 @@ pub fn render(all: &[Measurement]) -> String {
             floor.map_or("—".into(), |f| ratio(freyr.median_ns, f.median_ns)),
         );
     }
+    render_spread(&mut out, &rows, all);
     out.push_str(
         "\n## Every measurement\n\nCriterion medians; ratios to the fastest peer (or rayon) of \
-         the same workload and thread count, and to its memory floor.\n\n\
-         | group | workload | threads | implementation | median | / fastest peer | / floor |\n\
-         |---|---|---:|---|---:|---:|---:|\n",
+         the same workload and thread count, and to its memory floor; the fastest and slowest \
+         sample per iteration.\n\n\
+         | group | workload | threads | implementation | median | / fastest peer | / floor | samples |\n\
+         |---|---|---:|---|---:|---:|---:|---:|\n",
     );
     for (&k, ms) in &rows {
         let peer = reference(ms);
@@ -139,7 +191,7 @@ pub fn render(all: &[Measurement]) -> String {
         for m in ms {
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | {} | {} | {} | {} | {} | {} | {} |",
                 k.0,
                 k.1,
                 threads(k.2),
@@ -147,6 +199,7 @@ pub fn render(all: &[Measurement]) -> String {
                 time(m.median_ns),
                 peer.map_or("—".into(), |p| ratio(m.median_ns, p.median_ns)),
                 floor.map_or("—".into(), |f| ratio(m.median_ns, f.median_ns)),
+                spread(m),
             );
         }
     }
@@ -199,8 +252,50 @@ mod tests {
             "{text}"
         );
         // Every measurement is listed, peers and baselines too.
-        assert!(text.contains("| query | each_1m | 1 | legion | 1.80 µs | 1.50x | 4.00x |"));
-        assert!(text.contains("| query | stream_1m | 4 | par_for | 100 ns | — | — |"));
+        assert!(text.contains("| query | each_1m | 1 | legion | 1.80 µs | 1.50x | 4.00x | — |"));
+        assert!(text.contains("| query | stream_1m | 4 | par_for | 100 ns | — | — | — |"));
+    }
+
+    #[test]
+    fn the_million_rows_show_each_sides_spread_beside_the_floor() {
+        let with = |id: &str, ns: f64, lo: f64, hi: f64| Measurement {
+            spread: Some((lo, hi)),
+            ..m(id, ns)
+        };
+        let all = [
+            with("query/each_1m/freyr_each", 1000.0, 950.0, 1100.0),
+            with("query/each_1m/legion", 1200.0, 1150.0, 1400.0),
+            with("query/stream_1m/seq", 900.0, 890.0, 990.0),
+            m("query/frag_iter/freyr", 5.0),
+        ];
+        let text = render(&all);
+        let spread = text
+            .split("spread of the million rows")
+            .nth(1)
+            .expect("a spread section")
+            .split("## Every measurement")
+            .next()
+            .unwrap();
+        assert!(
+            spread.contains("| each_1m | 1 | freyr_each | 950 ns | 1.00 µs | 1.10 µs |"),
+            "{spread}"
+        );
+        assert!(
+            spread.contains("| each_1m | 1 | legion | 1.15 µs | 1.20 µs | 1.40 µs |"),
+            "{spread}"
+        );
+        assert!(
+            spread.contains("| each_1m | 1 | floor (seq) | 890 ns | 900 ns | 990 ns |"),
+            "{spread}"
+        );
+        // Rows without a floor are not in it; they show their spread in the full table.
+        assert!(!spread.contains("frag_iter"), "{spread}");
+        assert!(
+            text.contains(
+                "| query | each_1m | 1 | legion | 1.20 µs | 1.00x | 1.33x | 1.15 µs – 1.40 µs |"
+            ),
+            "{text}"
+        );
     }
 
     #[test]
