@@ -335,20 +335,24 @@ fn model_cmds(act: Act, e: Entity, out: &mut Vec<Cmd>) {
     }
 }
 
-/// Serials per chunk, in the order a query with filter `F` visits them. Reads only `Serial`,
-/// which nothing writes, so it never waits for in-flight work.
 /// The serials of the entities matching `F`, in the pieces an `each_async` launch with
-/// `rows_per_task(rows)` runs as tasks: every chunk cut into runs of `rows`.
+/// `rows_per_task(rows)` runs as tasks, in the order the query visits them: every chunk of
+/// `len` rows cut into `len.div_ceil(rows)` parts of near-equal length (part `k` holds rows
+/// `k * len / parts .. (k + 1) * len / parts`). Reads only `Serial`, which nothing writes, so it
+/// never waits for in-flight work.
 fn layout<F: QueryFilter>(registry: &mut Registry, rows: usize) -> Vec<Vec<u64>> {
     let mut pieces = Vec::new();
     registry
         .query_filtered::<&Serial, F>()
         .each_chunk(|_, serials| {
-            pieces.extend(
-                serials
-                    .chunks(rows)
-                    .map(|piece| piece.iter().map(|s| s.0).collect()),
-            )
+            let len = serials.len();
+            let parts = len.div_ceil(rows);
+            pieces.extend((0..parts).map(|k| {
+                serials[k * len / parts..(k + 1) * len / parts]
+                    .iter()
+                    .map(|s| s.0)
+                    .collect()
+            }))
         });
     pieces
 }
