@@ -86,11 +86,21 @@ fn threads(t: Option<usize>) -> String {
     t.unwrap_or(1).to_string()
 }
 
-/// The fastest and slowest sample of `m`, per iteration, or a dash.
-fn spread(m: &Measurement) -> String {
-    m.spread.map_or("—".into(), |(lo, hi)| {
-        format!("{} – {}", time(lo), time(hi))
+/// The fastest and slowest sample of `m`, per iteration, or dashes.
+fn spread_parts(m: &Measurement) -> (String, String) {
+    m.spread.map_or(("—".into(), "—".into()), |(lo, hi)| {
+        (time(lo), time(hi))
     })
+}
+
+/// [`spread_parts`] as one cell.
+fn spread(m: &Measurement) -> String {
+    let (lo, hi) = spread_parts(m);
+    if m.spread.is_some() {
+        format!("{lo} – {hi}")
+    } else {
+        lo
+    }
 }
 
 /// The spread of the rows that have a memory floor (million_iter): every implementation's
@@ -103,7 +113,7 @@ fn render_spread(
 ) {
     let floored: Vec<_> = rows
         .iter()
-        .filter(|(k, _)| floor(all, **k).is_some())
+        .filter_map(|(&k, ms)| Some((k, ms, floor(all, k)?)))
         .collect();
     if floored.is_empty() {
         return;
@@ -114,13 +124,10 @@ fn render_spread(
          | workload | threads | implementation | fastest | median | slowest |\n\
          |---|---:|---|---:|---:|---:|\n",
     );
-    for (&k, ms) in floored {
-        let floor = floor(all, k);
-        for m in ms.iter().copied().chain(floor) {
-            let (lo, hi) = m.spread.map_or(("—".into(), "—".into()), |(lo, hi)| {
-                (time(lo), time(hi))
-            });
-            let name = if floor.is_some_and(|f| std::ptr::eq(f, m)) {
+    for (k, ms, floor) in floored {
+        for m in ms.iter().copied().chain([floor]) {
+            let (lo, hi) = spread_parts(m);
+            let name = if std::ptr::eq(floor, m) {
                 format!("floor ({})", m.implementation)
             } else {
                 m.implementation.clone()
