@@ -114,7 +114,7 @@ pub mod time {
     /// thread, drained by its owner in launch order; and the parts of an
     /// [`AsyncSystem`](crate::AsyncSystem), the system that owns one.
     pub mod pump {
-        pub use freyr_query::{Launched, Process};
+        pub use freyr_query::{AsyncProgress, Launched, Process};
         pub use freyr_time::{
             AsyncPump, Completer, Discard, JobPanic, Launch, PumpError, PumpStats,
         };
