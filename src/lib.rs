@@ -7,13 +7,15 @@
 //!
 //! | path | what it holds |
 //! |---|---|
-//! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`], [`mix`] (per-entity randomness); the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
+//! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Events`], [`EventCursor`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`], [`mix`] (per-entity randomness); the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
 //! | [`storage`] | the world's layout: archetypes, 512-entity chunks, component ids, the command buffer's report |
 //! | [`query`] | queries and their parts: [`Query`](query::Query), [`QueryData`](query::QueryData), filters, views, [`QueryState`](query::QueryState), access sets |
 //! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
 //! | [`time`] | the tools around a deterministic tick: [`FixedStep`](time::FixedStep), clocks, gates, the overrun governor; [`time::deadline`], [`time::pump`], [`time::budget`], [`time::path`] |
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
 //! | [`snapshot`] | rollback: registry snapshots and restore, the per-tick snapshot ring |
+//! | `persist` | (feature `persist`) saves, loads and entity export/import between registries: their errors, the entity map, the column encodings |
+//! | [`hooks`] | component hooks: when `on_add` / `on_insert` / `on_remove` run, the bound on their rounds |
 //! | [`hash`] | deterministic world hashes: [`StableHash`], [`StableHasher`](hash::StableHasher), component sets |
 //!
 //! The crates underneath (`freyr-core` storage, `freyr-sched` the pool, `freyr-time` the time
@@ -37,6 +39,8 @@
 //! |---|---|---|
 //! | `derive` | on | `#[derive(StableHash)]` ([`StableHash`](macro@StableHash)) |
 //! | `json` | off | the tick profiler's JSON report and Chrome trace (`write_json`, `write_chrome_trace`; serde derives on the report types). Off by default so serde_json's impls (`impl PartialEq<Value> for u64`, ...) never reach a dependent's code |
+//! | `serde` | off | serde derives on the world digest ([`WorldDigest`](hash::WorldDigest), [`RowDigests`](hash::RowDigests)), to send it to another server |
+//! | `persist` | off | saves, loads and entity export/import (`Registry::save`, `Registry::load_into`, `Registry::export`, `Registry::import`; the `persist` module), values encoded with serde and postcard |
 //!
 //! The guide (`docs/` in the repository, an mdBook) starts from a new crate that depends on
 //! `freyr`; every example in it is compiled and run as a doctest of this crate.
@@ -114,7 +118,7 @@ pub mod time {
     /// thread, drained by its owner in launch order; and the parts of an
     /// [`AsyncSystem`](crate::AsyncSystem), the system that owns one.
     pub mod pump {
-        pub use freyr_query::{Launched, Process};
+        pub use freyr_query::{AsyncProgress, Launched, Process};
         pub use freyr_time::{
             AsyncPump, Completer, Discard, JobPanic, Launch, PumpError, PumpStats,
         };
@@ -156,6 +160,13 @@ pub mod hash {
         ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, HashComponents,
         PlainBytes, RowDigests, StableHash, StableHasher, UnhashedComponents, WorldDigest, diff,
     };
+}
+
+/// Component hooks (`on_add`, `on_insert`, `on_remove`, registered on the [`Registry`]): when
+/// they run, and [`MAX_HOOK_ROUNDS`](hooks::MAX_HOOK_ROUNDS), the bound on rounds of commands
+/// that hooks record and that trigger hooks again.
+pub mod hooks {
+    pub use freyr_query::hooks::MAX_HOOK_ROUNDS;
 }
 
 /// Snapshots and rollback: [`Registry::snapshot`] / [`Registry::restore`], the per-tick

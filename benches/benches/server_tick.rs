@@ -102,11 +102,11 @@ const PHASES: [&str; 7] = [
 /// The tick calls alone: what the profiler adds to a tick that does nothing.
 #[inline(never)]
 fn tick_calls(registry: &mut Registry, tick: &mut u64) {
-    registry.begin_tick(*tick);
+    registry.profile_tick_begin(*tick);
     for phase in PHASES {
-        registry.tick_phase(phase);
+        registry.profile_tick_phase(phase);
     }
-    registry.end_tick(TickExtras::default());
+    registry.profile_tick_end(TickExtras::default());
     *tick += 1;
 }
 
@@ -115,13 +115,13 @@ struct Value(f32);
 /// One labelled 40-task launch and its sync point, inside a tick.
 #[inline(never)]
 fn launch(registry: &mut Registry, tick: &mut u64) {
-    registry.begin_tick(*tick);
+    registry.profile_tick_begin(*tick);
     registry
         .query::<&mut Value>()
         .with_label("Add")
         .each_async(|_, v| v.0 += 1.0);
     registry.execute_tasks();
-    registry.end_tick(TickExtras::default());
+    registry.profile_tick_end(TickExtras::default());
     *tick += 1;
 }
 

@@ -192,9 +192,9 @@ mod tests {
             trace_ticks: 0..1,
             ..TickProfileConfig::default()
         });
-        registry.begin_tick(0);
-        registry.tick_phase("only");
-        registry.end_tick(TickExtras::default());
+        registry.profile_tick_begin(0);
+        registry.profile_tick_phase("only");
+        registry.profile_tick_end(TickExtras::default());
         let (trace, svg) = (temp("a-trace.json"), temp("a.svg"));
         std::fs::write(&trace, "old contents, longer than nothing").unwrap();
         let outputs = Outputs::open(&args(&format!(

@@ -115,7 +115,7 @@ struct Governing {
 /// of the previous tick (or reads the forced schedule), sets this tick's [`Levers`] resource and
 /// books the load factor to the tick profiler.
 fn govern(registry: &mut Registry, _dt: f32) {
-    registry.tick_phase("levers");
+    registry.profile_tick_phase("levers");
     let tick = registry.tick();
     let last = registry.last_tick();
     let g = registry

@@ -11,7 +11,7 @@
 //! | `peers`: `flush` | serial | each built peer | its byte stream ("send") |
 //! | `tail` (PostUpdate) | serial | | kills (a `Despawned` event each) and respawns aircraft, peers leave and join |
 //!
-//! Each system names its part of the tick for the tick profiler (`tick_phase`). The levers of
+//! Each system names its part of the tick for the tick profiler (`profile_tick_phase`). The levers of
 //! the overrun governor are the [`Levers`] resource, set before the Update phase (by the
 //! governor system of `run.rs`, or left at their unloaded defaults) and frozen for the tick.
 //! The state the systems share lives in resources: the grid, the peers, the population.
@@ -259,7 +259,7 @@ fn settings(registry: &Registry) -> &Settings {
 /// Tick start (PreUpdate): the grid of every aircraft's pre-step position, into the kept
 /// buffers.
 fn rebuild_grid(registry: &mut Registry, _dt: f32) {
-    registry.tick_phase("grid");
+    registry.profile_tick_phase("grid");
     let mut grid = take::<SpatialGrid>(registry);
     grid.clear();
     registry
@@ -279,7 +279,7 @@ fn rebuild_grid(registry: &mut Registry, _dt: f32) {
 /// Every controller samples from the pre-step world; under an AI stride, the entities not due
 /// keep their last input.
 fn ai_pass(registry: &mut Registry, _dt: f32) {
-    registry.tick_phase("ai");
+    registry.profile_tick_phase("ai");
     let tick = registry.tick();
     let stride = levers(registry).ai_stride;
     registry
@@ -298,7 +298,7 @@ fn ai_pass(registry: &mut Registry, _dt: f32) {
 
 /// Every aircraft integrates every tick (the governor never skips it).
 fn integrate_pass(registry: &mut Registry, _dt: f32) {
-    registry.tick_phase("integrate");
+    registry.profile_tick_phase("integrate");
     let tick = registry.tick();
     let side = settings(registry).map_side();
     registry
@@ -314,7 +314,7 @@ fn integrate_pass(registry: &mut Registry, _dt: f32) {
 /// and written with `get_mut`, so only their chunks are stamped changed (a `&mut Health` query
 /// would stamp every chunk). A shot-down aircraft is back at 100 (the kills are the tail's).
 fn damage_pass(registry: &mut Registry, _dt: f32) {
-    registry.tick_phase("damage");
+    registry.profile_tick_phase("damage");
     let tick = registry.tick();
     let mut population = take::<Population>(registry);
     let hits = &mut population.hits;
@@ -354,7 +354,7 @@ fn peers_pass(registry: &mut Registry, _dt: f32) {
 
 /// Serial gather: the frozen snapshot table, and the peers due a snapshot.
 fn gather(registry: &mut Registry, state: &mut Peers, tick: u64, governor_interval: u32) {
-    registry.tick_phase("gather");
+    registry.profile_tick_phase("gather");
     // Health changed this tick: one comparison per unchanged chunk, the changed ones whole.
     let health_tick = &mut state.health_tick;
     registry
@@ -394,7 +394,7 @@ fn gather(registry: &mut Registry, state: &mut Peers, tick: u64, governor_interv
 
 /// The per-peer pass: one task per due peer, each building into its own buffer.
 fn serialize(registry: &mut Registry, state: &Peers, tick: u64, levers: SnapshotLevers) {
-    registry.tick_phase("serialize");
+    registry.profile_tick_phase("serialize");
     let traced = registry.is_tracing();
     let (table, log) = (&state.table, &state.despawn_log);
     let (peers, work) = (&state.peers, &state.work);
@@ -408,7 +408,7 @@ fn serialize(registry: &mut Registry, state: &Peers, tick: u64, levers: Snapshot
 
 /// Serial flush: "send" every built packet and book the send.
 fn flush(registry: &mut Registry, state: &mut Peers, tick: u64) {
-    registry.tick_phase("flush");
+    registry.profile_tick_phase("flush");
     for &i in &state.work {
         let peer = state.peers[i].get_mut().expect("no peer build panicked");
         peer.stream.absorb(&peer.buf);
@@ -421,7 +421,7 @@ fn flush(registry: &mut Registry, state: &mut Peers, tick: u64) {
 
 /// The serial tail (PostUpdate): aircraft shot down and replaced, peers leaving and joining.
 fn tail(registry: &mut Registry, _dt: f32) {
-    registry.tick_phase("tail");
+    registry.profile_tick_phase("tail");
     let tick = registry.tick();
     let settings = settings(registry).clone();
     let every = settings.kill_every;

@@ -201,14 +201,14 @@ mod tests {
             ..TickProfileConfig::default()
         });
         for tick in 0..2 {
-            registry.begin_tick(tick);
-            registry.tick_phase("step");
+            registry.profile_tick_begin(tick);
+            registry.profile_tick_phase("step");
             registry
                 .query::<&mut Value>()
                 .with_label("Step")
                 .each_async(|_, v| v.0 += 1.0);
             registry.execute_tasks();
-            registry.end_tick(TickExtras::default());
+            registry.profile_tick_end(TickExtras::default());
         }
         let events = registry.tick_profile().unwrap().trace_events();
         let (svg, drawn) = draw(events, 1).unwrap();

@@ -126,7 +126,7 @@ pub use crate::hashable::UnhashedComponents;
 pub use crate::phase::Phase;
 pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport, TimeStats};
 pub use crate::query::{Query, Reduction};
-pub use crate::registry::{AsyncSystem, Launched, Process, TickTiming};
+pub use crate::registry::{AsyncProgress, AsyncSystem, Launched, Process, TickTiming};
 pub use crate::registry::{BoxedClock, Registry, System};
 #[doc(hidden)]
 pub use crate::resources::Resources;

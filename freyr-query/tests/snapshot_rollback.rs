@@ -4,7 +4,7 @@
 //! under Miri.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use freyr::query::QueryState;
 use freyr::snapshot::{Snapshot, SnapshotError, SnapshotRing};
@@ -397,4 +397,76 @@ fn a_ring_rolls_back_to_any_tick_it_holds() {
         rolled.update(0.1);
     }
     assert_eq!(hash(&rolled), hash(&straight));
+}
+
+static RING_CLONES: AtomicUsize = AtomicUsize::new(0);
+static RING_DROPS: AtomicUsize = AtomicUsize::new(0);
+/// While set, cloning the value numbered `RING_FAIL_ON` panics.
+static RING_FAILING: AtomicBool = AtomicBool::new(false);
+const RING_FAIL_ON: u64 = 7;
+
+/// A tallied value of its own (the test above counts `Tally` process-wide).
+struct RingTally(u64);
+impl Clone for RingTally {
+    fn clone(&self) -> Self {
+        RING_CLONES.fetch_add(1, Ordering::SeqCst);
+        if self.0 == RING_FAIL_ON && RING_FAILING.load(Ordering::SeqCst) {
+            panic!("this clone fails");
+        }
+        RingTally(self.0)
+    }
+}
+impl Drop for RingTally {
+    fn drop(&mut self) {
+        RING_DROPS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Pushes with `Clone` failing; returns whether the push panicked.
+fn push_failing(ring: &mut SnapshotRing, registry: &Registry) -> bool {
+    RING_FAILING.store(true, Ordering::SeqCst);
+    let pushed = catch_unwind(AssertUnwindSafe(|| ring.push(registry)));
+    RING_FAILING.store(false, Ordering::SeqCst);
+    pushed.is_err()
+}
+
+#[test]
+fn a_ring_push_whose_clone_panics_is_refused_as_incomplete() {
+    let rows = if cfg!(miri) { 40 } else { 3000 };
+    let mut r = Registry::with_workers(3);
+    r.register_snapshot_clone::<RingTally>();
+    r.spawn_batch((0..rows).map(|i| (RingTally(i),)));
+    let mut ring = SnapshotRing::new(3);
+    for _ in 0..2 {
+        ring.push(&r).unwrap();
+        r.update(0.1);
+    }
+    // Tick 2 goes to a slot that never held a tick.
+    assert!(push_failing(&mut ring, &r), "the panic is re-raised");
+    assert_eq!(ring.ticks(), [0, 1], "tick 2 cannot be restored");
+    assert_eq!(ring.restore(&mut r, 2), Err(SnapshotError::Incomplete));
+    r.update(0.1);
+    // Tick 3 goes to the slot of tick 0, which the panic overwrote half-way.
+    assert!(push_failing(&mut ring, &r));
+    assert_eq!(ring.ticks(), [1], "tick 0 is gone, tick 3 incomplete");
+    assert_eq!(ring.restore(&mut r, 3), Err(SnapshotError::Incomplete));
+    assert_eq!(
+        ring.restore(&mut r, 0),
+        Err(SnapshotError::TickNotInRing { tick: 0 })
+    );
+    assert_eq!(r.tick(), 3, "nothing was restored");
+    // A push that succeeds fills the slot again.
+    ring.push(&r).unwrap();
+    assert_eq!(ring.ticks(), [1, 3]);
+    ring.restore(&mut r, 1).unwrap();
+    assert_eq!(
+        (r.tick(), r.query::<&RingTally>().count()),
+        (1, rows as usize)
+    );
+    drop(ring);
+    drop(r);
+    // Every value made is dropped once: each clone that returned (not the two that panicked)
+    // and the originals.
+    let made = RING_CLONES.load(Ordering::SeqCst) - 2 + rows as usize;
+    assert_eq!(RING_DROPS.load(Ordering::SeqCst), made);
 }

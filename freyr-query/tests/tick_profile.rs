@@ -60,23 +60,23 @@ fn world(workers: usize) -> Registry {
 
 /// One tick: two labelled launches and a synchronous pass, in three phases.
 fn tick(registry: &mut Registry, n: u64) {
-    registry.begin_tick(n);
-    registry.tick_phase("move");
+    registry.profile_tick_begin(n);
+    registry.profile_tick_phase("move");
     registry
         .query::<(&mut Pos, &Vel)>()
         .with_label("Move")
         .each_async(|_, (p, v)| p.0 += v.0);
     registry.execute_tasks();
-    registry.tick_phase("steer");
+    registry.profile_tick_phase("steer");
     registry
         .query::<&mut Vel>()
         .with_label("Steer")
         .rows_per_task(128)
         .each_async(|_, v| v.0 *= 0.5);
     registry.execute_tasks();
-    registry.tick_phase("count");
+    registry.profile_tick_phase("count");
     let _ = registry.query::<&Pos>().count();
-    registry.end_tick(TickExtras::default());
+    registry.profile_tick_end(TickExtras::default());
 }
 
 #[test]
@@ -105,9 +105,9 @@ fn a_disabled_tick_profiler_allocates_nothing() {
     );
     // And the calls alone, with nothing between them, allocate nothing at all.
     let bare = allocations_in(|| {
-        registry.begin_tick(2);
-        registry.tick_phase("a");
-        registry.end_tick(TickExtras::default());
+        registry.profile_tick_begin(2);
+        registry.profile_tick_phase("a");
+        registry.profile_tick_end(TickExtras::default());
     });
     assert_eq!(bare, 0);
     assert!(!registry.is_tracing());
@@ -248,17 +248,17 @@ fn a_late_deadline_job_shows_as_a_stall_in_the_tick_that_waited_for_it() {
         )
         .unwrap();
     registry.enable_tick_profile(TickProfileConfig::default());
-    registry.begin_tick(0);
+    registry.profile_tick_begin(0);
     registry
         .request_job((), |()| {
             std::thread::sleep(std::time::Duration::from_millis(30))
         })
         .unwrap();
     registry.update(0.0); // tick 0 requests; the job is due at tick 1
-    registry.end_tick(TickExtras::default());
-    registry.begin_tick(1);
+    registry.profile_tick_end(TickExtras::default());
+    registry.profile_tick_begin(1);
     registry.update(0.0); // tick 1 waits for the job, still asleep
-    registry.end_tick(TickExtras {
+    registry.profile_tick_end(TickExtras {
         deadline_stalls: 2, // a scheduler the registry does not own adds its own
         ..TickExtras::default()
     });
@@ -286,9 +286,9 @@ fn a_long_run_keeps_only_its_window_and_reports_over_the_last_ticks() {
     // from 1, the dropped ticks are 1 on every tick divisible by 3.
     let load_factor = |n: u64| 1.0 - n as f64 / (2 * TICKS) as f64;
     for n in 0..TICKS {
-        registry.begin_tick(n);
-        registry.tick_phase("only");
-        registry.end_tick(TickExtras {
+        registry.profile_tick_begin(n);
+        registry.profile_tick_phase("only");
+        registry.profile_tick_end(TickExtras {
             load_factor: load_factor(n),
             dropped_ticks: u64::from(n % 3 == 0),
             ..Default::default()
@@ -331,8 +331,8 @@ fn a_window_far_longer_than_the_run_costs_only_the_ticks_recorded() {
             ..Default::default()
         });
         for n in 0..5 {
-            registry.begin_tick(n);
-            registry.end_tick(TickExtras::default());
+            registry.profile_tick_begin(n);
+            registry.profile_tick_end(TickExtras::default());
         }
         let profile = registry.tick_profile().unwrap();
         assert_eq!(profile.records().len(), 5);

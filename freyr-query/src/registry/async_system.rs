@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
+use super::async_progress::{AsyncProgress, SharedPump};
+
 use crate::first_panic::keep_first;
 use crate::phase::Phase;
 
@@ -187,16 +189,38 @@ pub trait AsyncSystem: Send + 'static {
     }
 }
 
-/// The [`System`] an [`AsyncSystem`] runs as: the system and the pump it owns.
+type Pump<S> = AsyncPump<
+    <S as AsyncSystem>::Result,
+    Launched<<S as AsyncSystem>::Request>,
+    <S as AsyncSystem>::Error,
+>;
+
+/// The [`System`] an [`AsyncSystem`] runs as: the system and the pump it owns, shared with
+/// its [`AsyncProgress`] handles. The pump is locked only around its own calls, never while
+/// `collect`, `process`, `apply` or a hand-off runs.
 struct AsyncDriver<S: AsyncSystem> {
     system: S,
-    pump: AsyncPump<S::Result, Launched<S::Request>, S::Error>,
+    pump: Arc<SharedPump<Pump<S>>>,
 }
 
 impl<S: AsyncSystem> AsyncDriver<S> {
+    /// The next settled launch, if any (the pump locked for that call only).
+    #[allow(clippy::type_complexity)]
+    fn drain_one(
+        &self,
+    ) -> Option<(
+        Launched<S::Request>,
+        Result<S::Result, Discard<S::Result, S::Error>>,
+    )> {
+        let mut pump = self.pump.lock();
+        let next = pump.drain_one(|_| true);
+        self.pump.publish(&pump);
+        next
+    }
+
     fn drain(&mut self, registry: &mut Registry) {
         let mut first_panic = None;
-        while let Some((launched, verdict)) = self.pump.drain_one(|_| true) {
+        while let Some((launched, verdict)) = self.drain_one() {
             let system = &mut self.system;
             let call = panic::catch_unwind(AssertUnwindSafe(|| match verdict {
                 Ok(value) => system.apply(registry, value, &launched),
@@ -217,18 +241,21 @@ impl<S: AsyncSystem> AsyncDriver<S> {
             tick: registry.tick(),
             request: Arc::clone(&request),
         };
-        let launch = match self.system.process(request) {
-            Process::Pool(work) => self
-                .pump
-                .launch(registry.pool(), launched, (), move |()| work()),
-            Process::Elsewhere(hand_off) => match self.pump.launch_external(launched) {
+        let process = self.system.process(request);
+        let mut pump = self.pump.lock();
+        let launch = match process {
+            Process::Pool(work) => pump.launch(registry.pool(), launched, (), move |()| work()),
+            Process::Elsewhere(hand_off) => match pump.launch_external(launched) {
                 Ok(Launch::External(completer)) => {
+                    self.pump.publish(&pump);
+                    drop(pump);
                     hand_off(completer);
                     return;
                 }
                 other => other,
             },
         };
+        self.pump.publish(&pump);
         // The pump had room (checked before `collect`), is not settled (checked too) and only
         // ever sees this registry's pool.
         if let Err(error) = launch {
@@ -240,7 +267,11 @@ impl<S: AsyncSystem> AsyncDriver<S> {
 impl<S: AsyncSystem> System for AsyncDriver<S> {
     fn update(&mut self, registry: &mut Registry, _dt: f32) {
         self.drain(registry);
-        if self.pump.is_settled() || !self.pump.is_ready() {
+        let ready = {
+            let pump = self.pump.lock();
+            !pump.is_settled() && pump.is_ready()
+        };
+        if !ready {
             return;
         }
         if let Some(request) = self.system.collect(registry) {
@@ -255,17 +286,32 @@ impl<S: AsyncSystem> System for AsyncDriver<S> {
     fn settle(&mut self, registry: &mut Registry) -> usize {
         let pool = Arc::clone(registry.shared_pool());
         let system = &mut self.system;
-        self.pump
-            .settle(&pool, |launched, why| {
+        let shared = &self.pump;
+        let mut pump = shared.lock();
+        // Published first: a handle read from `discard` finds the pump locked and reads these.
+        shared.publish(&pump);
+        let settled = panic::catch_unwind(AssertUnwindSafe(|| {
+            pump.settle(&pool, |launched, why| {
                 system.discard(registry, why, &launched)
             })
-            .expect("an async system's pump only ever sees its registry's pool")
+        }));
+        shared.publish(&pump);
+        drop(pump);
+        match settled {
+            Ok(handed) => {
+                handed.expect("an async system's pump only ever sees its registry's pool")
+            }
+            Err(payload) => panic::resume_unwind(payload),
+        }
     }
 }
 
 impl Registry {
     /// Registers an [`AsyncSystem`] to run in `phase`, after the systems already registered
-    /// there, with a pump of [`capacity`](AsyncSystem::capacity) launches of its own.
+    /// there, with a pump of [`capacity`](AsyncSystem::capacity) launches of its own. Returns
+    /// a handle on that pump's progress: what a fixed-step gate needs to know whether the
+    /// system's work is ready to be applied (see [`AsyncProgress`]; dropping it changes
+    /// nothing).
     ///
     /// # Panics
     ///
@@ -273,8 +319,8 @@ impl Registry {
     ///
     /// # Examples
     ///
-    /// See [`AsyncSystem`].
-    pub fn add_async_system<S: AsyncSystem>(&mut self, phase: Phase, system: S) {
+    /// See [`AsyncSystem`] and [`AsyncProgress`].
+    pub fn add_async_system<S: AsyncSystem>(&mut self, phase: Phase, system: S) -> AsyncProgress {
         let capacity = system.capacity();
         let pump = AsyncPump::with_capacity(capacity).unwrap_or_else(|error| {
             panic!(
@@ -282,6 +328,9 @@ impl Registry {
                 system.name()
             )
         });
+        let pump = SharedPump::new(pump);
+        let progress = AsyncProgress::new(Arc::clone(&pump));
         self.add_system(phase, AsyncDriver { system, pump });
+        progress
     }
 }

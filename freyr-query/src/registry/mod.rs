@@ -15,11 +15,13 @@
 //! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
 //! - `pump`: async-pump results drained in their owning system's update;
 //! - `async_system`: async systems (collect, process, apply, discard) over a pump they own;
-//! - `tick`: the tick profiler's calls (begin and end a tick, phases, trace spans).
+//! - `async_progress`: the handle a gate reads an async system's pump through;
+//! - `tick`: the tick profiler's calls (open and close a tick's record, phases, trace spans).
 //!
 //! Everything here sits below [`Query`](crate::Query) and [`Reduction`](crate::Reduction),
 //! which call in; nothing here names them.
 
+mod async_progress;
 mod async_system;
 pub(crate) mod cache;
 mod deadlines;
@@ -61,6 +63,7 @@ use crate::profiler::{Profiler, TimeStats};
 use self::cache::QueryCache;
 use self::world::SyncedWorld;
 
+pub use self::async_progress::AsyncProgress;
 pub use self::async_system::{AsyncSystem, Launched, Process};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);

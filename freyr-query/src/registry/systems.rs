@@ -164,7 +164,7 @@ impl Registry {
         let own_tick = self.begin_update_tick();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             if own_tick {
-                self.tick_phase("deadlines");
+                self.profile_tick_phase("deadlines");
             }
             self.open_tick();
             self.run_phases(dt, own_tick);
@@ -173,7 +173,7 @@ impl Registry {
         self.phase = None;
         self.close_tick(start);
         if own_tick {
-            self.end_tick(crate::tick::TickExtras {
+            self.profile_tick_end(crate::tick::TickExtras {
                 load_factor: self.load_factor(),
                 ..crate::tick::TickExtras::default()
             });
@@ -186,7 +186,7 @@ impl Registry {
     fn run_phases(&mut self, dt: f32, own_tick: bool) {
         for phase in Phase::ALL {
             if own_tick {
-                self.tick_phase(phase.name());
+                self.profile_tick_phase(phase.name());
             }
             let start = Instant::now();
             self.phase = Some(phase);

@@ -1,5 +1,5 @@
-//! The tick profiler, driven through the registry: begin and end a tick, name its phases, add
-//! spans of work the registry did not launch. Every call is a single branch while the profiler
+//! The tick profiler, driven through the registry: open and close a tick's record, name its
+//! phases, add spans of work the registry did not launch. Every call is a single branch while the profiler
 //! is off: no clock read, no allocation.
 
 use std::time::Instant;
@@ -36,8 +36,8 @@ impl Registry {
     /// ```
     /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.enable_tick_profile(Default::default());
-    /// registry.begin_tick(0);
-    /// registry.end_tick(Default::default());
+    /// registry.profile_tick_begin(0);
+    /// registry.profile_tick_end(Default::default());
     /// assert_eq!(registry.disable_tick_profile().unwrap().ticks_recorded(), 1);
     /// assert!(registry.tick_profile().is_none());
     /// ```
@@ -50,9 +50,19 @@ impl Registry {
         self.tick_profile.as_deref()
     }
 
-    /// Starts tick `tick`: its wall time, counters and (when `tick` is in
-    /// [`TickProfileConfig::trace_ticks`]) its trace run from here. A no-op when the profiler
-    /// is off.
+    /// Opens the tick profiler's record of tick `tick`: its wall time, counters and (when
+    /// `tick` is in [`TickProfileConfig::trace_ticks`]) its trace run from here. A no-op when
+    /// the profiler is off.
+    ///
+    /// Only a profiler bracket: it runs no tick. The registry's [`tick`](Self::tick) does not
+    /// move, and no system, fixed step or deadline job runs; [`update`](Self::update) (or
+    /// [`run_frame`](Self::run_frame)) is the tick. The names say so since `begin_tick` /
+    /// `end_tick` read like a tick around `execute_tasks` that never advanced it:
+    ///
+    /// ```compile_fail
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.begin_tick(0); // gone: profile_tick_begin
+    /// ```
     ///
     /// A loop whose tick is [`update`](Self::update) (or [`run_frame`](Self::run_frame)) need
     /// not call this: with the profiler on, an update outside an open tick is recorded as a
@@ -90,7 +100,7 @@ impl Registry {
     /// let phases: Vec<&str> = first.phases.iter().map(|(n, _)| *n).collect();
     /// assert_eq!(phases, ["deadlines", "PreUpdate", "Update", "PostUpdate"]);
     /// ```
-    pub fn begin_tick(&mut self, tick: u64) {
+    pub fn profile_tick_begin(&mut self, tick: u64) {
         if self.tick_profile.is_none() {
             return;
         }
@@ -100,27 +110,27 @@ impl Registry {
         }
     }
 
-    /// Ends the current phase of the tick (if any) and starts phase `name`; the last phase
-    /// ends with the tick. A no-op when the profiler is off.
+    /// Ends the current phase of the profiler's open tick record (if any) and starts phase
+    /// `name`; the last phase ends with the record. A no-op when the profiler is off.
     ///
     /// # Panics
     ///
     /// If the profiler is on and no tick was begun.
-    pub fn tick_phase(&mut self, name: &'static str) {
+    pub fn profile_tick_phase(&mut self, name: &'static str) {
         if let Some(profile) = &mut self.tick_profile {
             profile.phase(name);
         }
     }
 
-    /// Ends the tick begun by [`begin_tick`](Self::begin_tick) and records it with `extras`. A
-    /// no-op when the profiler is off.
+    /// Closes the record opened by [`profile_tick_begin`](Self::profile_tick_begin) and keeps
+    /// it with `extras`. A no-op when the profiler is off; like the opening, it runs no tick.
     ///
     /// Launches are booked when they are retired, so end a tick after its last sync point.
     ///
     /// # Panics
     ///
     /// If the profiler is on and no tick was begun.
-    pub fn end_tick(&mut self, extras: TickExtras) {
+    pub fn profile_tick_end(&mut self, extras: TickExtras) {
         if self.tick_profile.is_none() {
             return;
         }
@@ -141,9 +151,9 @@ impl Registry {
     /// let mut registry = Registry::with_workers(1);
     /// assert!(!registry.is_tracing());
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 3..4, ..Default::default() });
-    /// registry.begin_tick(3);
+    /// registry.profile_tick_begin(3);
     /// assert!(registry.is_tracing());
-    /// registry.end_tick(Default::default());
+    /// registry.profile_tick_end(Default::default());
     /// assert!(!registry.is_tracing());
     /// ```
     pub fn is_tracing(&self) -> bool {
@@ -164,7 +174,7 @@ impl Registry {
     ///
     /// let mut registry = Registry::with_workers(2);
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
-    /// registry.begin_tick(0);
+    /// registry.profile_tick_begin(0);
     /// let stamps = std::sync::Mutex::new(Vec::new());
     /// registry.pool().parallel_for(4, 1, |_| {
     ///     let start = Instant::now();
@@ -174,7 +184,7 @@ impl Registry {
     /// for (start, end, worker) in stamps.into_inner().unwrap() {
     ///     registry.trace_span(TraceKind::Task, "peers", worker, start, end);
     /// }
-    /// registry.end_tick(Default::default());
+    /// registry.profile_tick_end(Default::default());
     /// let events = registry.tick_profile().unwrap().trace_events();
     /// assert_eq!(events.iter().filter(|e| e.name == "peers").count(), 4);
     /// ```
@@ -204,7 +214,7 @@ impl Registry {
             .as_deref()
             .is_some_and(|p| p.open_tick().is_none());
         if own {
-            self.begin_tick(self.tick());
+            self.profile_tick_begin(self.tick());
         }
         own
     }

@@ -233,7 +233,7 @@ impl Registry {
     /// Sets the overrun governor's load factor that the tick profiler books to the ticks
     /// [`update`](Registry::update) records ([`TickRecord::load_factor`](crate::TickRecord)),
     /// from the tick running now (when called inside it) until it is set again. 1 until first
-    /// set. A tick begun by hand with [`begin_tick`](Registry::begin_tick) books the load
+    /// set. A tick begun by hand with [`profile_tick_begin`](Registry::profile_tick_begin) books the load
     /// factor of its [`TickExtras`](crate::TickExtras) instead.
     ///
     /// # Panics

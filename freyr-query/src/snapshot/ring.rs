@@ -68,18 +68,30 @@ impl SnapshotRing {
     ///
     /// # Errors
     ///
-    /// As [`Registry::snapshot`]; the slot then holds what it held before. After a panicking
-    /// `Clone` (re-raised) its snapshot is incomplete, and restoring it is refused with
-    /// [`SnapshotError::Incomplete`].
+    /// As [`Registry::snapshot`]; the slot then holds what it held before.
+    ///
+    /// # Panics
+    ///
+    /// Re-raises a panic of a component or resource `Clone`. The slot then belongs to `tick`
+    /// with an incomplete snapshot: the tick it held before is gone from
+    /// [`ticks`](Self::ticks), and restoring `tick` is refused with
+    /// [`SnapshotError::Incomplete`] until a later push fills the slot again.
     pub fn push(&mut self, registry: &Registry) -> Result<u64, SnapshotError> {
         let tick = registry.tick();
         let slot = self.slot(tick);
-        registry.snapshot_into(&mut self.slots[slot])?;
-        self.ticks[slot] = Some(tick);
+        // Claimed before the copy, so a panic inside it leaves the slot named for `tick`
+        // (its snapshot incomplete), not for the tick it overwrote half-way.
+        let held = self.ticks[slot].replace(tick);
+        if let Err(error) = registry.snapshot_into(&mut self.slots[slot]) {
+            // Refused before anything was copied: the slot still holds its old snapshot.
+            self.ticks[slot] = held;
+            return Err(error);
+        }
         Ok(tick)
     }
 
-    /// The snapshot of `tick`, if the ring holds it.
+    /// The snapshot of `tick`, if the ring holds it (incomplete if its push panicked: see
+    /// [`Snapshot::is_complete`]).
     pub fn get(&self, tick: u64) -> Option<&Snapshot> {
         let slot = self.slot(tick);
         (self.ticks[slot] == Some(tick)).then(|| &self.slots[slot])
@@ -90,8 +102,8 @@ impl SnapshotRing {
     ///
     /// # Errors
     ///
-    /// [`SnapshotError::TickNotInRing`] if no slot holds `tick`; otherwise as
-    /// [`Registry::restore`].
+    /// [`SnapshotError::TickNotInRing`] if no slot holds `tick`;
+    /// [`SnapshotError::Incomplete`] if its push panicked; otherwise as [`Registry::restore`].
     pub fn restore(&mut self, registry: &mut Registry, tick: u64) -> Result<(), SnapshotError> {
         let snapshot = self
             .get(tick)
@@ -105,9 +117,11 @@ impl SnapshotRing {
         Ok(())
     }
 
-    /// The ticks the ring holds, oldest first.
+    /// The ticks the ring can restore, oldest first (a slot whose push panicked is left out).
     pub fn ticks(&self) -> Vec<u64> {
-        let mut ticks: Vec<u64> = self.ticks.iter().flatten().copied().collect();
+        let mut ticks: Vec<u64> = (self.ticks.iter().zip(self.slots.iter()))
+            .filter_map(|(tick, snapshot)| tick.filter(|_| snapshot.is_complete()))
+            .collect();
         ticks.sort_unstable();
         ticks
     }

@@ -78,7 +78,7 @@ impl Default for TickProfileConfig {
 }
 
 /// What the caller knows about a tick that the registry does not, passed to
-/// [`Registry::end_tick`](crate::Registry::end_tick): the load factor, and the dropped ticks and
+/// [`Registry::profile_tick_end`](crate::Registry::profile_tick_end): the load factor, and the dropped ticks and
 /// deadline stalls of a loop or scheduler the registry does not own. Those of the registry's own
 /// fixed step ([`Registry::run_frame`](crate::Registry::run_frame)) and deadline jobs are added
 /// to the record by the registry itself.
@@ -138,11 +138,11 @@ struct OpenTick {
 /// registry.spawn_batch((0..2000).map(|i| (Pos(i as f32),)));
 /// registry.enable_tick_profile(TickProfileConfig::default());
 /// for tick in 0..5 {
-///     registry.begin_tick(tick);
-///     registry.tick_phase("move");
+///     registry.profile_tick_begin(tick);
+///     registry.profile_tick_phase("move");
 ///     registry.query::<&mut Pos>().with_label("Move").each_async(|_, p| p.0 += 1.0);
 ///     registry.execute_tasks();
-///     registry.end_tick(TickExtras::default());
+///     registry.profile_tick_end(TickExtras::default());
 /// }
 /// let profile = registry.tick_profile().unwrap();
 /// assert_eq!(profile.ticks_recorded(), 5);
@@ -233,9 +233,9 @@ impl TickProfile {
     /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.enable_tick_profile(Default::default());
     /// for tick in 0..4 {
-    ///     registry.begin_tick(tick);
-    ///     registry.tick_phase(if tick % 2 == 0 { "even" } else { "odd" });
-    ///     registry.end_tick(Default::default());
+    ///     registry.profile_tick_begin(tick);
+    ///     registry.profile_tick_phase(if tick % 2 == 0 { "even" } else { "odd" });
+    ///     registry.profile_tick_end(Default::default());
     /// }
     /// let profile = registry.tick_profile().unwrap();
     /// assert_eq!(profile.phase_names(), ["even", "odd"]);
@@ -273,8 +273,8 @@ impl TickProfile {
     /// ```
     /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.enable_tick_profile(Default::default());
-    /// registry.begin_tick(9);
-    /// registry.end_tick(Default::default());
+    /// registry.profile_tick_begin(9);
+    /// registry.profile_tick_end(Default::default());
     /// let mut out = Vec::new();
     /// registry.tick_profile().unwrap().write_json(&mut out).unwrap();
     /// let report: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -303,9 +303,9 @@ impl TickProfile {
     ///
     /// let mut registry = Registry::with_workers(2);
     /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
-    /// registry.begin_tick(0);
-    /// registry.tick_phase("only");
-    /// registry.end_tick(Default::default());
+    /// registry.profile_tick_begin(0);
+    /// registry.profile_tick_phase("only");
+    /// registry.profile_tick_end(Default::default());
     /// let mut out = Vec::new();
     /// registry.tick_profile().unwrap().write_chrome_trace(&mut out).unwrap();
     /// let trace: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -357,7 +357,9 @@ impl TickProfile {
 
     pub(crate) fn phase(&mut self, name: &'static str) {
         let Some(open) = &mut self.open else {
-            panic!("freyr: Registry::tick_phase(\"{name}\") outside a tick; call begin_tick first")
+            panic!(
+                "freyr: Registry::profile_tick_phase(\"{name}\") outside a tick; call profile_tick_begin first"
+            )
         };
         let now = Instant::now();
         close_phase(open, now, &mut self.trace);
@@ -367,7 +369,7 @@ impl TickProfile {
     pub(crate) fn end(&mut self, now: ProfileReport, extras: TickExtras) {
         let Some(mut open) = self.open.take() else {
             panic!(
-                "freyr: Registry::end_tick without begin_tick; call begin_tick at the tick's start"
+                "freyr: Registry::profile_tick_end without profile_tick_begin; call profile_tick_begin at the tick's start"
             )
         };
         let end = Instant::now();

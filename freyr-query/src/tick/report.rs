@@ -139,9 +139,9 @@ with_tick_counters!(counter_struct! {
 ///
 /// let mut registry = Registry::with_workers(1);
 /// registry.enable_tick_profile(TickProfileConfig::default());
-/// registry.begin_tick(0);
-/// registry.tick_phase("idle");
-/// registry.end_tick(TickExtras { load_factor: 0.5, ..Default::default() });
+/// registry.profile_tick_begin(0);
+/// registry.profile_tick_phase("idle");
+/// registry.profile_tick_end(TickExtras { load_factor: 0.5, ..Default::default() });
 /// let report = registry.tick_profile().unwrap().report();
 /// let json = serde_json::to_string(&report).unwrap();
 /// let back: TickReport = serde_json::from_str(&json).unwrap();

@@ -36,7 +36,7 @@ use serde::Serialize;
 pub enum TraceKind {
     /// A whole tick.
     Tick,
-    /// A phase of a tick ([`Registry::tick_phase`](crate::Registry::tick_phase)).
+    /// A phase of a tick ([`Registry::profile_tick_phase`](crate::Registry::profile_tick_phase)).
     Phase,
     /// A batch of tasks run in one go by one thread.
     Task,
@@ -69,10 +69,10 @@ pub(crate) fn row_of(worker: Option<usize>) -> u32 {
 /// let mut registry = Registry::with_workers(1);
 /// registry.spawn_batch((0..1000).map(|i| (Pos(i as f32),)));
 /// registry.enable_tick_profile(TickProfileConfig { trace_ticks: 0..1, ..Default::default() });
-/// registry.begin_tick(0);
+/// registry.profile_tick_begin(0);
 /// registry.query::<&mut Pos>().with_label("Shift").each_async(|_, p| p.0 += 1.0);
 /// registry.execute_tasks();
-/// registry.end_tick(Default::default());
+/// registry.profile_tick_end(Default::default());
 /// let events = registry.tick_profile().unwrap().trace_events();
 /// let tasks: Vec<_> = events.iter().filter(|e| e.kind == TraceKind::Task).collect();
 /// // One inline worker ran both chunk tasks, in one or two batches, on the caller's row.
