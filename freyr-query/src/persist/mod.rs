@@ -57,11 +57,10 @@ pub struct EntityMap {
 }
 
 impl EntityMap {
-    pub(crate) fn new(pairs: Vec<(Entity, Entity)>) -> EntityMap {
-        EntityMap {
-            map: pairs.iter().copied().collect(),
-            order: pairs,
-        }
+    /// The map of `pairs` (old, new) in their order, or `None` if an old id repeats.
+    pub(crate) fn unique(pairs: Vec<(Entity, Entity)>) -> Option<EntityMap> {
+        let map: HashMap<Entity, Entity> = pairs.iter().copied().collect();
+        (map.len() == pairs.len()).then_some(EntityMap { map, order: pairs })
     }
 
     /// The new id of `old`, or `None` if `old` was not part of the export (a reference that

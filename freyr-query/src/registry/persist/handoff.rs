@@ -13,8 +13,8 @@ use crate::registry::Registry;
 /// The magic of an entity export.
 const EXPORT_MAGIC: &[u8; 8] = b"FREYREXP";
 
-/// The entities of an export with the same set of persistent types (indices into the
-/// registry's table), in export order, and where their values are.
+/// A run of consecutive entities of an export with the same set of persistent types (indices
+/// into the registry's table, ascending), in export order, and where their values are.
 struct Group {
     set: Vec<u32>,
     members: Vec<Entity>,
@@ -28,6 +28,11 @@ impl Registry {
     /// The entities `entities` with every persistent component they have, as bytes for
     /// [`import`](Registry::import) into another registry (another server). Components with
     /// no persistent name are left out. Reads only.
+    ///
+    /// The file keeps the order of `entities`: it holds them as runs of consecutive entities
+    /// with the same persistent types, each run's values column by column. A list sorted by
+    /// archetype (a query's order) makes the fewest runs, so the smallest file and the fastest
+    /// import; one that alternates between archetypes costs a run header per change.
     ///
     /// # Errors
     ///
@@ -80,15 +85,36 @@ impl Registry {
     /// by the remap hooks given to
     /// [`register_persistent_with_remap`](Registry::register_persistent_with_remap). Every
     /// byte is checked and decoded, and every remap hook has run, before anything is spawned:
-    /// a hook that panics leaves the registry unchanged (the decoded values are dropped, each
+    /// a file that is not a well-formed export (whatever its checksum) is an error, and a
+    /// hook that panics leaves the registry unchanged (the decoded values are dropped, each
     /// once). A registry with hooks ([`on_add`](Registry::on_add) and the like) imports
     /// through [`spawn`](Registry::spawn) and [`insert`](Registry::insert), so they see every
-    /// value arrive; one without spawns each group of entities with the same types in one
+    /// value arrive; one without spawns each run of entities with the same types in one
     /// batch. Both give the same ids, values, iteration order and world hash.
+    ///
+    /// # Order
+    ///
+    /// Whatever the archetypes, the `n` exported entities get the ids the next `n` spawns
+    /// would get ([`World::next_spawn_ids`]: freed ids first, then fresh ones, so ascending
+    /// indices in a registry that has freed none), the first to the first exported entity and
+    /// so on, and [`EntityMap::pairs`] lists them in export order. Each one with persistent
+    /// components is appended to the rows of its archetype in export order, after the rows
+    /// already there. Those with none stay in the empty archetype, where every imported entity
+    /// first arrives, in export order, and which the others then leave in export order, each
+    /// move putting the archetype's last row in the place it leaves (as
+    /// [`spawn`](Registry::spawn) then [`insert`](Registry::insert) would).
+    ///
+    /// # Panics
+    ///
+    /// If the entity index space cannot hold the imported entities (see
+    /// [`World::next_spawn_ids`]), before anything changes.
     ///
     /// # Errors
     ///
-    /// A [`LoadError`] naming what is wrong; the registry is then unchanged.
+    /// A [`LoadError`] naming what is wrong; the registry is then unchanged. Besides damaged
+    /// bytes and unknown or mismatched types: [`LoadError::Corrupt`] for a run that names a
+    /// type twice, out of order or out of the file's table, has no entities, or whose columns
+    /// do not hold one value per entity, and for an entity listed twice.
     ///
     /// # Examples
     ///
@@ -97,6 +123,21 @@ impl Registry {
     /// let mut registry = freyr::Registry::with_workers(1);
     /// assert!(matches!(registry.import(b"nonsense"), Err(LoadError::NotAFreyrFile)));
     /// assert!(registry.is_empty());
+    ///
+    /// // Entities of three archetypes, exported in an order of their own, arrive in it.
+    /// let mut a = freyr::Registry::with_workers(1);
+    /// a.register_persistent::<u32>("hp", 1);
+    /// a.register_persistent::<String>("name", 1);
+    /// let x = a.spawn((1u32,));
+    /// let y = a.spawn((2u32, String::from("y")));
+    /// let z = a.spawn((3u32,));
+    /// let bytes = a.export(&[x, y, z]).unwrap();
+    /// let mut b = freyr::Registry::with_workers(1);
+    /// b.register_persistent::<u32>("hp", 1);
+    /// b.register_persistent::<String>("name", 1);
+    /// let next = b.world().next_spawn_ids(3);
+    /// let map = b.import(&bytes).unwrap();
+    /// assert_eq!(map.pairs(), [(x, next[0]), (y, next[1]), (z, next[2])]);
     /// ```
     pub fn import(&mut self, bytes: &[u8]) -> Result<EntityMap, LoadError> {
         self.guard("Registry::import");
@@ -115,7 +156,11 @@ impl Registry {
         let total = decoded.iter().map(|(olds, _)| olds.len()).sum();
         let news = self.world().next_spawn_ids(total);
         let olds = decoded.iter().flat_map(|(olds, _)| olds.iter().copied());
-        let map = EntityMap::new(olds.zip(news.iter().copied()).collect());
+        let map = EntityMap::unique(olds.zip(news.iter().copied()).collect()).ok_or(
+            LoadError::Corrupt {
+                what: "an entity is listed twice",
+            },
+        )?;
         for (_, columns) in &mut decoded {
             for (o, values) in columns {
                 if let Some(remap) = &o.remap {
@@ -191,16 +236,18 @@ fn spawn_into_world(world: &mut World, decoded: Vec<DecodedGroup>) -> Vec<Entity
     spawned
 }
 
-/// Groups `entities` by the set of persistent types they have, sets in first-seen order,
-/// entities in export order within each.
+/// Cuts `entities` into runs of consecutive entities with the same set of persistent types,
+/// in export order.
 ///
 /// # Panics
 ///
 /// If an entity is not alive or listed twice.
 fn group(world: &World, ids: &[Option<ComponentId>], entities: &[Entity]) -> Vec<Group> {
+    // The set of each archetype met, as an index into `sets`.
     let mut by_archetype: Vec<Option<usize>> = vec![None; world.archetypes().len()];
+    let mut sets: Vec<Vec<u32>> = Vec::new();
     let mut seen: Vec<u64> = Vec::new();
-    let mut groups: Vec<Group> = Vec::new();
+    let mut groups: Vec<(usize, Group)> = Vec::new();
     for &e in entities {
         let Some(row @ (archetype, _, _)) = world.entity_location(e) else {
             panic!("freyr: export of {e:?}, which is not alive; export live entities");
@@ -214,33 +261,48 @@ fn group(world: &World, ids: &[Option<ComponentId>], entities: &[Entity]) -> Vec
             "freyr: {e:?} is listed twice in an export; list each once"
         );
         seen[word] |= bit;
-        let g = *by_archetype[archetype.index()].get_or_insert_with(|| {
+        let set = *by_archetype[archetype.index()].get_or_insert_with(|| {
             let here = world.archetype(archetype);
             let set: Vec<u32> = (0..ids.len() as u32)
                 .filter(|&i| ids[i as usize].is_some_and(|id| here.has(id)))
                 .collect();
-            match groups.iter().position(|g| g.set == set) {
-                Some(g) => g,
-                None => {
-                    groups.push(Group {
-                        set,
-                        members: Vec::new(),
-                        rows: Vec::new(),
-                    });
-                    groups.len() - 1
-                }
-            }
+            sets.iter().position(|s| *s == set).unwrap_or_else(|| {
+                sets.push(set);
+                sets.len() - 1
+            })
         });
-        groups[g].members.push(e);
-        groups[g].rows.push(row);
+        if groups.last().is_none_or(|&(last, _)| last != set) {
+            let group = Group {
+                set: sets[set].clone(),
+                members: Vec::new(),
+                rows: Vec::new(),
+            };
+            groups.push((set, group));
+        }
+        let (_, run) = groups.last_mut().expect("a run was just pushed");
+        run.members.push(e);
+        run.rows.push(row);
     }
-    groups
+    groups.into_iter().map(|(_, run)| run).collect()
 }
 
-/// One group of an export: its types, old ids and decoded columns.
+/// One run of an export: its types, old ids and decoded columns. The types are strictly
+/// ascending indices into the file's table (as an export writes them), so none repeats and the
+/// spawns below meet no set they would refuse; a run has at least one entity (an export writes
+/// no empty run, and an empty one would create archetypes on one import path only).
 fn read_group(r: &mut Reader<'_>, ops: &[PersistOps]) -> Result<DecodedGroup, LoadError> {
     let set = r.u32s("a group's types")?;
+    if set.windows(2).any(|pair| pair[0] >= pair[1]) {
+        return Err(LoadError::Corrupt {
+            what: "a group's types repeat or are out of order",
+        });
+    }
     let olds = read_entities(r)?;
+    if olds.is_empty() {
+        return Err(LoadError::Corrupt {
+            what: "a group has no entities",
+        });
+    }
     let mut columns = Vec::with_capacity(set.len());
     for &i in &set {
         let o = ops.get(i as usize).ok_or(LoadError::Corrupt {
