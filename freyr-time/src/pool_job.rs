@@ -200,6 +200,19 @@ impl<R> PoolJob<R> {
         }
         lock(&self.cell().result).take()
     }
+
+    /// A copy (made by `copy`) of the result of a finished job, which stays in place for the
+    /// job's other holders: `None` if it was cancelled before it started, its result was
+    /// taken, or it is not finished.
+    pub(crate) fn copy_result(
+        &self,
+        copy: impl FnOnce(&Result<R, JobPanic>) -> Result<R, JobPanic>,
+    ) -> Option<Result<R, JobPanic>> {
+        if !self.is_done() {
+            return None;
+        }
+        lock(&self.cell().result).as_ref().map(copy)
+    }
 }
 
 impl<R> Drop for PoolJob<R> {
