@@ -80,7 +80,7 @@ fn registry(workers: usize, tally: &Arc<Tally>, log: &Log) -> Registry {
         if !QUIET.contains(&t) {
             let tally = Arc::clone(&tally);
             r.request_job(t, move |t: u64| {
-                if t % 3 == 0 {
+                if t.is_multiple_of(3) {
                     std::thread::sleep(std::time::Duration::from_millis(2));
                 }
                 Counted::new(t * 10 + 1, tally)
