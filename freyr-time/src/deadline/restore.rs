@@ -247,9 +247,11 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     /// id. The next [`collect`](Self::collect) may be at the captured tick. Returns how many
     /// jobs were discarded.
     ///
-    /// A discarded job still held by a capture is left to it; one held by nobody else is
-    /// cancelled (it skips its work if not started), waited for (helping `pool`) and its
-    /// result dropped, one at a time, each behind its own panic guard.
+    /// The captured jobs keep running where they were requested: a scheduler on another pool
+    /// waits for one still running there without helping that pool (yielding, then sleeping
+    /// in short steps). A discarded job still held by a capture is left to it; one held by
+    /// nobody else is cancelled (it skips its work if not started), waited for and its result
+    /// dropped, one at a time, each behind its own panic guard.
     ///
     /// # Errors
     ///

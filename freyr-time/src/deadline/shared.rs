@@ -15,7 +15,7 @@ use freyr_sched::ThreadPool;
 use freyr_sched::keep_first;
 
 use super::{Cloner, Outcome};
-use crate::pool_job::{JobPanic, PoolJob};
+use crate::pool_job::{JobPanic, PoolJob, pool_id};
 
 /// A panic payload caught from a result's `Drop`.
 pub(super) type Payload = Box<dyn core::any::Any + Send>;
@@ -23,6 +23,9 @@ pub(super) type Payload = Box<dyn core::any::Any + Send>;
 /// One job in flight and, once it was captured, how to copy its result.
 pub(super) struct SharedJob<R> {
     job: PoolJob<R>,
+    /// The pool it runs on ([`pool_id`]): a scheduler that took it over from a capture of
+    /// another pool's scheduler cannot help that pool to finish it.
+    pool: usize,
     /// Set by the first capture: a job whose handle is shared was captured.
     cloner: OnceLock<Cloner<R>>,
 }
@@ -32,6 +35,7 @@ impl<R: Send + 'static> SharedJob<R> {
     pub(super) fn spawn(pool: &ThreadPool, work: impl FnOnce() -> R + Send + 'static) -> Arc<Self> {
         Arc::new(SharedJob {
             job: PoolJob::spawn(pool, work),
+            pool: pool_id(pool),
             cloner: OnceLock::new(),
         })
     }
@@ -52,9 +56,15 @@ impl<R> SharedJob<R> {
         self.job.is_done()
     }
 
-    /// Runs queued tasks of `pool` until the job finished.
+    /// Waits until the job finished: running queued tasks of `pool` if the job runs on it,
+    /// otherwise without helping (a pool's completion wakes only its own waiters, so helping
+    /// another pool could sleep through it).
     pub(super) fn wait(&self, pool: &ThreadPool) {
-        self.job.wait(pool);
+        if pool_id(pool) == self.pool {
+            self.job.wait(pool);
+        } else {
+            self.job.block_until_done();
+        }
     }
 
     /// The result of a finished job, for its delivery: moved out by the last holder, copied
@@ -92,7 +102,7 @@ impl<R> SharedJob<R> {
         if cancel {
             job.job.cancel();
         }
-        job.job.wait(pool);
+        job.wait(pool);
         let result = job.job.take_result();
         let mut first = panic::catch_unwind(AssertUnwindSafe(move || drop(result))).err();
         if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(job))) {

@@ -267,6 +267,36 @@ fn another_scheduler_takes_over_a_capture_of_its_latency_only() {
 }
 
 #[test]
+fn a_job_running_on_another_pool_is_waited_for_without_helping_it() {
+    use std::sync::mpsc;
+    let (pool_a, pool_b) = (ThreadPool::new(2), ThreadPool::new(2));
+    let mut a = DeadlineScheduler::new(1).unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    a.request(&pool_a, 0, (), move |()| {
+        wait.recv().unwrap();
+        7u32
+    })
+    .unwrap();
+    let captured = a.capture(1).unwrap();
+    drop(a);
+    let mut b = DeadlineScheduler::new(1).unwrap();
+    b.restore(&pool_b, &captured).unwrap();
+    drop(captured);
+    // Released once b waits: pool a's completion must reach a waiter on pool b.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        go.send(()).unwrap();
+    });
+    let mut seen = Vec::new();
+    let report = b
+        .collect(&pool_b, 1, |d| seen.push(d.result.unwrap()))
+        .unwrap();
+    release.join().unwrap();
+    assert_eq!(seen, [7]);
+    assert_eq!(report.late_jobs, 1);
+}
+
+#[test]
 fn captured_and_discarded_results_are_dropped_once() {
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
