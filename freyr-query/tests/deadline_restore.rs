@@ -436,3 +436,36 @@ fn a_panicking_drop_of_a_discarded_result_is_raised_after_the_restore() {
     drop((r, at_five));
     assert_eq!(tally.live(), 0);
 }
+
+#[test]
+fn another_registry_waits_for_a_job_still_running_on_the_first_ones_pool() {
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let make = |seen: &Arc<Mutex<Vec<(u64, u32)>>>| {
+        let mut r = Registry::with_workers(2);
+        let sink = Arc::clone(seen);
+        r.add_deadline_jobs(2, move |r: &mut Registry, done: Delivered<u32>| {
+            sink.lock().unwrap().push((r.tick(), done.result.unwrap()));
+        })
+        .unwrap();
+        r
+    };
+    let mut a = make(&Arc::new(Mutex::new(Vec::new())));
+    a.request_job((), move |()| {
+        wait.recv().unwrap();
+        7u32
+    })
+    .unwrap();
+    let at_zero = a.snapshot().unwrap();
+    let mut b = make(&seen);
+    b.restore(&at_zero).unwrap();
+    // Released (on a machine that is not too slow) while B waits for it at tick 2: the
+    // completion on A's pool must reach B.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        go.send(()).unwrap();
+    });
+    run_to(&mut b, 3);
+    release.join().unwrap();
+    assert_eq!(*seen.lock().unwrap(), [(2, 7)]);
+}
