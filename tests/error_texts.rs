@@ -183,6 +183,10 @@ fn every_error_text_follows_the_convention() {
             }),
         ),
         (
+            "DeadlineError::TickCollected",
+            Box::new(DeadlineError::TickCollected { tick: 4 }),
+        ),
+        (
             "DeadlineError::LatencyMismatch",
             Box::new(DeadlineError::LatencyMismatch {
                 captured: 2,

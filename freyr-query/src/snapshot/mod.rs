@@ -327,6 +327,24 @@ pub enum SnapshotError {
 }
 
 /// Why a registry cannot take over a snapshot's deadline jobs of one result type.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::Registry;
+/// use freyr::snapshot::{JobsRefusal, SnapshotError};
+/// use freyr::time::deadline::Delivered;
+///
+/// let mut a = Registry::with_workers(2);
+/// a.add_deadline_jobs(2, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
+/// a.request_job((), |()| 1u8).unwrap();
+/// let snapshot = a.snapshot().unwrap();
+/// let mut b = Registry::with_workers(2); // no deadline jobs of `u8`
+/// let Err(SnapshotError::JobsNotRestorable { reason, jobs, .. }) = b.restore(&snapshot) else {
+///     panic!("refused")
+/// };
+/// assert_eq!((reason, jobs), (JobsRefusal::NotRegistered, 1));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum JobsRefusal {

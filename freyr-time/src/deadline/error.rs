@@ -47,6 +47,12 @@ pub enum DeadlineError {
         /// The tick `collect` was called with.
         now: u64,
     },
+    /// A [`capture`](crate::DeadlineScheduler::capture) at a tick already collected: the
+    /// deliveries of that tick are gone.
+    TickCollected {
+        /// The tick passed.
+        tick: u64,
+    },
     /// A [`restore`](crate::DeadlineScheduler::restore) of jobs captured from a scheduler of
     /// another latency: their due ticks are not this scheduler's.
     LatencyMismatch {
@@ -93,6 +99,11 @@ impl fmt::Display for DeadlineError {
                 f,
                 "job {job} was due at tick {due} but collect was first called at tick \
                  {now}; call collect once on every tick, at the same point of the tick"
+            ),
+            DeadlineError::TickCollected { tick } => write!(
+                f,
+                "tick {tick} was already collected, so its deliveries are no longer in flight; \
+                 capture the jobs in flight at the start of a tick, before its collect"
             ),
             DeadlineError::LatencyMismatch { captured, latency } => write!(
                 f,

@@ -64,36 +64,89 @@ impl<R> JobsInFlight<R> {
     }
 
     /// The tick whose start the capture is of: a restore's next collect is at this tick.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let jobs = freyr::time::deadline::DeadlineScheduler::<u8>::new(1).unwrap();
+    /// assert_eq!(jobs.capture(7).unwrap().tick(), 7);
+    /// ```
     #[must_use]
     pub fn tick(&self) -> u64 {
         self.tick
     }
 
     /// The latency (K) of the scheduler it was taken from.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let jobs = freyr::time::deadline::DeadlineScheduler::<u8>::new(4).unwrap();
+    /// assert_eq!(jobs.capture(0).unwrap().latency(), 4);
+    /// ```
     #[must_use]
     pub fn latency(&self) -> u64 {
         self.latency
     }
 
     /// The id the next request got in the captured timeline.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
+    /// let pool = ThreadPool::new(1);
+    /// let mut jobs = DeadlineScheduler::new(1).unwrap();
+    /// jobs.request(&pool, 0, (), |()| ()).unwrap();
+    /// assert_eq!(jobs.capture(0).unwrap().next_job(), 1);
+    /// ```
     #[must_use]
     pub fn next_job(&self) -> u64 {
         self.next_job
     }
 
     /// How many jobs were in flight.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let jobs = freyr::time::deadline::DeadlineScheduler::<u8>::new(1).unwrap();
+    /// assert_eq!(jobs.capture(0).unwrap().len(), 0);
+    /// ```
     #[must_use]
     pub fn len(&self) -> usize {
         self.jobs.len()
     }
 
     /// Whether no job was in flight.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let jobs = freyr::time::deadline::DeadlineScheduler::<u8>::new(1).unwrap();
+    /// assert!(jobs.capture(0).unwrap().is_empty());
+    /// ```
     #[must_use]
     pub fn is_empty(&self) -> bool {
         self.jobs.is_empty()
     }
 
-    /// The tickets of the jobs in flight, in delivery order.
+    /// The tickets of the jobs in flight, in delivery order (they name the scheduler that
+    /// issued them; a restore gives them the restoring scheduler's id).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::ThreadPool;
+    /// use freyr::time::deadline::DeadlineScheduler;
+    /// let pool = ThreadPool::new(2);
+    /// let mut jobs = DeadlineScheduler::new(3).unwrap();
+    /// jobs.request(&pool, 0, (), |()| 1u8).unwrap();
+    /// jobs.request(&pool, 1, (), |()| 2u8).unwrap();
+    /// let dues: Vec<u64> = jobs.capture(2).unwrap().tickets().map(|t| t.due()).collect();
+    /// assert_eq!(dues, [3, 4]);
+    /// ```
     pub fn tickets(&self) -> impl Iterator<Item = JobTicket> + '_ {
         self.jobs.iter().map(|(ticket, _)| *ticket)
     }
@@ -124,8 +177,8 @@ impl<R: Clone + Send + 'static> DeadlineScheduler<R> {
     ///
     /// # Errors
     ///
-    /// - [`DeadlineError::TickInPast`] if tick `now` was collected already (its deliveries
-    ///   would be missing);
+    /// - [`DeadlineError::TickCollected`] if tick `now` (or a later one) was collected
+    ///   already (its deliveries would be missing);
     /// - [`DeadlineError::MissedDueTick`] if a job was due before `now` and is still pending.
     ///
     /// # Examples
@@ -172,10 +225,8 @@ impl<R: Clone + Send + 'static> DeadlineScheduler<R> {
         now: u64,
         captured: &mut JobsInFlight<R>,
     ) -> Result<(), DeadlineError> {
-        if let Some(collected) = self.collected
-            && now <= collected
-        {
-            return Err(DeadlineError::TickInPast { now, collected });
+        if self.collected.is_some_and(|collected| now <= collected) {
+            return Err(DeadlineError::TickCollected { tick: now });
         }
         if let Some(front) = self.pending.front()
             && front.ticket.due < now
