@@ -110,7 +110,7 @@ pub mod time {
     pub mod deadline {
         pub use freyr_time::{
             DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobPanic, JobStatus,
-            JobTicket, due_tick,
+            JobTicket, JobsInFlight, due_tick,
         };
     }
 
@@ -175,7 +175,7 @@ pub mod snapshot {
     pub use freyr_core::snapshot::{
         MissingSnapshotTypes, ParallelFor, Sequential, SnapshotTypes, WorldSnapshot,
     };
-    pub use freyr_query::{Snapshot, SnapshotError, SnapshotRing};
+    pub use freyr_query::{JobsRefusal, Snapshot, SnapshotError, SnapshotRing};
 }
 
 /// Saves, loads and entity export/import between registries (feature `persist`): the errors

@@ -183,17 +183,14 @@ fn every_error_text_follows_the_convention() {
             }),
         ),
         (
-            "DeadlineError::RewindBeforeConfirmed",
-            Box::new(DeadlineError::RewindBeforeConfirmed {
-                tick: 2,
-                confirmed: 5,
-            }),
+            "DeadlineError::TickCollected",
+            Box::new(DeadlineError::TickCollected { tick: 4 }),
         ),
         (
-            "DeadlineError::ResultsNotKept",
-            Box::new(DeadlineError::ResultsNotKept {
-                tick: 2,
-                kept_from: 4,
+            "DeadlineError::LatencyMismatch",
+            Box::new(DeadlineError::LatencyMismatch {
+                captured: 2,
+                latency: 5,
             }),
         ),
     ];
@@ -221,7 +218,7 @@ fn every_error_text_follows_the_convention() {
 
 /// Every `SnapshotError` variant, and `MissingSnapshotTypes` alone.
 fn snapshot_errors() -> Vec<(&'static str, Box<dyn Error>)> {
-    use freyr::snapshot::{MissingSnapshotTypes, SnapshotError};
+    use freyr::snapshot::{JobsRefusal, MissingSnapshotTypes, SnapshotError};
     let mut registry = Registry::with_workers(1);
     registry.spawn((1u8,));
     registry.insert_resource(2u16);
@@ -265,6 +262,29 @@ fn snapshot_errors() -> Vec<(&'static str, Box<dyn Error>)> {
             "SnapshotError::TickNotInRing",
             Box::new(SnapshotError::TickNotInRing { tick: 3 }),
         ),
+        (
+            "SnapshotError::BeforeConfirmed",
+            Box::new(SnapshotError::BeforeConfirmed {
+                tick: 3,
+                confirmed: 9,
+            }),
+        ),
+        (
+            "SnapshotError::JobsNotRestorable (not registered)",
+            Box::new(SnapshotError::JobsNotRestorable {
+                result_type: "u64",
+                jobs: 2,
+                reason: JobsRefusal::NotRegistered,
+            }),
+        ),
+        (
+            "SnapshotError::JobsNotRestorable (refused)",
+            Box::new(SnapshotError::JobsNotRestorable {
+                result_type: "u64",
+                jobs: 2,
+                reason: JobsRefusal::Refused(DeadlineError::Settled),
+            }),
+        ),
     ]
 }
 
@@ -303,6 +323,12 @@ fn persist_errors() -> Vec<(&'static str, Box<dyn Error>)> {
             Box::new(SaveError::Snapshot(SnapshotError::InsideUpdate)),
         ),
         ("SaveError::NotPersistent", Box::new(not_persistent)),
+        (
+            "SaveError::JobsInFlight",
+            Box::new(SaveError::JobsInFlight {
+                jobs: vec![("u64", 2), ("u8", 1)],
+            }),
+        ),
         (
             "SaveError::Io",
             Box::new(SaveError::Io(std::io::Error::other("disk full"))),

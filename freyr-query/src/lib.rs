@@ -131,7 +131,7 @@ pub use crate::registry::{BoxedClock, Registry, System};
 #[doc(hidden)]
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
-pub use crate::snapshot::{Snapshot, SnapshotError, SnapshotRing};
+pub use crate::snapshot::{JobsRefusal, Snapshot, SnapshotError, SnapshotRing};
 pub use crate::state::QueryState;
 pub use crate::tick::{
     CALLER_ROW, LabelMs, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs, PhaseSummary,

@@ -1,13 +1,14 @@
 //! Deadline jobs and async pumps across a registry restore: a job requested before the
 //! snapshot tick S and due after it is delivered again at its due tick with the same ticket
 //! and result; a job requested at or after S is discarded and the re-simulation's own request
-//! replaces it; a confirmed tick cannot be restored to; a pump invalidated on a restore
-//! discards the result it launched before as stale. Over 1, 2, 3 and 8 workers.
+//! replaces it; a tick before a confirmed one cannot be restored to (a typed error); a pump
+//! invalidated on a restore discards the result it launched before as stale. Over 1, 2, 3 and
+//! 8 workers.
 
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use freyr::snapshot::SnapshotError;
 use freyr::time::deadline::Delivered;
 use freyr::time::pump::{AsyncPump, Discard};
 use freyr::{Phase, Registry};
@@ -70,7 +71,7 @@ fn jobs_in_flight_across_the_snapshot_tick_are_delivered_again() {
             .filter(|d| d.0 >= 5)
             .copied()
             .collect();
-        // Jobs 2..=4 (requested before 5) come again from the kept results; jobs 5.. are the
+        // Jobs 2..=4 (requested before 5) come again from the snapshot; jobs 5.. are the
         // re-simulation's own requests, with the tickets and results of the straight run.
         assert_eq!(again, expected, "{workers} workers");
         assert_eq!(again[0], (5, 2, 2, 5, 3));
@@ -91,7 +92,7 @@ fn a_job_requested_at_or_after_the_snapshot_tick_is_replaced() {
     question.store(7, Ordering::Relaxed);
     run(&mut r, 4); // ticks 4..=7
     let seen = log.lock().unwrap().clone();
-    // Jobs 1, 2, 3 were requested before the snapshot (the first question, kept results);
+    // Jobs 1, 2, 3 were requested before the snapshot (the first question, held by it);
     // job 4, requested at 4 in the re-simulation, has the same ticket and the new answer.
     assert_eq!(
         seen,
@@ -111,16 +112,16 @@ fn restoring_before_a_confirmed_tick_is_refused_before_anything_changes() {
     run(&mut r, 2);
     let old = r.snapshot().unwrap(); // tick 2
     run(&mut r, 6);
-    assert!(
-        r.confirm_tick(6) > 0,
-        "results due before 6 were kept, now dropped"
+    r.confirm_tick(6);
+    let refused = r.restore(&old).unwrap_err();
+    assert_eq!(
+        refused,
+        SnapshotError::BeforeConfirmed {
+            tick: 2,
+            confirmed: 6
+        }
     );
-    let caught = catch_unwind(AssertUnwindSafe(|| r.restore(&old))).unwrap_err();
-    let message = caught.downcast_ref::<String>().unwrap();
-    assert!(
-        message.contains("tick 2") && message.contains("confirmed"),
-        "{message}"
-    );
+    assert!(refused.to_string().contains("confirm_tick"), "{refused}");
     assert_eq!(r.tick(), 8, "nothing changed");
     run(&mut r, 2);
     assert_eq!(log.lock().unwrap().last().unwrap().0, 9);

@@ -39,7 +39,8 @@ pub use budget::{
 pub use clamp::{DEFAULT_MAX_CATCHUP_TICKS, clamp_catchup_ticks};
 pub use clock::{Clock, ManualClock, MonotonicClock};
 pub use deadline::{
-    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, due_tick,
+    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, JobsInFlight,
+    due_tick,
 };
 pub use fixed_step::{FixedStep, FixedStepError, FrameReport, MAX_FIXED_DT};
 pub use gate::{Gate, GateId, Gates};

@@ -187,6 +187,17 @@ impl<R> PoolJob<R> {
         }
     }
 
+    /// Blocks until this job is done without helping any pool (yielding, then sleeping in
+    /// short steps): for a job of a pool the caller cannot help, which finishes it on its own
+    /// (its workers, or its `Drop`, run every queued task).
+    pub(crate) fn block_until_done(&self) {
+        let mut step = 0u32;
+        while !self.group().is_done() {
+            sync::backoff(step);
+            step = step.saturating_add(1);
+        }
+    }
+
     /// Asks the task to skip the work if it has not started yet.
     pub(crate) fn cancel(&self) {
         self.cell().cancelled.store(true, Ordering::Release);
@@ -200,6 +211,19 @@ impl<R> PoolJob<R> {
         }
         lock(&self.cell().result).take()
     }
+
+    /// A copy (made by `copy`) of the result of a finished job, which stays in place for the
+    /// job's other holders: `None` if it was cancelled before it started, its result was
+    /// taken, or it is not finished.
+    pub(crate) fn copy_result(
+        &self,
+        copy: impl FnOnce(&Result<R, JobPanic>) -> Result<R, JobPanic>,
+    ) -> Option<Result<R, JobPanic>> {
+        if !self.is_done() {
+            return None;
+        }
+        lock(&self.cell().result).as_ref().map(copy)
+    }
 }
 
 impl<R> Drop for PoolJob<R> {
@@ -209,11 +233,7 @@ impl<R> Drop for PoolJob<R> {
         // through a pointer of its own, which must not overlap a unique
         // (`Box` or `&mut`) borrow of the group. No pool is at hand here, so
         // this blocks without helping (yielding, then sleeping in short steps).
-        let mut step = 0u32;
-        while !self.group().is_done() {
-            sync::backoff(step);
-            step = step.saturating_add(1);
-        }
+        self.block_until_done();
         // SAFETY: `group` came from `Box::leak` and is reclaimed once, here;
         // its task finished (above) and never touches it again.
         drop(unsafe { Box::from_raw(self.group.as_ptr()) });

@@ -19,6 +19,15 @@ pub enum SaveError {
         /// The types, in component-id order.
         types: Vec<&'static str>,
     },
+    /// Deadline jobs are in flight (requested and not yet delivered): a save cannot hold
+    /// their closures, and a load of it would never deliver them. Save at a tick with none in
+    /// flight (a tick at least K after the last request), or after
+    /// [`settle_jobs`](crate::Registry::settle_jobs).
+    JobsInFlight {
+        /// `(result type, jobs in flight)` for every result type with any, in registration
+        /// order.
+        jobs: Vec<(&'static str, usize)>,
+    },
     /// Writing, syncing or renaming the file failed.
     Io(std::io::Error),
 }
@@ -38,6 +47,17 @@ impl fmt::Display for SaveError {
                 write!(
                     f,
                     "; register each with `register_persistent::<T>(name, version)`"
+                )
+            }
+            SaveError::JobsInFlight { jobs } => {
+                write!(f, "cannot save: deadline jobs are in flight (")?;
+                for (i, (name, count)) in jobs.iter().enumerate() {
+                    write!(f, "{}{count} of `{name}`", if i > 0 { ", " } else { "" })?;
+                }
+                write!(
+                    f,
+                    "), and a save cannot hold them; save at a tick with no job in flight, or \
+                     after `settle_jobs()`"
                 )
             }
             SaveError::Io(e) => write!(f, "cannot write the save: {e}; check the path and disk"),

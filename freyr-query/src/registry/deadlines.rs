@@ -3,21 +3,31 @@
 //! any system, in registration order of the result types and request order within one.
 
 use core::any::{Any, TypeId};
-use core::sync::atomic::Ordering;
 use std::panic::{self, AssertUnwindSafe};
 
 use freyr_sched::ThreadPool;
 use freyr_time::{
-    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket,
+    DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, JobsInFlight,
 };
 
 use crate::first_panic::keep_first;
+use crate::snapshot::JobsImage;
 
 use super::{ErasedApply, ErasedScheduler, Payload, Registry};
 
 struct Typed<R> {
     jobs: DeadlineScheduler<R>,
     ready: Vec<Delivered<R>>,
+}
+
+impl<R: Send + 'static> Typed<R> {
+    /// The jobs of an image of this result type (the registry looks images up by type).
+    fn captured(image: &JobsImage) -> &JobsInFlight<R> {
+        image
+            .jobs
+            .downcast_ref::<JobsInFlight<R>>()
+            .expect("a snapshot's image of the jobs of result type R holds JobsInFlight<R>")
+    }
 }
 
 impl<R: Clone + Send + 'static> ErasedScheduler for Typed<R> {
@@ -47,20 +57,59 @@ impl<R: Clone + Send + 'static> ErasedScheduler for Typed<R> {
         }
     }
 
-    fn keep_results_from(&mut self, tick: u64) {
-        self.jobs.keep_results_from(tick);
+    fn capture_into(&self, now: u64, image: &mut JobsImage) {
+        let type_id = TypeId::of::<R>();
+        if image.type_id != type_id || !image.jobs.is::<JobsInFlight<R>>() {
+            *image = JobsImage {
+                type_id,
+                name: core::any::type_name::<R>(),
+                latency: self.jobs.latency(),
+                len: 0,
+                jobs: Box::new(JobsInFlight::<R>::new()),
+            };
+        }
+        let jobs = image
+            .jobs
+            .downcast_mut::<JobsInFlight<R>>()
+            .expect("checked above");
+        // The registry collects every tick at its tick number and closes each tick it opens:
+        // between ticks the current tick is never collected and nothing due before it is
+        // pending.
+        self.jobs
+            .capture_into(now, jobs)
+            .expect("a registry's schedulers are captured between ticks");
+        image.latency = self.jobs.latency();
+        image.len = jobs.len();
     }
 
-    fn rewind(&mut self, pool: &ThreadPool, tick: u64) -> Result<usize, DeadlineError> {
-        self.jobs.rewind(pool, tick)
+    fn check_restore(&self, image: &JobsImage) -> Result<(), DeadlineError> {
+        self.jobs.check_restore(Self::captured(image))
     }
 
-    fn confirm(&mut self, tick: u64) -> usize {
-        self.jobs.confirm(tick)
+    fn restore(
+        &mut self,
+        pool: &ThreadPool,
+        tick: u64,
+        image: Option<&JobsImage>,
+    ) -> Result<usize, DeadlineError> {
+        match image {
+            Some(image) => self.jobs.restore(pool, Self::captured(image)),
+            None => self.jobs.restart(pool, tick),
+        }
     }
 
-    fn check_rewind(&self, tick: u64) -> Result<(), DeadlineError> {
-        self.jobs.check_rewind(tick)
+    #[cfg(feature = "persist")]
+    fn pending(&self) -> usize {
+        self.jobs.pending()
+    }
+
+    #[cfg(feature = "persist")]
+    fn result_type(&self) -> &'static str {
+        core::any::type_name::<R>()
+    }
+
+    fn result_type_id(&self) -> TypeId {
+        TypeId::of::<R>()
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
@@ -99,10 +148,10 @@ impl Registry {
     /// A job that panicked is delivered as `Err(JobPanic)` in its place. K never adapts to the
     /// machine's speed.
     ///
-    /// `R: Clone` so that a rollback can deliver a result again: from the first snapshot on,
-    /// the registry keeps a copy of each delivered result until its due tick is confirmed
-    /// ([`confirm_tick`](Registry::confirm_tick)); see [`restore`](Registry::restore). (Wrap a
-    /// result that is costly to copy in an `Arc`.)
+    /// `R: Clone` so that a snapshot can share a job in flight: a [`Snapshot`](crate::snapshot::Snapshot)
+    /// holds every job in flight when it is taken (without waiting for it), and the registry
+    /// that delivers such a job while a snapshot still holds it delivers a copy of its result;
+    /// see [`restore`](Registry::restore). (Wrap a result that is costly to copy in an `Arc`.)
     ///
     /// Result types are collected in the order they were registered. If an `apply` call
     /// panics, every other delivery of the tick is still applied (each exactly once, at its
@@ -165,10 +214,6 @@ impl Registry {
         deadlines
             .index
             .insert(TypeId::of::<R>(), deadlines.schedulers.len());
-        let keep_from = deadlines.keep_from.load(Ordering::Relaxed);
-        if keep_from != u64::MAX {
-            jobs.keep_results_from(keep_from);
-        }
         deadlines.schedulers.push(Box::new(Typed {
             jobs,
             ready: Vec::new(),
@@ -309,14 +354,14 @@ impl Registry {
         if self.time.deadlines.schedulers.is_empty() {
             return;
         }
-        self.hand_over_keep_from();
         let now = self.time.tick;
         let pool = self.sync.pool();
         let mut refused = None;
         for scheduler in &mut self.time.deadlines.schedulers {
             // The registry collects every tick, with its own pool, at its own tick number,
-            // and a restore rewinds every scheduler to the restored tick: a refusal is a
-            // broken invariant, reported after the other types were collected.
+            // and a restore or a load puts every scheduler at the restored tick with nothing
+            // due before it: a refusal is a broken invariant, reported after the other types
+            // were collected.
             match scheduler.collect(pool, now) {
                 Ok(report) => self.time.stats.deadlines.add(&report),
                 Err(error) => refused = refused.or(Some(error)),
@@ -338,101 +383,6 @@ impl Registry {
         if let Some(payload) = first_panic {
             panic::resume_unwind(payload);
         }
-    }
-
-    /// Hands the lowest snapshot tick noted (raised by confirmations) to every scheduler: they
-    /// keep copies of the results due from it on.
-    fn hand_over_keep_from(&mut self) {
-        let deadlines = &mut self.time.deadlines;
-        let tick = deadlines.keep_from.load(Ordering::Relaxed);
-        if tick != u64::MAX {
-            for scheduler in &mut deadlines.schedulers {
-                scheduler.keep_results_from(tick);
-            }
-        }
-    }
-
-    /// Notes that a snapshot of tick `tick` was taken: deadline results due from it on are
-    /// kept from now on, for a restore to it.
-    pub(crate) fn note_snapshot_tick(&self, tick: u64) {
-        self.time
-            .deadlines
-            .keep_from
-            .fetch_min(tick, Ordering::Relaxed);
-    }
-
-    /// The deadline part of a restore to tick `tick` (see [`Registry::restore`]): every
-    /// scheduler delivers again, at their due ticks, the jobs requested before `tick` and due
-    /// at or after it, and discards those requested at or after it.
-    ///
-    /// # Panics
-    ///
-    /// If a scheduler refuses, which [`check_rewind_jobs`](Registry::check_rewind_jobs) rules
-    /// out before a restore changes anything.
-    pub(crate) fn rewind_jobs(&mut self, tick: u64) {
-        self.hand_over_keep_from();
-        let pool = self.sync.pool();
-        let deadlines = &mut self.time.deadlines;
-        deadlines.rewinds += 1;
-        for scheduler in &mut deadlines.schedulers {
-            if let Err(error) = scheduler.rewind(pool, tick) {
-                panic!("freyr: the deadline jobs cannot go back to tick {tick}: {error}");
-            }
-        }
-    }
-
-    /// Panics, before a restore changes anything, if the deadline jobs cannot go back to
-    /// `tick`: it is before a confirmed tick, or (a snapshot of another registry) before the
-    /// tick from which delivered results were kept.
-    pub(crate) fn check_rewind_jobs(&mut self, tick: u64) {
-        self.hand_over_keep_from();
-        for scheduler in &self.time.deadlines.schedulers {
-            if let Err(error) = scheduler.check_rewind(tick) {
-                panic!("freyr: Registry::restore to tick {tick}: {error}");
-            }
-        }
-    }
-
-    /// Confirms the ticks before `tick`: no [`restore`](Registry::restore) goes back before
-    /// `tick` any more, so the copies of deadline results due before it, kept for a
-    /// re-delivery after a restore, are dropped. A rollback loop calls it with its oldest
-    /// snapshot's tick each time that advances (a snapshot ring's oldest tick). Returns how
-    /// many results were dropped.
-    ///
-    /// Results are kept only once a snapshot was taken: a registry that never snapshots keeps
-    /// nothing and need not confirm.
-    ///
-    /// # Panics
-    ///
-    /// From inside a query callback.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// use freyr::Registry;
-    /// use freyr::time::deadline::Delivered;
-    ///
-    /// let mut registry = Registry::with_workers(2);
-    /// registry.add_deadline_jobs(1, |_: &mut Registry, _: Delivered<u32>| {}).unwrap();
-    /// let _snapshot = registry.snapshot().unwrap(); // tick 0: results are kept from now on
-    /// registry.request_job((), |()| 7u32).unwrap();
-    /// registry.update(0.1);
-    /// registry.update(0.1); // delivered at tick 1, a copy kept
-    /// assert_eq!(registry.confirm_tick(2), 1);
-    /// ```
-    pub fn confirm_tick(&mut self, tick: u64) -> usize {
-        self.guard("Registry::confirm_tick");
-        self.hand_over_keep_from();
-        let deadlines = &mut self.time.deadlines;
-        let keep_from = deadlines.keep_from.get_mut();
-        if *keep_from != u64::MAX {
-            *keep_from = (*keep_from).max(tick);
-        }
-        deadlines
-            .schedulers
-            .iter_mut()
-            .map(|scheduler| scheduler.confirm(tick))
-            .sum()
     }
 
     /// How many times this registry was [`restore`](Registry::restore)d. A system that keeps

@@ -13,6 +13,7 @@
 //! - `digest`: the per-chunk world digest and the desync locator;
 //! - `time`: the tick number, the fixed-step driver and gates, time telemetry;
 //! - `deadlines`: deadline jobs applied at T + K by the tick-start hook;
+//! - `deadline_restore`: deadline jobs in flight across a snapshot and its restore, and a load;
 //! - `pump`: async-pump results drained in their owning system's update;
 //! - `async_system`: async systems (collect, process, apply, discard) over a pump they own;
 //! - `async_progress`: the handle a gate reads an async system's pump through;
@@ -24,6 +25,7 @@
 mod async_progress;
 mod async_system;
 pub(crate) mod cache;
+mod deadline_restore;
 mod deadlines;
 mod digest;
 mod entities;
@@ -284,10 +286,8 @@ pub(crate) struct Deadlines {
     index: HashMap<TypeId, usize>,
     /// Whether [`Registry::settle_jobs`] ran: schedulers registered later are born settled.
     settled: bool,
-    /// The lowest tick a snapshot was taken at (`u64::MAX`: none yet), noted by `snapshot`
-    /// (which holds `&self`) and handed to the schedulers at the next collect or restore:
-    /// delivered results due from it on are kept for a re-delivery after a restore.
-    keep_from: core::sync::atomic::AtomicU64,
+    /// The highest tick passed to [`Registry::confirm_tick`]: no restore or load goes before it.
+    confirmed: Option<u64>,
     /// How many times the registry was restored (see [`Registry::rewinds`]).
     rewinds: u64,
 }
@@ -298,7 +298,7 @@ impl Default for Deadlines {
             appliers: Vec::new(),
             index: HashMap::new(),
             settled: false,
-            keep_from: core::sync::atomic::AtomicU64::new(u64::MAX),
+            confirmed: None,
             rewinds: 0,
         }
     }
@@ -308,10 +308,24 @@ impl Default for Deadlines {
 trait ErasedScheduler: Send {
     fn collect(&mut self, pool: &ThreadPool, now: u64) -> Result<DeadlineStats, DeadlineError>;
     fn settle(&mut self, pool: &ThreadPool) -> Result<usize, DeadlineError>;
-    fn keep_results_from(&mut self, tick: u64);
-    fn rewind(&mut self, pool: &ThreadPool, tick: u64) -> Result<usize, DeadlineError>;
-    fn confirm(&mut self, tick: u64) -> usize;
-    fn check_rewind(&self, tick: u64) -> Result<(), DeadlineError>;
+    /// The jobs in flight at the start of tick `now`, into `image` (reused when it holds this
+    /// result type, replaced otherwise).
+    fn capture_into(&self, now: u64, image: &mut crate::snapshot::JobsImage);
+    /// Whether `restore` would accept `image` (of this result type).
+    fn check_restore(&self, image: &crate::snapshot::JobsImage) -> Result<(), DeadlineError>;
+    /// Puts the scheduler at the start of tick `tick` with the jobs of `image` (of this result
+    /// type) in flight, or none; returns how many pending jobs were discarded.
+    fn restore(
+        &mut self,
+        pool: &ThreadPool,
+        tick: u64,
+        image: Option<&crate::snapshot::JobsImage>,
+    ) -> Result<usize, DeadlineError>;
+    #[cfg(feature = "persist")]
+    fn pending(&self) -> usize;
+    #[cfg(feature = "persist")]
+    fn result_type(&self) -> &'static str;
+    fn result_type_id(&self) -> TypeId;
     fn as_any_mut(&mut self) -> &mut dyn Any;
     fn as_any(&self) -> &dyn Any;
 }

@@ -131,8 +131,10 @@ impl Registry {
     }
 
     /// A snapshot of this moment: the world (component ids, archetypes in creation order,
-    /// rows in order, the entity allocator), the [`tick`](Registry::tick) and every resource
-    /// registered for snapshots. The copying runs on the registry's pool. Reads only.
+    /// rows in order, the entity allocator), the [`tick`](Registry::tick), every resource
+    /// registered for snapshots, and the deadline jobs in flight (shared with the registry,
+    /// never waited for: see [`Snapshot`]). The copying runs on the registry's pool. Reads
+    /// only.
     ///
     /// # Errors
     ///
@@ -232,8 +234,8 @@ impl Registry {
         for image in &mut snapshot.resources {
             (image.ops.save)(resources, &mut image.value);
         }
+        self.capture_jobs(&mut snapshot.jobs);
         snapshot.tick = self.time.tick;
-        self.note_snapshot_tick(snapshot.tick);
         snapshot.complete = true;
         Ok(())
     }
@@ -241,25 +243,36 @@ impl Registry {
     /// Puts the registry back to the moment of `snapshot`: the world (a new world, with a fresh
     /// identity: every query cache rebuilds, including [`QueryState`](crate::QueryState)s held
     /// outside), the [`tick`](Registry::tick), and the resources registered when the snapshot
-    /// was taken (others are left as they are). The copying runs on the registry's pool. The
-    /// deadline jobs go back with the tick: a job requested before it and due at or after it
-    /// is delivered again at its due tick (same ticket, same result), a later one is
-    /// discarded (see [`confirm_tick`](Registry::confirm_tick)). Not rewound: systems and
-    /// what they hold (async pumps, their epochs: see [`rewinds`](Registry::rewinds)), the
-    /// profiler, the fixed-step clock, launch numbers and other never-reissued counters.
+    /// was taken (others are left as they are). The copying runs on the registry's pool.
+    ///
+    /// The deadline jobs go to the snapshot's tick with it, backward or forward: the
+    /// registry's jobs in flight are discarded and the snapshot's become its jobs in flight,
+    /// so from the snapshot's tick on it delivers exactly what the snapshot's timeline
+    /// delivered (the same ticket ids, results and ticks) and numbers its next requests as
+    /// that timeline did. This holds for a snapshot of another registry too, if it registered
+    /// the same result types with the same latencies (tickets then carry this registry's
+    /// scheduler ids). A discarded job no snapshot holds is cancelled if not started, and its
+    /// result dropped once. Not rewound: systems and what they hold (async pumps, their
+    /// epochs: see [`rewinds`](Registry::rewinds)), the profiler, the fixed-step clock, launch
+    /// numbers and other never-reissued counters.
     ///
     /// # Errors
     ///
-    /// [`SnapshotError::InsideUpdate`], [`SnapshotError::NotQuiet`] (as for
-    /// [`snapshot`](Registry::snapshot)), [`SnapshotError::Incomplete`]. Nothing changed.
+    /// Nothing changed on an error:
+    /// - [`SnapshotError::InsideUpdate`], [`SnapshotError::NotQuiet`] (as for
+    ///   [`snapshot`](Registry::snapshot)), [`SnapshotError::Incomplete`];
+    /// - [`SnapshotError::BeforeConfirmed`] if the snapshot's tick is before a tick passed to
+    ///   [`confirm_tick`](Registry::confirm_tick);
+    /// - [`SnapshotError::JobsNotRestorable`] if the snapshot holds deadline jobs in flight of
+    ///   a result type this registry has not registered, registered with another latency, or
+    ///   settled ([`settle_jobs`](Registry::settle_jobs)).
     ///
     /// # Panics
     ///
-    /// From inside a query callback of this registry; before anything changes, if the
-    /// snapshot's tick is before a confirmed tick ([`confirm_tick`](Registry::confirm_tick)).
-    /// Re-raises a panic of a `Clone` while
+    /// From inside a query callback of this registry. Re-raises a panic of a `Clone` while
     /// copying out of the snapshot (the registry is then unchanged), or of a `Drop` of the
-    /// replaced world's values or resources (the registry is then fully restored).
+    /// replaced world's values, resources or discarded deadline results (the registry is then
+    /// fully restored, and every discarded value dropped once).
     ///
     /// # Examples
     ///
@@ -280,7 +293,7 @@ impl Registry {
         if !snapshot.is_complete() {
             return Err(SnapshotError::Incomplete);
         }
-        self.check_rewind_jobs(snapshot.tick);
+        self.check_restore_jobs(snapshot.tick, &snapshot.jobs)?;
         let world = snapshot.world.restore(&OnPool(self.sync.pool()));
         // Every clone first, so a panicking `Clone` changes nothing.
         let values: Vec<Option<AnyResource>> = snapshot
@@ -298,10 +311,13 @@ impl Registry {
                 None => resources.remove_any(type_id),
             });
         }
-        self.rewind_time(snapshot.tick);
+        let jobs_panic = self.rewind_time(snapshot.tick, Some(&snapshot.jobs));
         // User `Drop`s run last, with the registry already restored.
         drop(old_values);
         drop(old_world);
+        if let Some(payload) = jobs_panic {
+            std::panic::resume_unwind(payload);
+        }
         Ok(())
     }
 

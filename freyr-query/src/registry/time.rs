@@ -364,16 +364,21 @@ impl Registry {
         self.collect_deadlines();
     }
 
-    /// The hook a restore calls once the world and resources are back: the tick number goes
-    /// back to the snapshot's `tick` (the next tick to run), and the deadline jobs with it
-    /// (jobs requested before `tick` are delivered again at their due ticks, later ones are
-    /// discarded). Time state that is not rewound (telemetry, the fixed-step accumulator and
+    /// The hook a restore or a load calls once the world and resources are back: the tick
+    /// number goes to the snapshot's (or save's) `tick` (the next tick to run), and the
+    /// deadline jobs with it: those in flight in the snapshot (`jobs`; none for a load) replace
+    /// the registry's (see [`restore_jobs`](Registry::restore_jobs), whose panic payload it
+    /// returns). Time state that is not rewound (telemetry, the fixed-step accumulator and
     /// gates) is left as it is; this is the one place a restore tells the time tools which
-    /// tick the registry returned to.
-    pub(crate) fn rewind_time(&mut self, tick: u64) {
+    /// tick the registry went to.
+    pub(crate) fn rewind_time(
+        &mut self,
+        tick: u64,
+        jobs: Option<&[crate::snapshot::JobsImage]>,
+    ) -> Option<super::Payload> {
         self.time.tick = tick;
         self.sync.set_change_tick(tick);
-        self.rewind_jobs(tick);
+        self.restore_jobs(tick, jobs)
     }
 
     /// Closes the tick that started at `start`: records its timing; the next one gets the next

@@ -113,12 +113,43 @@ pub(crate) struct ResourceImage {
     pub(crate) value: Option<AnyResource>,
 }
 
+/// The deadline jobs of one result type in flight at a snapshot: a
+/// [`JobsInFlight<R>`](freyr_time::JobsInFlight), with what a restore checks before it looks
+/// inside.
+pub(crate) struct JobsImage {
+    pub(crate) type_id: TypeId,
+    pub(crate) name: &'static str,
+    pub(crate) latency: u64,
+    /// How many jobs were in flight.
+    pub(crate) len: usize,
+    /// A `JobsInFlight<R>` for the result type `type_id`.
+    pub(crate) jobs: Box<dyn Any + Send + Sync>,
+}
+
+impl JobsImage {
+    /// A placeholder that the first capture replaces.
+    pub(crate) fn empty() -> JobsImage {
+        JobsImage {
+            type_id: TypeId::of::<()>(),
+            name: "()",
+            latency: 0,
+            len: 0,
+            jobs: Box::new(()),
+        }
+    }
+}
+
 /// A registry at one moment, taken by [`Registry::snapshot`](crate::Registry::snapshot) and
 /// put back by [`Registry::restore`](crate::Registry::restore) (as often as wanted).
 ///
-/// It holds a copy of the world (see [`WorldSnapshot`]), the [`tick`](Snapshot::tick), and the
-/// value (or absence) of every resource registered for snapshots. Dropping it drops every
-/// copied value exactly once.
+/// It holds a copy of the world (see [`WorldSnapshot`]), the [`tick`](Snapshot::tick), the
+/// value (or absence) of every resource registered for snapshots, and the deadline jobs in
+/// flight: for every registered result type, each job requested and not yet delivered (a
+/// shared handle to it: taking a snapshot never waits for a job) and the next job id. A
+/// restore delivers those jobs at their due ticks with their tickets and results, whatever
+/// the registry did in between. Dropping it drops every copied value exactly once, and lets
+/// go of its jobs (a job no registry holds any more is cancelled if not started, and its
+/// result dropped once).
 ///
 /// # Examples
 ///
@@ -142,6 +173,8 @@ pub struct Snapshot {
     pub(crate) world: WorldSnapshot,
     pub(crate) tick: u64,
     pub(crate) resources: Vec<ResourceImage>,
+    /// The deadline jobs in flight, one image per result type registered at the snapshot.
+    pub(crate) jobs: Vec<JobsImage>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
     pub(crate) complete: bool,
 }
@@ -158,6 +191,7 @@ impl fmt::Debug for Snapshot {
             .field("tick", &self.tick)
             .field("world", &self.world)
             .field("resources", &self.resources.len())
+            .field("jobs_in_flight", &self.jobs_in_flight())
             .finish()
     }
 }
@@ -177,6 +211,7 @@ impl Snapshot {
             world: WorldSnapshot::new(),
             tick: 0,
             resources: Vec::new(),
+            jobs: Vec::new(),
             complete: false,
         }
     }
@@ -195,6 +230,23 @@ impl Snapshot {
     /// The copy of the world.
     pub fn world(&self) -> &WorldSnapshot {
         &self.world
+    }
+
+    /// How many deadline jobs (of every result type) were in flight when the snapshot was
+    /// taken: requested and not yet delivered. A restore delivers them.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    /// use freyr::time::deadline::Delivered;
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.add_deadline_jobs(2, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
+    /// registry.request_job((), |()| 1u8).unwrap();
+    /// assert_eq!(registry.snapshot().unwrap().jobs_in_flight(), 1);
+    /// ```
+    pub fn jobs_in_flight(&self) -> usize {
+        self.jobs.iter().map(|image| image.len).sum()
     }
 }
 
@@ -253,6 +305,55 @@ pub enum SnapshotError {
         /// The tick asked for.
         tick: u64,
     },
+    /// The snapshot (or the save) is of a tick before one passed to
+    /// [`confirm_tick`](crate::Registry::confirm_tick): the registry promised that no restore
+    /// or load goes back before it.
+    BeforeConfirmed {
+        /// The snapshot's (or save's) tick.
+        tick: u64,
+        /// The highest confirmed tick.
+        confirmed: u64,
+    },
+    /// The snapshot holds deadline jobs in flight that this registry could not deliver as the
+    /// snapshot's timeline would have.
+    JobsNotRestorable {
+        /// The jobs' result type.
+        result_type: &'static str,
+        /// How many of them are in flight in the snapshot.
+        jobs: usize,
+        /// Why they cannot be delivered here.
+        reason: JobsRefusal,
+    },
+}
+
+/// Why a registry cannot take over a snapshot's deadline jobs of one result type.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::Registry;
+/// use freyr::snapshot::{JobsRefusal, SnapshotError};
+/// use freyr::time::deadline::Delivered;
+///
+/// let mut a = Registry::with_workers(2);
+/// a.add_deadline_jobs(2, |_: &mut Registry, _: Delivered<u8>| {}).unwrap();
+/// a.request_job((), |()| 1u8).unwrap();
+/// let snapshot = a.snapshot().unwrap();
+/// let mut b = Registry::with_workers(2); // no deadline jobs of `u8`
+/// let Err(SnapshotError::JobsNotRestorable { reason, jobs, .. }) = b.restore(&snapshot) else {
+///     panic!("refused")
+/// };
+/// assert_eq!((reason, jobs), (JobsRefusal::NotRegistered, 1));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum JobsRefusal {
+    /// The registry has no deadline jobs of that result type registered.
+    NotRegistered,
+    /// The registry's scheduler of that type refused them: registered with another latency
+    /// ([`DeadlineError::LatencyMismatch`](freyr_time::DeadlineError::LatencyMismatch)), or
+    /// settled ([`DeadlineError::Settled`](freyr_time::DeadlineError::Settled)).
+    Refused(freyr_time::DeadlineError),
 }
 
 impl fmt::Display for SnapshotError {
@@ -302,6 +403,31 @@ impl fmt::Display for SnapshotError {
             }
             SnapshotError::TickNotInRing { tick } => {
                 write!(f, "the snapshot ring holds no snapshot of tick {tick}")
+            }
+            SnapshotError::BeforeConfirmed { tick, confirmed } => write!(
+                f,
+                "tick {tick} is before tick {confirmed}, which was confirmed with \
+                 `confirm_tick`: no restore or load goes back before it; restore a later \
+                 snapshot, or load into a registry that did not confirm it"
+            ),
+            SnapshotError::JobsNotRestorable {
+                result_type,
+                jobs,
+                reason,
+            } => {
+                write!(
+                    f,
+                    "the snapshot holds {jobs} deadline jobs of result type `{result_type}` in \
+                     flight that this registry cannot deliver: "
+                )?;
+                match reason {
+                    JobsRefusal::NotRegistered => write!(
+                        f,
+                        "it has no deadline jobs of that type; register them with \
+                         `add_deadline_jobs::<{result_type}>(latency, apply)` first"
+                    ),
+                    JobsRefusal::Refused(error) => write!(f, "{error}"),
+                }
             }
         }
     }

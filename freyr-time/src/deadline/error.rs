@@ -47,22 +47,19 @@ pub enum DeadlineError {
         /// The tick `collect` was called with.
         now: u64,
     },
-    /// A [`rewind`](crate::DeadlineScheduler::rewind) to a tick before one passed to
-    /// [`confirm`](crate::DeadlineScheduler::confirm): the results it would deliver again
-    /// are gone.
-    RewindBeforeConfirmed {
-        /// The tick asked for.
+    /// A [`capture`](crate::DeadlineScheduler::capture) at a tick already collected: the
+    /// deliveries of that tick are gone.
+    TickCollected {
+        /// The tick passed.
         tick: u64,
-        /// The highest confirmed tick.
-        confirmed: u64,
     },
-    /// A [`rewind`](crate::DeadlineScheduler::rewind) that may need a delivered result of
-    /// which no copy was kept.
-    ResultsNotKept {
-        /// The tick asked for.
-        tick: u64,
-        /// The tick from which results are kept (`u64::MAX`: none).
-        kept_from: u64,
+    /// A [`restore`](crate::DeadlineScheduler::restore) of jobs captured from a scheduler of
+    /// another latency: their due ticks are not this scheduler's.
+    LatencyMismatch {
+        /// The captured scheduler's latency.
+        captured: u64,
+        /// This scheduler's latency.
+        latency: u64,
     },
 }
 
@@ -103,17 +100,16 @@ impl fmt::Display for DeadlineError {
                 "job {job} was due at tick {due} but collect was first called at tick \
                  {now}; call collect once on every tick, at the same point of the tick"
             ),
-            DeadlineError::RewindBeforeConfirmed { tick, confirmed } => write!(
+            DeadlineError::TickCollected { tick } => write!(
                 f,
-                "cannot rewind the deadline jobs to tick {tick}: ticks before {confirmed} \
-                 were confirmed and their kept results dropped; confirm only ticks no \
-                 rollback goes back to"
+                "tick {tick} was already collected, so its deliveries are no longer in flight; \
+                 capture the jobs in flight at the start of a tick, before its collect"
             ),
-            DeadlineError::ResultsNotKept { tick, kept_from } => write!(
+            DeadlineError::LatencyMismatch { captured, latency } => write!(
                 f,
-                "cannot rewind the deadline jobs to tick {tick}: results are kept only \
-                 from tick {kept_from}; call keep_results_from({tick}) before tick {tick} \
-                 is collected (when its snapshot is taken)"
+                "the jobs in flight were captured from a deadline scheduler with latency \
+                 {captured}, this one has latency {latency}; restore them into a scheduler \
+                 (registry) registered with the same latency"
             ),
         }
     }

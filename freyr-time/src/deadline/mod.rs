@@ -11,35 +11,42 @@
 //! different outcome. `K` is fixed at construction and never adapts.
 
 mod error;
-mod rewind;
+mod restore;
+mod shared;
 mod stats;
 mod ticket;
 
 use core::fmt;
 use core::num::NonZeroU64;
 use std::collections::VecDeque;
-use std::panic::{self, AssertUnwindSafe};
+use std::panic;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::pool_job::{JobPanic, PoolJob, pool_id};
+use crate::pool_job::{JobPanic, pool_id};
 use freyr_sched::ThreadPool;
 use freyr_sched::keep_first;
 use freyr_sched::pool_hooks::tasks_run_here;
 
+use self::shared::SharedJob;
+
 pub use self::error::DeadlineError;
+pub use self::restore::JobsInFlight;
 pub use self::stats::DeadlineStats;
 pub use self::ticket::{Delivered, JobStatus, JobTicket, due_tick};
 
+/// A job requested and not yet delivered; its handle may be shared with captures
+/// ([`JobsInFlight`]).
 struct Pending<R> {
     ticket: JobTicket,
-    job: PoolJob<R>,
+    job: Arc<SharedJob<R>>,
 }
 
-/// A delivered job's result, kept for a re-delivery after a [`rewind`](DeadlineScheduler::rewind).
+/// A job's result, or its panic.
 type Outcome<R> = Result<R, JobPanic>;
 
-/// Copies a kept result (`Clone::clone`, bound where `R: Clone` is known).
+/// Copies a captured job's result (`Clone::clone`, bound where `R: Clone` is known).
 type Cloner<R> = fn(&Outcome<R>) -> Outcome<R>;
 
 static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
@@ -59,6 +66,9 @@ static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 ///   usable.
 /// - [`settle`](Self::settle) on shutdown waits for the jobs in flight and
 ///   discards them; later requests are refused.
+/// - [`capture`](Self::capture) and [`restore`](Self::restore) take the jobs
+///   in flight at the start of a tick and put them back (in this scheduler
+///   or another of the same latency): a rollback, or a seek forward again.
 ///
 /// All of a scheduler's calls must pass the same pool (checked).
 ///
@@ -93,15 +103,6 @@ pub struct DeadlineScheduler<R> {
     settled: bool,
     stats: DeadlineStats,
     last: DeadlineStats,
-    /// Delivered results kept for re-delivery, sorted by (due, id): those due at or after
-    /// `keep_from`, until [`confirm`](Self::confirm) drops them.
-    kept: VecDeque<(JobTicket, Outcome<R>)>,
-    /// Results due at or after this tick are kept (`u64::MAX`: none).
-    keep_from: u64,
-    /// Copies a result into `kept`; set by [`keep_results_from`](Self::keep_results_from).
-    cloner: Option<Cloner<R>>,
-    /// The highest tick passed to [`confirm`](Self::confirm).
-    confirmed: Option<u64>,
 }
 
 impl<R: Send + 'static> DeadlineScheduler<R> {
@@ -129,10 +130,6 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
             settled: false,
             stats: DeadlineStats::default(),
             last: DeadlineStats::default(),
-            kept: VecDeque::new(),
-            keep_from: u64::MAX,
-            cloner: None,
-            confirmed: None,
         })
     }
 
@@ -186,7 +183,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
             due,
         };
         self.next_job += 1;
-        let job = PoolJob::spawn(pool, move || job(inputs));
+        let job = SharedJob::spawn(pool, move || job(inputs));
         // Due ticks are non-decreasing in request order (`now` never goes
         // back past a collected tick, and K is fixed), so the queue stays
         // sorted by (due, id).
@@ -255,10 +252,6 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
         }
         self.collected = Some(now);
         let mut report = DeadlineStats::default();
-        // After a rewind, results delivered before it and due now come first: they were
-        // requested before the requests still pending for this tick (a tick's jobs are all
-        // delivered at once, so the two never share a request tick).
-        self.redeliver(now, &mut report, &mut apply);
         while self.pending.front().is_some_and(|p| p.ticket.due == now) {
             let Some(Pending { ticket, job }) = self.pending.pop_front() else {
                 break;
@@ -277,14 +270,10 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
                 report.helped_tasks += helped;
                 stall
             };
-            let result = job.take_result().unwrap_or_else(|| {
-                Err(JobPanic::new(
-                    "the job produced no result (it was cancelled)",
-                ))
-            });
+            // Moved out, or copied if a capture still holds the job.
+            let result = SharedJob::into_result(job);
             report.applied += 1;
             report.panicked += u64::from(result.is_err());
-            self.keep(ticket, &result);
             apply(Delivered {
                 ticket,
                 result,
@@ -334,13 +323,8 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
         let discarded = self.pending.len();
         let mut first_panic = None;
         while let Some(pending) = self.pending.pop_front() {
-            pending.job.wait(pool);
-            let result = pending.job.take_result();
-            let dropped = panic::catch_unwind(AssertUnwindSafe(move || {
-                drop(result);
-                drop(pending);
-            }));
-            if let Err(payload) = dropped {
+            // Left to a capture that still holds it; otherwise run to the end and dropped.
+            if let Some(payload) = SharedJob::discard(pending.job, pool, false) {
                 keep_first(&mut first_panic, payload);
             }
         }
@@ -499,8 +483,6 @@ impl<R> fmt::Debug for DeadlineScheduler<R> {
             .field("pending", &self.pending.len())
             .field("collected", &self.collected)
             .field("settled", &self.settled)
-            .field("kept", &self.kept.len())
-            .field("confirmed", &self.confirmed)
             .field("stats", &self.stats)
             .finish_non_exhaustive()
     }

@@ -163,24 +163,27 @@ fn drive(
     seen
 }
 
+/// Tickets name their scheduler: the rest of each delivery.
+fn plain(v: &[(u64, JobTicket, u64)]) -> Vec<(u64, u64, u64, u64, u64)> {
+    v.iter()
+        .map(|&(t, k, r)| (t, k.id(), k.requested_at(), k.due(), r))
+        .collect()
+}
+
 #[test]
-fn a_rewind_delivers_again_what_the_uninterrupted_run_delivered() {
+fn a_restore_delivers_again_what_the_uninterrupted_run_delivered() {
     let pool = ThreadPool::new(3);
     let mut straight = DeadlineScheduler::new(3).unwrap();
     let expected = drive(&mut straight, &pool, 0, 20, 10);
     let mut jobs = DeadlineScheduler::new(3).unwrap();
-    jobs.keep_results_from(6);
-    let first = drive(&mut jobs, &pool, 0, 11, 10);
-    // Back to tick 6: jobs 6..=10 are discarded (requested at or after 6).
-    assert_eq!(jobs.rewind(&pool, 6), Ok(5));
+    let first = drive(&mut jobs, &pool, 0, 6, 10);
+    let at_six = jobs.capture(6).unwrap();
+    assert_eq!(at_six.len(), 3, "requested at 3, 4, 5");
+    drive(&mut jobs, &pool, 6, 11, 10);
+    // Back to tick 6: jobs 6..=10 are discarded, jobs 3..=5 come again.
+    assert_eq!(jobs.restore(&pool, &at_six), Ok(3));
     let again = drive(&mut jobs, &pool, 6, 20, 10);
     let tail: Vec<_> = expected.iter().filter(|d| d.0 >= 6).copied().collect();
-    // Tickets name their scheduler: compare the rest.
-    let plain = |v: &[(u64, JobTicket, u64)]| -> Vec<_> {
-        v.iter()
-            .map(|&(t, k, r)| (t, k.id(), k.requested_at(), k.due(), r))
-            .collect()
-    };
     assert_eq!(
         plain(&again),
         plain(&tail),
@@ -190,12 +193,13 @@ fn a_rewind_delivers_again_what_the_uninterrupted_run_delivered() {
 }
 
 #[test]
-fn jobs_requested_at_or_after_the_rewound_tick_are_replaced() {
+fn jobs_requested_at_or_after_the_captured_tick_are_replaced() {
     let pool = ThreadPool::new(2);
     let mut jobs = DeadlineScheduler::new(2).unwrap();
-    jobs.keep_results_from(0);
-    drive(&mut jobs, &pool, 0, 6, 1);
-    jobs.rewind(&pool, 3).unwrap();
+    drive(&mut jobs, &pool, 0, 3, 1);
+    let at_three = jobs.capture(3).unwrap();
+    drive(&mut jobs, &pool, 3, 6, 1);
+    jobs.restore(&pool, &at_three).unwrap();
     // The re-simulation requests other inputs: their results, not the discarded ones, come.
     let again = drive(&mut jobs, &pool, 3, 8, 100);
     let got: Vec<_> = again.iter().map(|d| (d.0, d.1.id(), d.2)).collect();
@@ -206,52 +210,104 @@ fn jobs_requested_at_or_after_the_rewound_tick_are_replaced() {
 }
 
 #[test]
-fn confirmed_ticks_drop_their_results_and_refuse_a_rewind() {
-    let pool = ThreadPool::new(2);
-    let mut jobs = DeadlineScheduler::new(2).unwrap();
-    jobs.keep_results_from(0);
-    drive(&mut jobs, &pool, 0, 8, 1);
-    assert_eq!(jobs.kept(), 6, "due at 2..=7");
-    assert_eq!(jobs.confirm(5), 3);
-    let refused = jobs.rewind(&pool, 4).unwrap_err();
-    assert_eq!(
-        refused,
-        DeadlineError::RewindBeforeConfirmed {
-            tick: 4,
-            confirmed: 5
-        }
-    );
-    assert_eq!((jobs.kept(), jobs.pending()), (3, 2), "nothing changed");
-    // Requested at 6 and 7 (pending) and at 5 (delivered at 7, kept).
-    assert_eq!(jobs.rewind(&pool, 5), Ok(3));
-    assert_eq!(jobs.kept(), 2);
+fn a_forward_restore_delivers_the_later_timeline() {
+    for workers in [1, 2, 4] {
+        let pool = ThreadPool::new(workers);
+        let mut straight = DeadlineScheduler::new(3).unwrap();
+        let expected = drive(&mut straight, &pool, 0, 16, 7);
+        let mut jobs = DeadlineScheduler::new(3).unwrap();
+        drive(&mut jobs, &pool, 0, 4, 7);
+        let at_four = jobs.capture(4).unwrap();
+        drive(&mut jobs, &pool, 4, 10, 7);
+        let at_ten = jobs.capture(10).unwrap();
+        jobs.restore(&pool, &at_four).unwrap();
+        drive(&mut jobs, &pool, 4, 6, 7);
+        // Seek forward again: the jobs requested at 7, 8, 9 are the captured ones.
+        jobs.restore(&pool, &at_ten).unwrap();
+        let again = drive(&mut jobs, &pool, 10, 16, 7);
+        let tail: Vec<_> = expected.iter().filter(|d| d.0 >= 10).copied().collect();
+        assert_eq!(plain(&again), plain(&tail), "{workers} workers");
+        assert_eq!(again.len(), 6);
+    }
 }
 
 #[test]
-fn a_rewind_needing_an_unkept_result_is_refused() {
-    let pool = ThreadPool::new(1);
-    let mut jobs = DeadlineScheduler::new(2).unwrap();
-    drive(&mut jobs, &pool, 0, 6, 1);
+fn another_scheduler_takes_over_a_capture_of_its_latency_only() {
+    let pool = ThreadPool::new(3);
+    let mut a = DeadlineScheduler::new(2).unwrap();
+    let expected = drive(&mut a, &pool, 0, 10, 3);
+    let mut b = DeadlineScheduler::new(2).unwrap();
+    let mut a2 = DeadlineScheduler::new(2).unwrap();
+    drive(&mut a2, &pool, 0, 5, 3);
+    let captured = a2.capture(5).unwrap();
+    let mut c = DeadlineScheduler::<u64>::new(4).unwrap();
+    c.request(&pool, 0, 1, |x| x).unwrap();
     assert_eq!(
-        jobs.rewind(&pool, 3),
-        Err(DeadlineError::ResultsNotKept {
-            tick: 3,
-            kept_from: u64::MAX
+        c.restore(&pool, &captured),
+        Err(DeadlineError::LatencyMismatch {
+            captured: 2,
+            latency: 4
         })
     );
-    // Keeping from now on covers only later deliveries.
-    jobs.keep_results_from(0);
-    assert!(jobs.check_rewind(3).is_err());
-    assert!(jobs.check_rewind(6).is_ok());
-    assert_eq!(jobs.pending(), 2);
+    assert_eq!(c.pending(), 1, "nothing changed");
+    assert_eq!(b.restore(&pool, &captured), Ok(0));
+    let got = drive(&mut b, &pool, 5, 10, 3);
+    let tail: Vec<_> = expected.iter().filter(|d| d.0 >= 5).copied().collect();
+    assert_eq!(plain(&got), plain(&tail));
+    assert!(got.iter().all(|d| d.1.scheduler() == b.id()), "b's tickets");
+    // Refused: a capture at a tick already collected, or past a due tick.
+    assert_eq!(
+        b.capture(9).unwrap_err(),
+        DeadlineError::TickCollected { tick: 9 }
+    );
+    assert!(matches!(
+        b.capture(12),
+        Err(DeadlineError::MissedDueTick { due: 10, .. })
+    ));
 }
 
 #[test]
-fn discarded_and_confirmed_results_are_dropped_once() {
+fn a_job_running_on_another_pool_is_waited_for_without_helping_it() {
+    use std::sync::mpsc;
+    let (pool_a, pool_b) = (ThreadPool::new(2), ThreadPool::new(2));
+    let mut a = DeadlineScheduler::new(1).unwrap();
+    let (go, wait) = mpsc::channel::<()>();
+    a.request(&pool_a, 0, (), move |()| {
+        wait.recv().unwrap();
+        7u32
+    })
+    .unwrap();
+    let captured = a.capture(1).unwrap();
+    drop(a);
+    let mut b = DeadlineScheduler::new(1).unwrap();
+    b.restore(&pool_b, &captured).unwrap();
+    drop(captured);
+    // Released once b waits: pool a's completion must reach a waiter on pool b.
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        go.send(()).unwrap();
+    });
+    let mut seen = Vec::new();
+    let report = b
+        .collect(&pool_b, 1, |d| seen.push(d.result.unwrap()))
+        .unwrap();
+    release.join().unwrap();
+    assert_eq!(seen, [7]);
+    assert_eq!(report.late_jobs, 1);
+}
+
+#[test]
+fn captured_and_discarded_results_are_dropped_once() {
     use std::sync::Arc;
     use std::sync::atomic::AtomicUsize;
-    #[derive(Clone)]
-    struct Tally(Arc<AtomicUsize>);
+    /// Counts its drops; a copy is counted as made.
+    struct Tally(Arc<AtomicUsize>, Arc<AtomicUsize>);
+    impl Clone for Tally {
+        fn clone(&self) -> Self {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            Tally(Arc::clone(&self.0), Arc::clone(&self.1))
+        }
+    }
     impl Drop for Tally {
         fn drop(&mut self) {
             self.0.fetch_add(1, Ordering::Relaxed);
@@ -259,24 +315,29 @@ fn discarded_and_confirmed_results_are_dropped_once() {
     }
     let drops = Arc::new(AtomicUsize::new(0));
     let made = Arc::new(AtomicUsize::new(0));
+    let live = || made.load(Ordering::Relaxed) - drops.load(Ordering::Relaxed);
     let pool = ThreadPool::new(2);
     let mut jobs = DeadlineScheduler::new(2).unwrap();
-    jobs.keep_results_from(0);
-    for tick in 0..4u64 {
-        jobs.collect(&pool, tick, drop).unwrap(); // 0 and 1 delivered (2 drops)
+    let mut captures = Vec::new();
+    for tick in 0..6u64 {
+        jobs.collect(&pool, tick, drop).unwrap();
+        captures.push(jobs.capture(tick + 1).unwrap());
         let (d, m) = (Arc::clone(&drops), Arc::clone(&made));
         jobs.request(&pool, tick, (), move |()| {
             m.fetch_add(1, Ordering::Relaxed);
-            Tally(d)
+            Tally(d, m)
         })
         .unwrap();
     }
-    assert_eq!(drops.load(Ordering::Relaxed), 2);
-    // Requested at 2 and 3: pending, discarded (a job not started yet skips its work, a
-    // finished one's result is dropped); the kept copies of 0 and 1 stay.
-    assert_eq!(jobs.rewind(&pool, 2), Ok(2));
-    let live = |d: &AtomicUsize| made.load(Ordering::Relaxed) + 2 - d.load(Ordering::Relaxed);
-    assert_eq!(live(&drops), 2, "only the two kept copies are alive");
-    assert_eq!(jobs.confirm(10), 2, "the two kept copies");
-    assert_eq!(live(&drops), 0);
+    // Back to tick 2 (jobs 1 and 2 in flight, held by the capture), then drop every capture.
+    let back = jobs.capture(2);
+    assert!(back.is_err(), "tick 2 was collected");
+    let at_two = captures.swap_remove(1);
+    assert_eq!(jobs.restore(&pool, &at_two), Ok(2), "jobs 4 and 5");
+    drop(captures);
+    jobs.collect(&pool, 2, drop).unwrap();
+    jobs.collect(&pool, 3, drop).unwrap();
+    drop(at_two);
+    assert_eq!(jobs.pending(), 0);
+    assert_eq!(live(), 0, "every result and copy dropped once");
 }

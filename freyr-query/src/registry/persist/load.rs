@@ -20,9 +20,21 @@ impl Registry {
     /// persistent name). Everything is checked before anything changes; the loaded world is
     /// a new world, as after [`restore`](Registry::restore).
     ///
+    /// A save holds no deadline job in flight ([`save_to_vec`](Registry::save_to_vec) refuses
+    /// one): the registry's own jobs in flight are discarded, as by a restore (each result
+    /// dropped once), and the next ones are requested at the loaded tick on; job ids go on
+    /// from this registry's own count.
+    ///
     /// # Errors
     ///
-    /// A [`LoadError`] naming what is wrong; the registry is then unchanged.
+    /// A [`LoadError`] naming what is wrong; the registry is then unchanged. Among them
+    /// [`LoadError::Snapshot`] with [`SnapshotError::BeforeConfirmed`] if the save's tick is
+    /// before a tick this registry confirmed ([`confirm_tick`](Registry::confirm_tick)).
+    ///
+    /// # Panics
+    ///
+    /// Re-raises a panic of a discarded deadline result's `Drop`, once the registry is fully
+    /// loaded.
     ///
     /// # Examples
     ///
@@ -137,13 +149,17 @@ impl Registry {
     /// quiet point only; the replaced world's values are dropped last.
     fn install_loaded(&mut self, world: World, tick: u64) -> Result<(), SnapshotError> {
         self.check_quiet()?;
-        self.check_rewind_jobs(tick);
+        // A save holds no deadline job: the registry's own are discarded, none installed.
+        self.check_restore_jobs(tick, &[])?;
         let (current, _) = self.sync.write_all(&self.profiler);
         let old_world = core::mem::replace(current, world);
-        self.rewind_time(tick);
+        let jobs_panic = self.rewind_time(tick, None);
         // User `Drop`s run last, with the registry already loaded; the old world's chunk
         // memory is kept for the next load.
         old_world.recycle_into(&mut self.spare_slabs);
+        if let Some(payload) = jobs_panic {
+            std::panic::resume_unwind(payload);
+        }
         Ok(())
     }
 

@@ -23,8 +23,10 @@ impl Registry {
     /// # Errors
     ///
     /// [`SaveError::Snapshot`] as for [`snapshot`](Registry::snapshot) (not at a quiet point,
-    /// or inside `update`); [`SaveError::NotPersistent`] naming every component type of the
-    /// world with no persistent name.
+    /// or inside `update`); [`SaveError::JobsInFlight`] while deadline jobs are in flight (a
+    /// save cannot hold their closures: save at a tick with none in flight, or after
+    /// [`settle_jobs`](Registry::settle_jobs)); [`SaveError::NotPersistent`] naming every
+    /// component type of the world with no persistent name.
     ///
     /// # Examples
     ///
@@ -66,6 +68,11 @@ impl Registry {
     pub fn save_into(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
         self.guard("Registry::save");
         self.check_quiet().map_err(SaveError::Snapshot)?;
+        // A save cannot hold the closures of deadline jobs in flight.
+        let jobs = self.jobs_in_flight();
+        if !jobs.is_empty() {
+            return Err(SaveError::JobsInFlight { jobs });
+        }
         let world = self.sync.read(&OpAccess::Exclusive, &self.profiler);
         let mut ops = Vec::with_capacity(world.component_infos().len());
         let mut missing = Vec::new();
@@ -79,9 +86,6 @@ impl Registry {
             return Err(SaveError::NotPersistent { types: missing });
         }
         let tick = self.time.tick;
-        // As a snapshot at this tick would: deadline results from it on are kept, so loading
-        // this save back into this registry delivers them again.
-        self.note_snapshot_tick(tick);
         let a = world.allocator_view();
         let mut w = Writer::reuse(SAVE_MAGIC, core::mem::take(out), save_size(world, &ops));
         w.u64(tick);
