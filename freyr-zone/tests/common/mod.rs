@@ -1,0 +1,113 @@
+//! What the zone tests share: the aircraft layout run on the in-process bus.
+
+#![allow(dead_code)]
+
+use freyr_zone::aircraft::{self, Strips};
+use freyr_zone::{Bus, InProcessBus, Zone, ZoneConfig, ZoneDigest, ZoneStats};
+
+/// A run's layout: zones, aircraft, map side, lookahead, ticks.
+#[derive(Clone, Copy, Debug)]
+pub struct Layout {
+    pub zones: u32,
+    pub aircraft: u64,
+    pub side: f32,
+    pub lookahead: u64,
+    pub ticks: u64,
+}
+
+impl Layout {
+    pub fn strips(&self) -> Strips {
+        Strips {
+            zones: self.zones,
+            side: self.side,
+        }
+    }
+
+    pub fn config(&self, zone: u32) -> ZoneConfig {
+        let mut c = ZoneConfig::new(zone, self.zones);
+        c.lookahead = self.lookahead;
+        c.batch_entities = 7; // several batches per (source, dest, tick)
+        c
+    }
+
+    /// Zone `zone` at tick 0, its aircraft spawned.
+    pub fn zone<B: Bus>(
+        &self,
+        zone: u32,
+        workers: usize,
+        bus: B,
+        config: ZoneConfig,
+    ) -> Zone<B, Strips> {
+        let mut registry = aircraft::registry(workers, self.side);
+        aircraft::spawn_zone(&mut registry, &self.strips(), zone, self.aircraft);
+        Zone::new(registry, bus, self.strips(), config).unwrap()
+    }
+}
+
+/// Every zone on its own thread, on one in-process bus: the merged digest and each zone's
+/// stats.
+pub fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>) {
+    let bus = InProcessBus::new(layout.zones);
+    let results: Vec<(ZoneDigest, ZoneStats)> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..layout.zones)
+            .map(|z| {
+                let bus = bus.clone();
+                s.spawn(move || {
+                    let mut zone = layout.zone(z, workers, bus, layout.config(z));
+                    zone.run_until(layout.ticks).unwrap();
+                    zone.settle().unwrap();
+                    (zone.digest(), zone.stats().clone())
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    merge(results)
+}
+
+/// Every zone in one thread, stepped in turn (zone order reversed, so messages arrive in
+/// another order than on threads).
+pub fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>) {
+    let bus = InProcessBus::new(layout.zones);
+    let mut zones: Vec<_> = (0..layout.zones)
+        .map(|z| layout.zone(z, workers, bus.clone(), layout.config(z)))
+        .collect();
+    for _ in 0..layout.ticks {
+        for zone in zones.iter_mut().rev() {
+            zone.step().unwrap();
+        }
+    }
+    for zone in &mut zones {
+        zone.settle().unwrap();
+    }
+    merge(
+        zones
+            .iter_mut()
+            .map(|z| (z.digest(), z.stats().clone()))
+            .collect(),
+    )
+}
+
+pub fn merge(results: Vec<(ZoneDigest, ZoneStats)>) -> (ZoneDigest, Vec<ZoneStats>) {
+    let mut merged = ZoneDigest::default();
+    let mut stats = Vec::new();
+    for (d, s) in results {
+        merged.merge(&d);
+        stats.push(s);
+    }
+    (merged, stats)
+}
+
+/// Checks that every aircraft key `0..count` is there exactly once.
+pub fn assert_each_key_once(digest: &ZoneDigest, count: u64) {
+    assert!(
+        digest.duplicate_keys().is_empty(),
+        "duplicated: {:?}",
+        digest.duplicate_keys()
+    );
+    assert_eq!(
+        digest.sorted_keys(),
+        (0..count).collect::<Vec<_>>(),
+        "lost aircraft"
+    );
+}
