@@ -148,7 +148,7 @@ fn fly(
     f.pos[0] = f.pos[0].rem_euclid(side);
     f.pos[1] = f.pos[1].rem_euclid(side);
     f.pos[2] = f.pos[2].clamp(100.0, 12_000.0);
-    if h % 997 == 0 {
+    if h.is_multiple_of(997) {
         health.0 = health.0.saturating_sub(1);
     }
 }
