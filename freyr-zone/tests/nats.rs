@@ -270,7 +270,7 @@ fn a_zone_killed_at_ten_random_moments_and_restarted_changes_nothing() {
     let mut others: Vec<Child> = [0, 2].iter().map(|&z| process(z, None).spawn()).collect();
     // Two deaths at chosen moments first: between a tick's handoffs and its marker, and in
     // the middle of a checkpoint (the temporary file written, not renamed).
-    for crash in ["between:23", "checkpoint:49"] {
+    for crash in ["between:23", "checkpoint:50"] {
         let mut victim = process(1, Some(crash)).spawn();
         let status = wait_bounded(&mut victim, Duration::from_secs(60));
         assert!(!status.success(), "{crash}: the zone was to die there");
@@ -299,4 +299,74 @@ fn a_zone_killed_at_ten_random_moments_and_restarted_changes_nothing() {
     assert_eq!(value, run_lockstep(l, 1).0.value());
     connect(&stream).delete_stream(&stream).unwrap();
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A NATS server of this test's own on `port`, its store in `dir`.
+fn start_server(port: u16, dir: &Path) -> Child {
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("nats-server is not on PATH (CI installs it; these tests never skip)");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "nats-server did not start on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
+#[test]
+#[ignore = "needs nats-server on PATH and FREYR_NATS_URL (CI runs it)"]
+fn zones_survive_a_server_restart_without_loss() {
+    nats_url(); // the same rule as the other NATS tests: never a skip
+    let port = 4299;
+    let url = format!("nats://127.0.0.1:{port}");
+    let store = temp_dir("restart");
+    let mut server = start_server(port, &store);
+    let l = layout(2);
+    let stream = stream_name("restart");
+    let results: Vec<(ZoneDigest, u64)> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|z| {
+                let (url, stream) = (url.clone(), stream.clone());
+                s.spawn(move || {
+                    let bus = NatsBus::connect(&url, &stream, Duration::from_secs(5)).unwrap();
+                    let mut config = l.config(z);
+                    config.pace = Pace::RealTime;
+                    config.neighbour_timeout = Duration::from_secs(60);
+                    config.publish_timeout = Duration::from_secs(60);
+                    let mut zone = l.zone(z, 1, bus, config);
+                    zone.run_until(l.ticks).unwrap();
+                    zone.settle().unwrap();
+                    (zone.digest(), zone.stats().bus_retries)
+                })
+            })
+            .collect();
+        // Mid-run (the run lasts 4 s), the server dies and comes back a second later.
+        std::thread::sleep(Duration::from_millis(1500));
+        server.kill().unwrap();
+        server.wait().unwrap();
+        std::thread::sleep(Duration::from_secs(1));
+        server = start_server(port, &store);
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let mut merged = ZoneDigest::default();
+    for (d, _) in &results {
+        merged.merge(d);
+    }
+    assert_each_key_once(&merged, l.aircraft);
+    assert_eq!(merged.value(), run_lockstep(l, 1).0.value());
+    assert!(
+        results.iter().any(|(_, retries)| *retries > 0),
+        "the restart was not noticed"
+    );
+    std::fs::remove_dir_all(&store).unwrap();
 }

@@ -31,7 +31,8 @@ pub struct Checkpointing {
 pub enum FaultPoint {
     /// The tick's handoffs are published and stored, its markers not yet.
     BetweenHandoffsAndMarkers(u64),
-    /// A checkpoint's temporary file is written and synced, not yet renamed.
+    /// A checkpoint's temporary file is written and synced, not yet renamed; with the tick the
+    /// checkpoint resumes at (the next tick to run).
     MidCheckpoint(u64),
     /// The tick is done (published, checkpointed if due).
     TickEnd(u64),
