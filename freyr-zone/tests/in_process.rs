@@ -4,7 +4,7 @@
 mod common;
 
 use common::{Layout, assert_each_key_once, run_lockstep, run_threads};
-use freyr_zone::aircraft;
+use freyr_zone::{Bus, BusError, InProcessBus, aircraft};
 
 fn layout(zones: u32, lookahead: u64) -> Layout {
     Layout {
@@ -71,4 +71,13 @@ fn merged_digest_is_the_same_for_1_2_and_8_workers_threads_or_lockstep() {
             );
         }
     }
+}
+
+#[test]
+fn the_in_process_bus_keeps_the_bus_contract() {
+    common::bus_contract(&mut InProcessBus::new(2));
+    assert_eq!(
+        InProcessBus::new(2).publish(2, "x", b""),
+        Err(BusError::UnknownZone(2))
+    );
 }

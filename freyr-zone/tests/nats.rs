@@ -62,38 +62,7 @@ fn stream_name(what: &str) -> String {
 fn nats_bus_keeps_order_dedup_and_replay() {
     let stream = stream_name("contract");
     let mut bus = connect(&stream);
-    for i in 0..50u32 {
-        bus.publish(1, &format!("id-{i}"), &i.to_le_bytes())
-            .unwrap();
-        bus.publish(1, &format!("id-{i}"), b"a repeat").unwrap();
-    }
-    bus.publish(0, "other", b"zone 0").unwrap();
-    bus.flush().unwrap();
-    let mut got = Vec::new();
-    let mut from = 1;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while got.len() < 50 && Instant::now() < deadline {
-        for m in bus.read(1, from, 16, Duration::from_millis(200)).unwrap() {
-            from = m.position + 1;
-            got.push(m);
-        }
-    }
-    let values: Vec<u32> = got
-        .iter()
-        .map(|m| u32::from_le_bytes(m.payload[..4].try_into().unwrap()))
-        .collect();
-    assert_eq!(values, (0..50).collect::<Vec<_>>(), "in order, each once");
-    assert!(got.windows(2).all(|w| w[0].position < w[1].position));
-    // Replay from the middle, with a fresh consumer.
-    let again = bus
-        .read(1, got[30].position, 100, Duration::from_secs(2))
-        .unwrap();
-    assert_eq!(again[0], got[30]);
-    assert!(
-        bus.read(1, from, 10, Duration::from_millis(100))
-            .unwrap()
-            .is_empty()
-    );
+    common::bus_contract(&mut bus);
     bus.delete_stream(&stream).unwrap();
 }
 
