@@ -13,7 +13,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use common::{Layout, assert_each_key_once, run_lockstep};
-use freyr_zone::{Bus, Checkpointing, FaultPoint, NatsBus, Pace, ZoneDigest};
+use freyr_zone::{Checkpointing, FaultPoint, NatsBus, Pace, ZoneDigest};
 
 /// The server's URL; only loopback addresses are accepted.
 fn nats_url() -> String {

@@ -145,7 +145,7 @@ pub fn bus_contract<B: Bus>(bus: &mut B) {
     assert_eq!(again[0], got[30]);
     assert_eq!(
         again.len(),
-        19,
+        20,
         "to the end of zone 1's stream, nothing of zone 0's"
     );
     assert!(
