@@ -30,7 +30,7 @@ fn alien_export() -> Vec<u8> {
 #[test]
 fn bad_messages_are_counted_and_the_zones_run_on_to_the_same_world() {
     let l = layout();
-    let (clean, _) = run_lockstep(l, 1);
+    let (clean, _, _) = run_lockstep(l, 1);
     let bus = InProcessBus::new(2);
     let mut zones: Vec<_> = (0..2)
         .map(|z| l.zone(z, 2, bus.clone(), l.config(z)))
@@ -231,7 +231,7 @@ fn a_silent_neighbour_is_named_and_the_wait_is_bounded() {
 #[test]
 fn a_zone_restarted_from_its_checkpoint_replays_and_the_run_is_unchanged() {
     let l = layout();
-    let (clean, _) = run_lockstep(l, 1);
+    let (clean, _, _) = run_lockstep(l, 1);
     let dir = std::env::temp_dir().join(format!("freyr-zone-faults-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bus = InProcessBus::new(2);

@@ -31,7 +31,7 @@ fn single_world(layout: Layout) -> u64 {
 fn with_lookahead_one_two_and_three_zones_compute_the_single_world() {
     for zones in [2, 3] {
         let l = layout(zones, 1);
-        let (digest, stats) = run_threads(l, 2);
+        let (digest, stats, _) = run_threads(l, 2);
         assert_each_key_once(&digest, l.aircraft);
         assert!(
             stats.iter().all(|s| s.handoffs_sent > 20),
@@ -45,7 +45,7 @@ fn with_lookahead_one_two_and_three_zones_compute_the_single_world() {
 fn merged_digest_is_the_same_for_1_2_and_8_workers_threads_or_lockstep() {
     for zones in [2, 3] {
         let l = layout(zones, 3);
-        let (reference, stats) = run_lockstep(l, 1);
+        let (reference, stats, hashes) = run_lockstep(l, 1);
         assert_each_key_once(&reference, l.aircraft);
         let sent: u64 = stats.iter().map(|s| s.handoffs_sent).sum();
         let received: u64 = stats.iter().map(|s| s.handoffs_received).sum();
@@ -56,14 +56,17 @@ fn merged_digest_is_the_same_for_1_2_and_8_workers_threads_or_lockstep() {
         // With K = 3, aircraft in flight at the end miss a tick or two: not the single world.
         assert_ne!(reference.value(), single_world(l));
         for workers in [1, 2, 8] {
-            let (threads, stats) = run_threads(l, workers);
+            let (threads, stats, threads_hashes) = run_threads(l, workers);
+            // Each zone's world, ids and row order included, whatever the arrival order.
+            assert_eq!(threads_hashes, hashes, "{zones} zones, {workers} workers");
             assert_eq!(
                 threads.value(),
                 reference.value(),
                 "{zones} zones, {workers} workers"
             );
             assert!(stats.iter().all(|s| s.rejected() == 0));
-            let (lockstep, _) = run_lockstep(l, workers);
+            let (lockstep, _, lockstep_hashes) = run_lockstep(l, workers);
+            assert_eq!(lockstep_hashes, hashes, "{zones} zones, {workers} workers");
             assert_eq!(
                 lockstep.value(),
                 reference.value(),

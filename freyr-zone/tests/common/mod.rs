@@ -46,9 +46,11 @@ impl Layout {
 
 /// Every zone on its own thread, on one in-process bus: the merged digest and each zone's
 /// stats.
-pub fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>) {
+/// Also each zone's whole-world hash (Freyr's `world_hash_all`: entity ids, row order and
+/// values), stronger than the merged digest: it changes if imports ran in another order.
+pub fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
     let bus = InProcessBus::new(layout.zones);
-    let results: Vec<(ZoneDigest, ZoneStats)> = std::thread::scope(|s| {
+    let results: Vec<(ZoneDigest, ZoneStats, u64)> = std::thread::scope(|s| {
         let runs: Vec<_> = (0..layout.zones)
             .map(|z| {
                 let bus = bus.clone();
@@ -56,18 +58,21 @@ pub fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats
                     let mut zone = layout.zone(z, workers, bus, layout.config(z));
                     zone.run_until(layout.ticks).unwrap();
                     zone.settle().unwrap();
-                    (zone.digest(), zone.stats().clone())
+                    let hash = zone.registry().world_hash_all().unwrap();
+                    (zone.digest(), zone.stats().clone(), hash)
                 })
             })
             .collect();
         runs.into_iter().map(|r| r.join().unwrap()).collect()
     });
-    merge(results)
+    let hashes = results.iter().map(|r| r.2).collect();
+    let (digest, stats) = merge(results.into_iter().map(|(d, s, _)| (d, s)).collect());
+    (digest, stats, hashes)
 }
 
 /// Every zone in one thread, stepped in turn (zone order reversed, so messages arrive in
 /// another order than on threads).
-pub fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>) {
+pub fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
     let bus = InProcessBus::new(layout.zones);
     let mut zones: Vec<_> = (0..layout.zones)
         .map(|z| layout.zone(z, workers, bus.clone(), layout.config(z)))
@@ -80,12 +85,13 @@ pub fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStat
     for zone in &mut zones {
         zone.settle().unwrap();
     }
-    merge(
-        zones
-            .iter_mut()
-            .map(|z| (z.digest(), z.stats().clone()))
-            .collect(),
-    )
+    let hashes = zones
+        .iter()
+        .map(|z| z.registry().world_hash_all().unwrap())
+        .collect();
+    let results = zones.iter_mut().map(|z| (z.digest(), z.stats().clone()));
+    let (digest, stats) = merge(results.collect());
+    (digest, stats, hashes)
 }
 
 pub fn merge(results: Vec<(ZoneDigest, ZoneStats)>) -> (ZoneDigest, Vec<ZoneStats>) {
