@@ -50,6 +50,17 @@ impl NatsBus {
     ///
     /// [`BusError::Unavailable`] if the server cannot be reached within `connect_timeout` or
     /// refuses the stream: a loud failure, never a silent fallback.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use freyr_zone::{BusError, NatsBus};
+    ///
+    /// // Nothing listens on port 1 of the loopback address.
+    /// let bus = NatsBus::connect("nats://127.0.0.1:1", "ZONES", Duration::from_secs(2));
+    /// assert!(matches!(bus, Err(BusError::Unavailable(_))));
+    /// ```
     pub fn connect(url: &str, stream: &str, connect_timeout: Duration) -> Result<Self, BusError> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)

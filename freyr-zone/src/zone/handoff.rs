@@ -166,6 +166,34 @@ impl<B: Bus, R: ZoneRules> Zone<B, R> {
     /// [`ZoneError::Config`] without a checkpoint directory, [`ZoneError::Checkpoint`] for an
     /// unreadable or damaged file or one of another zone or layout, [`ZoneError::Load`] for a
     /// world that does not load. The zone is then unchanged.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_zone::aircraft::{self, Strips};
+    /// use freyr_zone::{Checkpointing, InProcessBus, Zone, ZoneConfig};
+    ///
+    /// let dir = std::env::temp_dir().join(format!("freyr-zone-resume-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir).unwrap();
+    /// let strips = Strips { zones: 1, side: 100.0 };
+    /// let mut config = ZoneConfig::new(0, 1);
+    /// config.checkpoint = Some(Checkpointing { dir: dir.clone(), every: 4 });
+    /// let start = |config: ZoneConfig| {
+    ///     let mut registry = aircraft::registry(1, 100.0);
+    ///     aircraft::spawn_zone(&mut registry, &strips, 0, 10);
+    ///     Zone::new(registry, InProcessBus::new(1), strips, config).unwrap()
+    /// };
+    /// let mut zone = start(config.clone());
+    /// zone.run_until(6).unwrap(); // a checkpoint after tick 3
+    /// let world = zone.digest();
+    ///
+    /// let mut restarted = start(config);
+    /// assert!(restarted.resume().unwrap());
+    /// assert_eq!(restarted.tick(), 4);
+    /// restarted.run_until(6).unwrap();
+    /// assert_eq!(restarted.digest(), world);
+    /// std::fs::remove_dir_all(&dir).unwrap();
+    /// ```
     pub fn resume(&mut self) -> Result<bool, ZoneError> {
         let Some(c) = &self.config.checkpoint else {
             return Err(ZoneError::Config(

@@ -59,7 +59,36 @@ struct Outbox {
 /// 5. every M ticks, writes a crash-safe checkpoint: the save and the stream position in one
 ///    file.
 ///
-/// See the [crate documentation](crate) for a full example.
+/// See the [crate documentation](crate) for zones on threads. Stepped in turn on one thread
+/// (K ≥ 1 makes that possible: what tick T needs was sent at T − K):
+///
+/// ```
+/// use freyr_zone::aircraft::{self, Strips};
+/// use freyr_zone::{InProcessBus, Zone, ZoneConfig};
+///
+/// let strips = Strips { zones: 2, side: 1_000.0 };
+/// let bus = InProcessBus::new(2);
+/// let mut zones: Vec<_> = (0..2)
+///     .map(|z| {
+///         let mut registry = aircraft::registry(1, strips.side);
+///         aircraft::spawn_zone(&mut registry, &strips, z, 100);
+///         Zone::new(registry, bus.clone(), strips, ZoneConfig::new(z, 2)).unwrap()
+///     })
+///     .collect();
+/// for _ in 0..30 {
+///     for zone in &mut zones {
+///         zone.step().unwrap();
+///     }
+/// }
+/// for zone in &mut zones {
+///     zone.settle().unwrap();
+/// }
+/// let sent: u64 = zones.iter().map(|z| z.stats().handoffs_sent).sum();
+/// let received: u64 = zones.iter().map(|z| z.stats().handoffs_received).sum();
+/// assert!(sent > 0);
+/// assert_eq!(sent, received, "every aircraft that left arrived");
+/// assert_eq!(zones.iter().map(|z| z.registry().len()).sum::<usize>(), 100);
+/// ```
 pub struct Zone<B: Bus, R: ZoneRules> {
     registry: Registry,
     bus: B,
@@ -85,6 +114,19 @@ impl<B: Bus, R: ZoneRules> Zone<B, R> {
     /// [`ZoneError::Config`] if the configuration is not usable (zone out of range, K = 0, a
     /// zero timeout or batch size, a checkpoint interval of 0, a tick length the fixed step
     /// refuses).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_zone::aircraft::{self, Strips};
+    /// use freyr_zone::{InProcessBus, Zone, ZoneConfig, ZoneError};
+    ///
+    /// let strips = Strips { zones: 2, side: 100.0 };
+    /// let mut config = ZoneConfig::new(0, 2);
+    /// config.lookahead = 0;
+    /// let zone = Zone::new(aircraft::registry(1, 100.0), InProcessBus::new(2), strips, config);
+    /// assert!(matches!(zone, Err(ZoneError::Config(_))));
+    /// ```
     pub fn new(
         mut registry: Registry,
         bus: B,
@@ -246,6 +288,25 @@ impl<B: Bus, R: ZoneRules> Zone<B, R> {
     /// # Errors
     ///
     /// [`ZoneError::NeighbourSilent`] or [`ZoneError::Bus`] as for a step; call again.
+    ///
+    /// # Examples
+    ///
+    /// A zone alone in its layout has no neighbour to wait for:
+    ///
+    /// ```
+    /// use freyr_zone::aircraft::{self, Strips};
+    /// use freyr_zone::{InProcessBus, Zone, ZoneConfig};
+    ///
+    /// let strips = Strips { zones: 1, side: 100.0 };
+    /// let mut registry = aircraft::registry(1, 100.0);
+    /// aircraft::spawn_zone(&mut registry, &strips, 0, 10);
+    /// let mut zone = Zone::new(registry, InProcessBus::new(1), strips, ZoneConfig::new(0, 1)).unwrap();
+    /// assert_eq!(zone.step().unwrap(), 0);
+    /// assert_eq!(zone.step().unwrap(), 1);
+    /// zone.settle().unwrap();
+    /// assert!(zone.step().is_err(), "settled");
+    /// assert_eq!(zone.digest().entities(), 10);
+    /// ```
     pub fn settle(&mut self) -> Result<(), ZoneError> {
         self.publish_outbox()?;
         let end = self.registry.tick();
