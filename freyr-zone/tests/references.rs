@@ -70,8 +70,9 @@ fn a_leader_and_its_wingman_cross_together_and_a_reference_left_behind_is_droppe
     }
     let east = zones[1].registry_mut();
     let mut by_key = std::collections::HashMap::new();
-    east.query::<(&Key, &Leader)>()
-        .each(|e, (k, l)| drop(by_key.insert(k.0, (e, *l))));
+    east.query::<(&Key, &Leader)>().each(|e, (k, l)| {
+        by_key.insert(k.0, (e, *l));
+    });
     assert_eq!(by_key.len(), 3, "keys 1, 2 and 3 crossed");
     let (leader_now, _) = by_key[&1];
     assert_eq!(
