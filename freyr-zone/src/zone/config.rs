@@ -65,7 +65,8 @@ pub struct ZoneConfig {
     /// How long a publish is retried (the bus away, e.g. a server restart) before the step
     /// reports [`ZoneError::Bus`]. Default 30 s.
     pub publish_timeout: Duration,
-    /// The most entities in one handoff message. Default 2048.
+    /// The most entities in one handoff message. Default 2048. An `Entity` field is remapped
+    /// only when its target is in the same message (one export).
     pub batch_entities: usize,
     /// Crash-safe checkpoints; `None` (the default) writes none.
     pub checkpoint: Option<Checkpointing>,
