@@ -90,5 +90,5 @@ pub use error::{Rejection, ZoneError};
 pub use in_process::InProcessBus;
 pub use message::{Message, MessageError, ZoneId};
 pub use nats::{DUPLICATE_WINDOW, NatsBus};
-pub use stats::ZoneStats;
+pub use stats::{LATENCY_SAMPLES, ZoneStats};
 pub use zone::{Checkpointing, FaultPoint, Pace, Zone, ZoneConfig, ZoneRules};

@@ -28,7 +28,8 @@ pub struct ZoneStats {
     /// The last wait: the tick it held and the zones it waited for.
     pub last_wait: Option<(u64, Vec<ZoneId>)>,
     /// Per handoff message: nanoseconds from its publish to its arrival here (wall clocks of
-    /// the same host).
+    /// the same host); the latest [`LATENCY_SAMPLES`] at most (the older half is dropped when
+    /// it is full).
     pub latencies_ns: Vec<u64>,
     /// Messages that did not decode.
     pub undecodable: u64,
@@ -52,7 +53,18 @@ pub struct ZoneStats {
     pub bus_retries: u64,
 }
 
+/// The most latency samples [`ZoneStats::latencies_ns`] keeps.
+pub const LATENCY_SAMPLES: usize = 1 << 16;
+
 impl ZoneStats {
+    /// Records one handoff's latency.
+    pub(crate) fn record_latency(&mut self, ns: u64) {
+        if self.latencies_ns.len() >= LATENCY_SAMPLES {
+            self.latencies_ns.drain(..LATENCY_SAMPLES / 2);
+        }
+        self.latencies_ns.push(ns);
+    }
+
     /// Counts a refused message.
     pub(crate) fn reject(&mut self, why: Rejection) {
         let counter = match &why {

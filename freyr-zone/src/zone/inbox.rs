@@ -90,7 +90,7 @@ impl Inbox {
                 let now = SystemTime::now()
                     .duration_since(UNIX_EPOCH)
                     .map_or(0, |d| d.as_nanos() as u64);
-                stats.latencies_ns.push(now.saturating_sub(sent_unix_ns));
+                stats.record_latency(now.saturating_sub(sent_unix_ns));
             }
         }
     }
