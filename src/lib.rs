@@ -275,6 +275,8 @@ mod guide {
     mod golden_rules {}
     #[doc = include_str!("../docs/src/server-tick.md")]
     mod server_tick {}
+    #[doc = include_str!("../docs/src/beyond-one-machine.md")]
+    mod beyond_one_machine {}
     #[doc = include_str!("../docs/src/benchmarks.md")]
     mod benchmarks {}
     #[doc = include_str!("../docs/src/migrating.md")]
