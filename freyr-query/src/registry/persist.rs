@@ -7,6 +7,7 @@
 mod handoff;
 mod load;
 mod save;
+mod stamps;
 
 use freyr_core::{Component, Entity};
 use serde::Serialize;

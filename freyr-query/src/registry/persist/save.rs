@@ -13,12 +13,13 @@ use crate::persist::format::Writer;
 use crate::persist::ops::ColumnEncoder;
 use crate::registry::Registry;
 
+use super::stamps::write_stamps;
 use super::{PersistOps, SAVE_MAGIC, write_type};
 
 impl Registry {
     /// The registry saved to bytes: the world (component table, archetypes in creation order,
-    /// rows in order, entity allocator) and the [`tick`](Registry::tick). Resources, systems
-    /// and clocks are not saved. Reads only.
+    /// rows in order, entity allocator, and the change stamps of every chunk and column) and
+    /// the [`tick`](Registry::tick). Resources, systems and clocks are not saved. Reads only.
     ///
     /// # Errors
     ///
@@ -98,6 +99,7 @@ impl Registry {
         for archetype in world.archetypes() {
             write_archetype(&mut w, archetype, &ops);
         }
+        write_stamps(&mut w, world);
         *out = w.finish();
         Ok(())
     }
@@ -132,7 +134,7 @@ impl Registry {
 }
 
 /// A guess of a save's size, so its buffer is allocated once: every row's entity and values
-/// at their in-memory size, and the allocator.
+/// at their in-memory size, the allocator, and the stamps (two ticks per chunk and column).
 fn save_size(world: &World, ops: &[&PersistOps]) -> usize {
     let values: usize = world
         .archetypes()
@@ -143,7 +145,8 @@ fn save_size(world: &World, ops: &[&PersistOps]) -> usize {
                 .iter()
                 .map(|id| ops[id.index()].layout.size())
                 .sum();
-            archetype.len() * (row + ENTITY_BYTES) + 64
+            let stamps = archetype.chunk_ids().len() * archetype.components().len() * 16;
+            archetype.len() * (row + ENTITY_BYTES) + stamps + 64
         })
         .sum();
     values + world.allocator_view().slots.len() * 4 + 1024
