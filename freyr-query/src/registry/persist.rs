@@ -4,6 +4,7 @@
 //! like a restored snapshot) in `load`, [`Registry::export`] / [`Registry::import`] in
 //! `handoff`.
 
+mod file;
 mod handoff;
 mod load;
 mod save;
