@@ -19,8 +19,8 @@ impl Registry {
     /// the same entity ids and next spawned ids, the same iteration order and the same change
     /// stamps as the saved registry (every `filter_changed(since)` and `filter_added(since)`
     /// answers as it did there), whatever order this program touched its types in (types are
-    /// matched by persistent name). Everything is checked before anything changes; the loaded world is
-    /// a new world, as after [`restore`](Registry::restore).
+    /// matched by persistent name). Everything is checked before anything changes; the loaded
+    /// world is a new world, as after [`restore`](Registry::restore).
     ///
     /// # Errors
     ///
