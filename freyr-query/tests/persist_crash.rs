@@ -1,6 +1,7 @@
 //! The crash-kill test: a child process saves to one path in a loop and is killed at
 //! deterministic pseudo-random moments; every run leaves a save that loads (the old one or a
-//! new one), never a torn file. Not under Miri (it spawns processes).
+//! new one), never a torn file, and the next save removes the temporaries the killed children
+//! left, but never one of a running process. Not under Miri (it spawns processes).
 #![cfg(not(miri))]
 
 use std::path::{Path, PathBuf};
@@ -97,5 +98,79 @@ fn a_save_killed_at_any_moment_leaves_the_old_or_the_new_file() {
         assert!(after == before || after > 0, "run {run}");
     }
     assert!(advanced > 0, "the child saved at least once in {RUNS} runs");
+    // The killed children's temporaries (most kills land mid-write) are gone after the next
+    // save: every child has ended.
+    first.save(&path).unwrap();
+    if cfg!(any(target_os = "linux", target_os = "android")) {
+        assert_eq!(temporaries(&dir), Vec::<String>::new());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The names in `dir` that look like a save's temporary (`.<name>.<pid>.tmp`), sorted.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().into_string().unwrap())
+        .filter(|name| name.starts_with('.') && name.ends_with(".tmp"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A save removes the temporaries of its path left by processes that ended, and keeps those
+/// of a running process, of other paths, and files that only look like temporaries.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[test]
+fn a_save_removes_stale_temporaries_of_ended_savers_only() {
+    let dir = std::env::temp_dir().join(format!("freyr-stale-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("world.save");
+    // An ended process (spawned and reaped: its pid has no /proc entry until reused) and a pid
+    // past every pid limit (Linux's is at most 2^22).
+    let mut ended = Command::new("true").spawn().unwrap();
+    ended.wait().unwrap();
+    let ended = ended.id();
+    assert!(!Path::new(&format!("/proc/{ended}")).exists(), "reaped");
+    let impossible = 4_000_000_000u32;
+    // A running process: another saver, mid-write.
+    let mut running = Command::new("sleep").arg("60").spawn().unwrap();
+    let live = running.id();
+    let stale = [
+        format!(".world.save.{ended}.tmp"),
+        format!(".world.save.{impossible}.tmp"),
+    ];
+    let kept = [
+        format!(".world.save.{live}.tmp"),
+        format!(".other.save.{ended}.tmp"),
+        format!(".world.save.{ended}.tmp.bak"),
+        ".world.save.x1.tmp".to_string(),
+        format!(".world.save.{ended}.{ended}.tmp"),
+    ];
+    for name in stale.iter().chain(&kept) {
+        std::fs::write(dir.join(name), vec![7u8; 4096]).unwrap();
+    }
+    let mut r = registry();
+    r.spawn((Step(3), Label("s".into())));
+    r.save(&path).unwrap();
+    running.kill().unwrap();
+    running.wait().unwrap();
+    let mut expected: Vec<String> = kept
+        .iter()
+        .filter(|n| n.ends_with(".tmp"))
+        .cloned()
+        .collect();
+    expected.sort();
+    assert_eq!(
+        temporaries(&dir),
+        expected,
+        "the stale ones went, the others stayed"
+    );
+    assert!(dir.join(&kept[2]).exists(), "not a temporary's name");
+    assert_eq!(std::fs::read(dir.join(&kept[0])).unwrap(), vec![7u8; 4096]);
+    // The save itself is whole, and its own temporary is gone.
+    let mut loaded = registry();
+    loaded.load_file(&path).unwrap();
+    assert_eq!(loaded.len(), 1);
     std::fs::remove_dir_all(&dir).unwrap();
 }

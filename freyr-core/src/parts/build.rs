@@ -16,7 +16,8 @@ impl World {
     /// The world `parts` describe: the same component ids, archetypes in the same order (empty
     /// ones too) with the same slabs and chunk ids, the same rows in the same order, and the
     /// same allocator, so the same operations then give the same entity ids. Its change ticks
-    /// are all 0; it gets a fresh [`WorldId`](crate::WorldId). Owned values are moved in,
+    /// are all 0 ([`restore_stamps`](World::restore_stamps) puts saved ones back); it gets a
+    /// fresh [`WorldId`](crate::WorldId). Owned values are moved in,
     /// borrowed bytes copied.
     ///
     /// Everything is checked before anything is built: no input, however made, breaks the

@@ -3,11 +3,13 @@
 //! Reading: [`World::allocator_view`], [`World::component_infos`], every archetype's
 //! [`slab_sizes`](crate::Archetype::slab_sizes) and [`chunk_ids`](crate::Archetype::chunk_ids),
 //! its chunks' entities and columns ([`ChunkRef`](crate::ChunkRef)), and
-//! [`append_entity_bits`]: everything observable, read straight from the live world (no copy
-//! of the world is taken first).
+//! [`append_entity_bits`], and every archetype's change stamps
+//! ([`stamps_into`](crate::Archetype::stamps_into)): everything observable, read straight from
+//! the live world (no copy of the world is taken first).
 //!
 //! Building: [`World::from_parts`] makes a world of decoded [`WorldParts`] after checking every
 //! invariant the world relies on, so that no input, however made, can break memory safety;
+//! [`World::restore_stamps`] puts a built world's change stamps back;
 //! [`World::spawn_columns`] spawns entities from type-erased columns. Values arrive as
 //! [`ColumnValues`]: moved out of a `Vec<T>`, or copied from bytes a caller vouches for.
 //!
@@ -15,11 +17,13 @@
 //! [`World::allocator_view`]: crate::World::allocator_view
 //! [`World::component_infos`]: crate::World::component_infos
 //! [`World::from_parts`]: crate::World::from_parts
+//! [`World::restore_stamps`]: crate::World::restore_stamps
 //! [`World::spawn_columns`]: crate::World::spawn_columns
 
 mod build;
 mod check;
 mod spawn;
+mod stamps;
 mod stream;
 mod view;
 

@@ -10,7 +10,9 @@ use super::LoadError;
 /// last, so a save hashes each piece as it writes it.
 /// 4: the checksum is a CRC-64/NVME of the magic and version, the body, then the body length
 /// (see [`CRC`]).
-pub(crate) const FORMAT_VERSION: u32 = 4;
+/// 5: a save's body ends with the change stamps of every archetype's chunks, a section of its
+/// own after the archetypes (an export's body is unchanged).
+pub(crate) const FORMAT_VERSION: u32 = 5;
 /// Header: magic (8), format version (4), body length (8).
 const HEADER: usize = 20;
 /// Trailer: the checksum (8).
@@ -104,6 +106,14 @@ impl Writer {
         self.u64(vs.len() as u64);
         // On a little-endian target the words are their bytes: one copy (the entity slots of
         // a 1M save are 4 MB).
+        #[cfg(target_endian = "little")]
+        self.out.extend_from_slice(bytemuck::cast_slice(vs));
+        #[cfg(not(target_endian = "little"))]
+        self.out.extend(vs.iter().flat_map(|v| v.to_le_bytes()));
+    }
+
+    pub(crate) fn u64s(&mut self, vs: &[u64]) {
+        self.u64(vs.len() as u64);
         #[cfg(target_endian = "little")]
         self.out.extend_from_slice(bytemuck::cast_slice(vs));
         #[cfg(not(target_endian = "little"))]
@@ -304,6 +314,11 @@ impl<'a> Reader<'a> {
             .collect())
     }
 
+    pub(crate) fn u64s(&mut self, what: &'static str) -> Result<Vec<u64>, LoadError> {
+        let n = self.count(8, what)?;
+        Ok(self.words::<8>(n, what)?.map(u64::from_le_bytes).collect())
+    }
+
     /// `n` items of `N` bytes each.
     pub(crate) fn words<const N: usize>(
         &mut self,
@@ -324,7 +339,7 @@ impl<'a> Reader<'a> {
     pub(crate) fn end(&self) -> Result<(), LoadError> {
         match self.rest.is_empty() {
             true => Ok(()),
-            false => Err(corrupt("bytes after the last archetype")),
+            false => Err(corrupt("bytes after the end of the body")),
         }
     }
 }

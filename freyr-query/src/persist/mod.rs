@@ -16,7 +16,10 @@
 //! encoded with serde and [postcard](https://docs.rs/postcard) (a compact binary format, field
 //! by field) or, for plain-data types ([`bytemuck::Pod`]: no padding, any bit pattern valid),
 //! as the values' little-endian bytes, the whole column at once. Padding bytes are never
-//! written either way.
+//! written either way. A save's body ends with the change stamps, a section of their own after
+//! the archetypes (`registry/persist/stamps.rs`): per archetype, the changed and then the added
+//! tick of every allocated chunk and column, so a load answers every change filter as the
+//! saved registry did.
 
 mod error;
 pub(crate) mod format;

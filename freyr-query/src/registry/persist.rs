@@ -4,9 +4,11 @@
 //! like a restored snapshot) in `load`, [`Registry::export`] / [`Registry::import`] in
 //! `handoff`.
 
+mod file;
 mod handoff;
 mod load;
 mod save;
+mod stamps;
 
 use freyr_core::{Component, Entity};
 use serde::Serialize;

@@ -11,14 +11,16 @@ use crate::persist::format::{Framed, Reader, Verifier, frame};
 use crate::registry::Registry;
 use crate::snapshot::SnapshotError;
 
+use super::stamps::{read_stamps, restore_stamps};
 use super::{PersistOps, SAVE_MAGIC};
 
 impl Registry {
     /// Replaces this registry's world and tick with the save in `bytes`: the same world hash,
-    /// the same entity ids and next spawned ids, the same iteration order as the saved
-    /// registry, whatever order this program touched its types in (types are matched by
-    /// persistent name). Everything is checked before anything changes; the loaded world is
-    /// a new world, as after [`restore`](Registry::restore).
+    /// the same entity ids and next spawned ids, the same iteration order and the same change
+    /// stamps as the saved registry (every `filter_changed(since)` and `filter_added(since)`
+    /// answers as it did there), whatever order this program touched its types in (types are
+    /// matched by persistent name). Everything is checked before anything changes; the loaded
+    /// world is a new world, as after [`restore`](Registry::restore).
     ///
     /// A save holds no deadline job in flight ([`save_to_vec`](Registry::save_to_vec) refuses
     /// one): the registry's own jobs in flight are discarded, as by a restore (each result
@@ -133,6 +135,7 @@ impl Registry {
         for _ in 0..count {
             archetypes.push(read_archetype(&mut r, &ops)?);
         }
+        let stamps = read_stamps(&mut r, count)?;
         r.end()?;
         let components = ops.iter().enumerate().map(|(i, o)| (o.info)(i)).collect();
         let parts = WorldParts {
@@ -140,8 +143,9 @@ impl Registry {
             allocator,
             archetypes,
         };
-        let world = World::from_parts_reading(parts, &mut |piece| verifier.read(piece), spare)
+        let mut world = World::from_parts_reading(parts, &mut |piece| verifier.read(piece), spare)
             .map_err(|e| LoadError::Corrupt { what: e.0 })?;
+        restore_stamps(&mut world, &stamps)?;
         Ok((world, tick))
     }
 

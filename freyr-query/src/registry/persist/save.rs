@@ -1,7 +1,6 @@
 //! Saving a registry: [`Registry::save_to_vec`], [`Registry::save_into`] and the crash-safe
 //! [`Registry::save`].
 
-use std::io::Write;
 use std::path::Path;
 
 use freyr_core::parts::ENTITY_BYTES;
@@ -13,12 +12,14 @@ use crate::persist::format::Writer;
 use crate::persist::ops::ColumnEncoder;
 use crate::registry::Registry;
 
+use super::file::write_atomically;
+use super::stamps::write_stamps;
 use super::{PersistOps, SAVE_MAGIC, write_type};
 
 impl Registry {
     /// The registry saved to bytes: the world (component table, archetypes in creation order,
-    /// rows in order, entity allocator) and the [`tick`](Registry::tick). Resources, systems
-    /// and clocks are not saved. Reads only.
+    /// rows in order, entity allocator, and the change stamps of every chunk and column) and
+    /// the [`tick`](Registry::tick). Resources, systems and clocks are not saved. Reads only.
     ///
     /// # Errors
     ///
@@ -102,13 +103,17 @@ impl Registry {
         for archetype in world.archetypes() {
             write_archetype(&mut w, archetype, &ops);
         }
+        write_stamps(&mut w, world);
         *out = w.finish();
         Ok(())
     }
 
-    /// Saves to `path`, crash-safe: writes a temporary file beside it, syncs it to disk,
-    /// renames it over `path` and syncs the directory, so a crash at any moment leaves either
-    /// the old save or the new one, never a torn file.
+    /// Saves to `path`, crash-safe: writes a temporary file beside it (`.name.<pid>.tmp`),
+    /// syncs it to disk, renames it over `path` and syncs the directory, so a crash at any
+    /// moment leaves either the old save or the new one, never a torn file. A crash may leave
+    /// the temporary: each save first removes the temporaries of `path` whose process no longer
+    /// runs (on Linux and Android, where `/proc` tells; never one of a running process, and
+    /// only the user's own), so killed savers do not fill the disk.
     ///
     /// # Errors
     ///
@@ -136,7 +141,7 @@ impl Registry {
 }
 
 /// A guess of a save's size, so its buffer is allocated once: every row's entity and values
-/// at their in-memory size, and the allocator.
+/// at their in-memory size, the allocator, and the stamps (two ticks per chunk and column).
 fn save_size(world: &World, ops: &[&PersistOps]) -> usize {
     let values: usize = world
         .archetypes()
@@ -147,7 +152,8 @@ fn save_size(world: &World, ops: &[&PersistOps]) -> usize {
                 .iter()
                 .map(|id| ops[id.index()].layout.size())
                 .sum();
-            archetype.len() * (row + ENTITY_BYTES) + 64
+            let stamps = archetype.chunk_ids().len() * archetype.components().len() * 16;
+            archetype.len() * (row + ENTITY_BYTES) + stamps + 64
         })
         .sum();
     values + world.allocator_view().slots.len() * 4 + 1024
@@ -186,37 +192,4 @@ fn write_archetype(w: &mut Writer, archetype: &Archetype, ops: &[&PersistOps]) {
             }),
         }
     }
-}
-
-/// Writes `bytes` to a temporary file beside `path`, syncs it, renames it over `path` and
-/// syncs the directory.
-fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path.file_name().ok_or_else(|| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "the save path names no file",
-        )
-    })?;
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".{}.tmp", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.sync_all()?;
-        drop(file);
-        std::fs::rename(&tmp, path)?;
-        #[cfg(unix)]
-        std::fs::File::open(&dir)?.sync_all()?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
 }
