@@ -23,6 +23,7 @@ use freyr::hooks::MAX_HOOK_ROUNDS as _;
 use freyr::persist::ColumnEncoding as _;
 use freyr::persist::EntityMap as _;
 use freyr::persist::LoadError as _;
+use freyr::persist::SaveError as _;
 use freyr::persist::bytemuck as _;
 use freyr::persist::bytemuck::Pod as _;
 use freyr::persist::bytemuck::Zeroable as _;
