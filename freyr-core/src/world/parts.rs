@@ -22,6 +22,14 @@ impl World {
         )
     }
 
+    /// Whether dropping this world's values runs any code: a live value of a type with drop
+    /// glue.
+    pub(crate) fn values_need_drop(&self) -> bool {
+        self.archetypes
+            .iter()
+            .any(|archetype| archetype.rows.needs_drop && archetype.rows.len > 0)
+    }
+
     /// A world made of restored parts, with a fresh [`WorldId`] and every cache (archetype
     /// index, bundles, edges) rebuilt or empty. `archetypes` are in id order.
     pub(crate) fn from_snapshot_parts(
