@@ -185,7 +185,7 @@ impl WorldSnapshot {
         if self.copies_only() && !world.values_need_drop() {
             // No `Drop` runs in taking `world` apart and no `Clone` in the copying, so nothing
             // between here and the assignment can leave `world` half replaced.
-            core::mem::take(world).recycle_into(spare);
+            core::mem::take(world).recycle_in_place(spare);
             *world = self.restore_reusing(parallel, spare);
             return None;
         }
