@@ -10,8 +10,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr::{Entity, Registry};
 
-/// Rows: several chunks and slabs.
-const N: u64 = if cfg!(miri) { 1100 } else { 5000 };
+/// Rows: at least two chunks, so more than one slab (slabs double from one chunk).
+const N: u64 = if cfg!(miri) { 530 } else { 5000 };
+/// A row in the second chunk (so the second slab) that no test moves.
+const IN_SECOND_SLAB: usize = 520;
 const WORKERS: &[usize] = if cfg!(miri) { &[2] } else { &[1, 2, 3] };
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -61,7 +63,7 @@ fn registry(workers: usize, names: bool) -> (Registry, Vec<Entity>) {
 fn advance(r: &mut Registry, ids: &[Entity]) {
     r.query::<&mut Pos>().each(|_, p| p.0 += 1000);
     r.despawn(ids[2]).unwrap();
-    r.spawn_batch((0..N).map(|i| (Pos(i),)));
+    r.spawn_batch((0..N + 600).map(|i| (Pos(i),))); // past the snapshot's slabs
     r.update(0.1);
 }
 
@@ -87,12 +89,12 @@ fn a_plain_copy_world_is_restored_in_its_own_memory() {
     for &workers in WORKERS {
         let (mut r, ids) = registry(workers, false);
         let snapshot = r.snapshot().unwrap();
-        let (at_s, address) = (values(&mut r), pos_at(&r, ids[600]));
+        let (at_s, address) = (values(&mut r), pos_at(&r, ids[IN_SECOND_SLAB]));
         for _ in 0..3 {
             advance(&mut r, &ids);
             r.restore(&snapshot).unwrap();
             assert_eq!(values(&mut r), at_s, "{workers} workers");
-            assert_eq!(pos_at(&r, ids[600]), address, "the same slab");
+            assert_eq!(pos_at(&r, ids[IN_SECOND_SLAB]), address, "the same slab");
             assert_eq!(r.spare_memory(), 0, "no second world's memory is kept");
             assert_eq!(r.tick(), 0);
         }
@@ -107,13 +109,13 @@ fn values_with_drop_glue_are_restored_into_the_last_replaced_memory() {
         let (mut r, ids) = registry(workers, true);
         let snapshot = r.snapshot().unwrap();
         let at_s = values(&mut r);
-        let mut seen = vec![pos_at(&r, ids[600])];
+        let mut seen = vec![pos_at(&r, ids[IN_SECOND_SLAB])];
         for _ in 0..4 {
             advance(&mut r, &ids);
             r.restore(&snapshot).unwrap();
             assert_eq!(values(&mut r), at_s, "{workers} workers");
             assert!(r.spare_memory() > 0, "the replaced world's slabs are kept");
-            seen.push(pos_at(&r, ids[600]));
+            seen.push(pos_at(&r, ids[IN_SECOND_SLAB]));
         }
         // The first restore's slabs are fresh (the world it replaces is still alive); each
         // later one copies into the slabs of the world replaced one restore before.
