@@ -11,21 +11,34 @@ impl Registry {
     /// fault each (more than the copying itself for a restore, and a quarter of a 1M-entity
     /// load, measured); what it does not reuse it frees. So a registry that restores or loads
     /// into a world it holds keeps up to that world's memory once more, until
-    /// [`release_spare_memory`](Registry::release_spare_memory).
+    /// [`release_spare_memory`](Registry::release_spare_memory). A restore of plain copies
+    /// only (every live type registered with
+    /// [`register_snapshot_copy`](Registry::register_snapshot_copy), and no value with drop
+    /// glue in the world it replaces) copies into the replaced world's own memory instead,
+    /// and keeps none.
     ///
     /// # Examples
     ///
     /// ```
     /// let mut registry = freyr::Registry::with_workers(1);
     /// registry.register_snapshot_copy::<u32>();
-    /// registry.spawn_batch((0..1000u32).map(|i| (i,)));
+    /// registry.register_snapshot_clone::<String>();
+    /// registry.spawn_batch((0..1000u32).map(|i| (i, i.to_string())));
     /// let snapshot = registry.snapshot().unwrap();
     /// assert_eq!(registry.spare_memory(), 0);
     /// registry.restore(&snapshot).unwrap();
     /// let kept = registry.spare_memory();
-    /// assert!(kept >= 1000 * 4, "the replaced world's chunks");
+    /// assert!(kept >= 1000 * (4 + 24), "the replaced world's chunks");
     /// registry.restore(&snapshot).unwrap(); // copies into them, and keeps the replaced ones
     /// assert_eq!(registry.spare_memory(), kept);
+    ///
+    /// // Plain copies only: restored in the world's own memory.
+    /// let mut plain = freyr::Registry::with_workers(1);
+    /// plain.register_snapshot_copy::<u32>();
+    /// plain.spawn_batch((0..1000u32).map(|i| (i,)));
+    /// let snapshot = plain.snapshot().unwrap();
+    /// plain.restore(&snapshot).unwrap();
+    /// assert_eq!(plain.spare_memory(), 0);
     /// ```
     pub fn spare_memory(&self) -> usize {
         self.spare_slabs.bytes()
@@ -38,8 +51,8 @@ impl Registry {
     ///
     /// ```
     /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.register_snapshot_copy::<u32>();
-    /// registry.spawn_batch((0..1000u32).map(|i| (i,)));
+    /// registry.register_snapshot_clone::<String>();
+    /// registry.spawn_batch((0..1000u32).map(|i| (i.to_string(),)));
     /// let snapshot = registry.snapshot().unwrap();
     /// registry.restore(&snapshot).unwrap();
     /// let kept = registry.spare_memory();
