@@ -304,7 +304,9 @@ impl ChunkList {
     pub(crate) fn recycle_into(&mut self, spare: &mut SpareSlabs) {
         self.cursor.0 = usize::MAX;
         self.list.clear();
-        for slab in core::mem::take(&mut self.slabs) {
+        // Last slab first: `spare` hands the last given back first, so a world of the same
+        // slabs rebuilt from it gets each slab where it was.
+        for slab in core::mem::take(&mut self.slabs).into_iter().rev() {
             let layout = self.slab_layout(slab.chunks);
             // SAFETY: `slab.base` was allocated with this layout (by the global allocator, or
             // taken from a spare set that got it so), is taken out of the list here, so nothing

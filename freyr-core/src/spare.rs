@@ -90,8 +90,9 @@ impl SpareSlabs {
         self.bytes = 0;
     }
 
-    /// Takes a held slab of exactly `layout`, if there is one: uninitialised memory (its
-    /// bytes may be a previous world's) valid for `layout`, which the caller then owns.
+    /// Takes a held slab of exactly `layout`, if there is one (the one given last): uninitialised
+    /// memory (its bytes may be a previous world's) valid for `layout`, which the caller then
+    /// owns.
     pub(crate) fn take(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         let slab = self.slabs.get_mut(&layout)?.pop()?;
         self.bytes -= layout.size();

@@ -118,6 +118,94 @@ impl WorldSnapshot {
     /// }
     /// ```
     pub fn restore(&self, parallel: &dyn ParallelFor) -> World {
+        self.restore_reusing(parallel, &mut SpareSlabs::new())
+    }
+
+    /// Puts the world this snapshot was taken of in `world`'s place (the world
+    /// [`restore`](WorldSnapshot::restore) gives: a new world, with a fresh identity), copied
+    /// into chunk memory that is already mapped rather than into fresh pages, whose first touch
+    /// is a page fault each and cost a restore more than the copying itself:
+    ///
+    /// - when restoring runs no `Clone` (every column registered with
+    ///   [`register_copy`](super::SnapshotTypes::register_copy)) and dropping `world`'s values
+    ///   runs no `Drop` (no live value has drop glue), nothing can panic on the way, so `world`
+    ///   is taken apart first and the restored world is copied into its slabs, still in cache;
+    ///   returns `None`;
+    /// - otherwise the restored world is built first, in slabs taken from `spare` (those a
+    ///   replaced world gave back with [`World::recycle_into`]) where the sizes match, so a
+    ///   panicking `Clone` leaves `world` as it was; returns the replaced world, whose values
+    ///   the caller then drops, or gives back to `spare` for the next restore.
+    ///
+    /// New slabs are allocated only for what neither provides; `spare` keeps what was not
+    /// reused.
+    ///
+    /// # Panics
+    /// If the snapshot is incomplete (nothing changes); re-raises a panic of a component's
+    /// `Clone` (`world` is unchanged, the values cloned before it are dropped exactly once, and
+    /// the slabs taken from `spare` are freed); if `parallel` skipped work (`world` is then
+    /// left empty or unchanged).
+    ///
+    /// # Examples
+    /// ```
+    /// use freyr::World;
+    /// use freyr::snapshot::{Sequential, SnapshotTypes};
+    /// use freyr_core::parts::SpareSlabs;
+    /// let mut types = SnapshotTypes::new();
+    /// types.register_copy::<u64>();
+    /// types.register_clone::<String>();
+    /// let mut world = World::new();
+    /// world.spawn_batch((0..1000u64).map(|i| (i,)));
+    /// let plain = world.snapshot(&types).unwrap();
+    /// let mut spare = SpareSlabs::new();
+    /// // Plain copies only: restored in `world`'s own memory, nothing left to drop.
+    /// assert!(plain.restore_over(&mut world, &Sequential, &mut spare).is_none());
+    /// assert_eq!(world.len(), 1000);
+    ///
+    /// let e = world.spawn((String::from("kept"),));
+    /// let cloned = world.snapshot(&types).unwrap();
+    /// for _ in 0..3 {
+    ///     // A `Clone` runs: built first, then the replaced world's memory is kept for the
+    ///     // next restore.
+    ///     let replaced = cloned.restore_over(&mut world, &Sequential, &mut spare).unwrap();
+    ///     replaced.recycle_into(&mut spare);
+    /// }
+    /// assert_eq!(world.get::<String>(e).unwrap(), "kept");
+    /// assert!(spare.bytes() > 0);
+    /// ```
+    pub fn restore_over(
+        &self,
+        world: &mut World,
+        parallel: &dyn ParallelFor,
+        spare: &mut SpareSlabs,
+    ) -> Option<World> {
+        assert!(
+            self.complete,
+            "freyr: restoring an incomplete snapshot (never filled, or its taking panicked)"
+        );
+        if self.copies_only() && !world.values_need_drop() {
+            // No `Drop` runs in taking `world` apart and no `Clone` in the copying, so nothing
+            // between here and the assignment can leave `world` half replaced.
+            core::mem::take(world).recycle_in_place(spare);
+            *world = self.restore_reusing(parallel, spare);
+            return None;
+        }
+        let restored = self.restore_reusing(parallel, spare);
+        Some(core::mem::replace(world, restored))
+    }
+
+    /// Whether restoring runs no `Clone`: every column with values is a plain copy.
+    fn copies_only(&self) -> bool {
+        self.archetypes.iter().all(|image| {
+            image
+                .columns
+                .iter()
+                .all(|column| column.ops.is_none_or(|ops| ops.clone.is_none()))
+        })
+    }
+
+    /// As [`restore`](WorldSnapshot::restore), with the slabs taken from `spare` where it
+    /// holds one of the same layout.
+    fn restore_reusing(&self, parallel: &dyn ParallelFor, spare: &mut SpareSlabs) -> World {
         assert!(
             self.complete,
             "freyr: restoring an incomplete snapshot (never filled, or its taking panicked)"
@@ -133,7 +221,7 @@ impl WorldSnapshot {
                 &image.slabs,
                 &image.chunk_ids,
                 &mut table,
-                &mut SpareSlabs::new(),
+                spare,
             );
             archetype.rows.ticks.import(&image.changed, &image.added);
             archetypes.push(archetype);

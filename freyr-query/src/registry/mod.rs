@@ -39,6 +39,7 @@ mod pump;
 pub(crate) mod queries;
 mod resources;
 mod snapshot;
+mod spare;
 mod sync_point;
 mod systems;
 mod tick;
@@ -148,8 +149,8 @@ pub struct Registry {
     /// The component types saves and exports write, by persistent name.
     #[cfg(feature = "persist")]
     persist_types: persist::PersistTypes,
-    /// The chunk memory of the world the last load replaced, for the next load to copy into.
-    #[cfg(feature = "persist")]
+    /// The chunk memory of the world the last load or restore replaced, for the next one to
+    /// copy into.
     spare_slabs: freyr_core::parts::SpareSlabs,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<crate::tick::TickProfile>>,
@@ -475,7 +476,6 @@ impl Registry {
             snapshot_types: Default::default(),
             #[cfg(feature = "persist")]
             persist_types: Default::default(),
-            #[cfg(feature = "persist")]
             spare_slabs: Default::default(),
             tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),

@@ -294,15 +294,18 @@ impl Registry {
             return Err(SnapshotError::Incomplete);
         }
         self.check_restore_jobs(snapshot.tick, &snapshot.jobs)?;
-        let world = snapshot.world.restore(&OnPool(self.sync.pool()));
         // Every clone first, so a panicking `Clone` changes nothing.
         let values: Vec<Option<AnyResource>> = snapshot
             .resources
             .iter()
             .map(|image| image.value.as_deref().map(image.ops.clone_out))
             .collect();
+        let pool = self.sync.shared_pool().clone();
         let (current, resources) = self.sync.write_all(&self.profiler);
-        let old_world = core::mem::replace(current, world);
+        let old_world = snapshot
+            .world
+            .restore_over(current, &OnPool(&pool), &mut self.spare_slabs);
+        self.spare_slabs.clear();
         let mut old_values = Vec::with_capacity(values.len());
         for (image, value) in snapshot.resources.iter().zip(values) {
             let (type_id, name) = (image.ops.type_id, image.ops.name);
@@ -314,7 +317,9 @@ impl Registry {
         let jobs_panic = self.rewind_time(snapshot.tick, Some(&snapshot.jobs));
         // User `Drop`s run last, with the registry already restored.
         drop(old_values);
-        drop(old_world);
+        if let Some(old_world) = old_world {
+            old_world.recycle_into(&mut self.spare_slabs);
+        }
         if let Some(payload) = jobs_panic {
             std::panic::resume_unwind(payload);
         }

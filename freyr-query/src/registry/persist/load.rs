@@ -1,5 +1,5 @@
-//! Loading a save: [`Registry::load_into`] and [`Registry::load_file`], and the chunk memory a
-//! load keeps for the next one ([`Registry::spare_memory`]).
+//! Loading a save: [`Registry::load_into`] and [`Registry::load_file`] (copying into the chunk
+//! memory the last replaced world left: [`Registry::spare_memory`]).
 
 use std::path::Path;
 
@@ -61,54 +61,6 @@ impl Registry {
         let (world, tick) = built?;
         self.install_loaded(world, tick)
             .map_err(LoadError::Snapshot)
-    }
-
-    /// Bytes of chunk memory this registry keeps for its next load: what the world that the
-    /// last [`load_into`](Registry::load_into) replaced held (its slabs, not its values). The
-    /// next load copies into that memory instead of asking the allocator for new pages, whose
-    /// first touch is a page fault each (a quarter of a 1M-entity load, measured); what it
-    /// does not reuse it frees. So a registry that loads into a world it holds keeps up to
-    /// that world's memory once more, until
-    /// [`release_spare_memory`](Registry::release_spare_memory).
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.register_persistent::<u32>("hp", 1);
-    /// registry.spawn_batch((0..1000u32).map(|i| (i,)));
-    /// let save = registry.save_to_vec().unwrap();
-    /// assert_eq!(registry.spare_memory(), 0);
-    /// registry.load_into(&save).unwrap();
-    /// let kept = registry.spare_memory();
-    /// assert!(kept >= 1000 * 4, "the replaced world's chunks");
-    /// registry.load_into(&save).unwrap(); // copies into them, and keeps the replaced ones
-    /// assert_eq!(registry.spare_memory(), kept);
-    /// ```
-    pub fn spare_memory(&self) -> usize {
-        self.spare_slabs.bytes()
-    }
-
-    /// Frees the chunk memory kept for the next load (see
-    /// [`spare_memory`](Registry::spare_memory)) and returns its size in bytes.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut registry = freyr::Registry::with_workers(1);
-    /// registry.register_persistent::<u32>("hp", 1);
-    /// registry.spawn_batch((0..1000u32).map(|i| (i,)));
-    /// let save = registry.save_to_vec().unwrap();
-    /// registry.load_into(&save).unwrap();
-    /// let kept = registry.spare_memory();
-    /// assert!(kept > 0);
-    /// assert_eq!(registry.release_spare_memory(), kept);
-    /// assert_eq!(registry.spare_memory(), 0);
-    /// ```
-    pub fn release_spare_memory(&mut self) -> usize {
-        let bytes = self.spare_slabs.bytes();
-        self.spare_slabs.clear();
-        bytes
     }
 
     /// The world and tick of a framed save (its checksum not yet compared), every byte the

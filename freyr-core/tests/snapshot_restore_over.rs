@@ -1,0 +1,222 @@
+//! Restoring over a world ([`WorldSnapshot::restore_over`]): a plain-copy world is rebuilt in
+//! its own slabs, any other beside it in the slabs a replaced world gave back; the result is the
+//! world `restore` gives, every value is dropped exactly once, and a panicking `Clone` leaves
+//! the world as it was. Small sizes under Miri.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use freyr_core::parts::SpareSlabs;
+use freyr_core::snapshot::{Sequential, SnapshotTypes};
+use freyr_core::{Entity, World};
+
+/// Rows: at least two chunks, so more than one slab (slabs double from one chunk).
+const N: u64 = if cfg!(miri) { 530 } else { 5000 };
+/// A row in the second chunk (so the second slab) that no test moves.
+const IN_SECOND_SLAB: usize = 520;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pos(u64, u32);
+
+static CLONES: AtomicUsize = AtomicUsize::new(0);
+static DROPS: AtomicUsize = AtomicUsize::new(0);
+static PANIC_AT: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The tests that count `Tally`s run one at a time.
+static TALLIES: Mutex<()> = Mutex::new(());
+
+/// Counts its clones and drops (a heap value inside, so a slab reused with a stale copy of one
+/// would show under Miri); the clone numbered `PANIC_AT` panics.
+#[derive(Debug)]
+struct Tally(Box<u64>);
+impl Clone for Tally {
+    fn clone(&self) -> Self {
+        let n = CLONES.fetch_add(1, Ordering::SeqCst);
+        if n == PANIC_AT.load(Ordering::SeqCst) {
+            panic!("clone {n} fails");
+        }
+        Tally(self.0.clone())
+    }
+}
+impl Drop for Tally {
+    fn drop(&mut self) {
+        DROPS.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn types() -> SnapshotTypes {
+    let mut types = SnapshotTypes::new();
+    types.register_copy::<Pos>();
+    types.register_clone::<Tally>();
+    types
+}
+
+/// Every entity, its archetype, row and values, in iteration order.
+fn describe(world: &World) -> Vec<String> {
+    let mut out = Vec::new();
+    for archetype in world.archetypes() {
+        for chunk in archetype.chunks() {
+            for (row, &e) in chunk.entities().iter().enumerate() {
+                out.push(format!(
+                    "{:?} {e:?} {row} {:?} {:?}",
+                    archetype.id(),
+                    world.get::<Pos>(e).ok(),
+                    world.get::<Tally>(e).ok().map(|t| *t.0)
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// Live `Tally` values in `world`.
+fn tallies(world: &World) -> usize {
+    let Some(id) = world.component_id::<Tally>() else {
+        return 0;
+    };
+    let with = world
+        .archetypes()
+        .iter()
+        .filter(|a| a.components().contains(&id));
+    with.map(|a| a.len()).sum()
+}
+
+fn pos_at(world: &World, e: Entity) -> *const Pos {
+    world.get::<Pos>(e).unwrap()
+}
+
+/// What happens after the snapshot point: values change, entities come and go.
+fn advance(world: &mut World, ids: &[Entity]) -> Vec<Entity> {
+    for &e in ids.iter().step_by(3) {
+        world.get_mut::<Pos>(e).unwrap().1 += 1;
+    }
+    world.despawn(ids[1]).unwrap();
+    // Past the snapshot's slabs: a new one.
+    (0..N + 600).map(|i| world.spawn((Pos(i, 7),))).collect()
+}
+
+#[test]
+fn a_plain_copy_world_is_restored_in_its_own_slabs() {
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (Pos(i, 0),)));
+    let snapshot = world.snapshot(&types()).unwrap();
+    let (at_s, addresses) = (
+        describe(&world),
+        [pos_at(&world, ids[0]), pos_at(&world, ids[IN_SECOND_SLAB])],
+    );
+    let spawned = advance(&mut world, &ids);
+    let after = describe(&world);
+    let old_id = world.id();
+    let mut spare = SpareSlabs::new();
+
+    let replaced = snapshot.restore_over(&mut world, &Sequential, &mut spare);
+    assert!(replaced.is_none(), "nothing left to drop");
+    world.check_invariants();
+    assert_ne!(world.id(), old_id, "a restored world has a fresh identity");
+    assert_eq!(describe(&world), at_s);
+    assert_eq!(
+        [pos_at(&world, ids[0]), pos_at(&world, ids[IN_SECOND_SLAB])],
+        addresses,
+        "the values are back in the slabs they were in"
+    );
+    assert!(
+        spare.bytes() > 0,
+        "the slab grown after the snapshot is left over"
+    );
+    assert_eq!(advance(&mut world, &ids), spawned, "the same ids again");
+    assert_eq!(describe(&world), after);
+    world.check_invariants();
+}
+
+#[test]
+fn values_with_drop_glue_are_restored_beside_and_dropped_once() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (Pos(i, 0), Tally(Box::new(i)))));
+    let snapshot = world.snapshot(&types()).unwrap();
+    let at_s = describe(&world);
+    let first = pos_at(&world, ids[0]);
+    advance(&mut world, &ids);
+    let mut spare = SpareSlabs::new();
+    let mut seen = Vec::new();
+    for round in 0..4 {
+        let replaced = snapshot
+            .restore_over(&mut world, &Sequential, &mut spare)
+            .expect("a Clone runs, so the world is built beside the replaced one");
+        world.check_invariants();
+        assert_eq!(describe(&world), at_s);
+        seen.push(pos_at(&world, ids[0]));
+        let (live, before) = (tallies(&replaced), DROPS.load(Ordering::SeqCst));
+        replaced.recycle_into(&mut spare);
+        assert_eq!(DROPS.load(Ordering::SeqCst) - before, live, "round {round}");
+        assert!(spare.bytes() > 0);
+    }
+    // The first restore got fresh slabs (the original world was still alive); from then on
+    // each copies into the world replaced one restore earlier.
+    assert_eq!(seen[1], first);
+    assert_eq!((seen[2], seen[3]), (seen[0], seen[1]));
+    drop((world, snapshot));
+    let made = N as usize + (CLONES.load(Ordering::SeqCst) - clones);
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst) - drops,
+        made,
+        "each value once"
+    );
+}
+
+#[test]
+fn a_plain_snapshot_over_values_with_drop_glue_drops_them_after() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let drops = DROPS.load(Ordering::SeqCst);
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (Pos(i, 0),)));
+    let snapshot = world.snapshot(&types()).unwrap();
+    let at_s = describe(&world);
+    world.spawn_batch((0..N).map(|i| (Tally(Box::new(i)),)));
+    let mut spare = SpareSlabs::new();
+    let replaced = snapshot
+        .restore_over(&mut world, &Sequential, &mut spare)
+        .expect("dropping the replaced values runs a Drop, so it is left to the caller");
+    assert_eq!(DROPS.load(Ordering::SeqCst), drops, "none dropped yet");
+    assert_eq!(describe(&world), at_s);
+    assert_eq!(world.get::<Pos>(ids[5]), Ok(&Pos(5, 0)));
+    drop(replaced);
+    assert_eq!(DROPS.load(Ordering::SeqCst) - drops, N as usize);
+}
+
+#[test]
+fn a_panicking_clone_leaves_the_world_as_it_was() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
+    let mut world = World::new();
+    let ids = world.spawn_batch((0..N).map(|i| (Pos(i, 0), Tally(Box::new(i)))));
+    let snapshot = world.snapshot(&types()).unwrap();
+    let mut spare = SpareSlabs::new();
+    // A replaced world's slabs in `spare`, for the failing restore to take.
+    let replaced = snapshot.restore_over(&mut world, &Sequential, &mut spare);
+    replaced.unwrap().recycle_into(&mut spare);
+    let kept = spare.bytes();
+    assert!(kept > 0);
+    advance(&mut world, &ids);
+    let (current, id) = (describe(&world), world.id());
+
+    let fail_at = N as usize - 10; // in the last chunk
+    let start = CLONES.load(Ordering::SeqCst);
+    PANIC_AT.store(start + fail_at, Ordering::SeqCst);
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        snapshot.restore_over(&mut world, &Sequential, &mut spare)
+    }));
+    PANIC_AT.store(usize::MAX, Ordering::SeqCst);
+    assert!(run.is_err(), "the panic is re-raised");
+    assert_eq!((describe(&world), world.id()), (current, id), "unchanged");
+    world.check_invariants();
+    assert!(spare.bytes() < kept, "the slabs it took are freed");
+    let made = N as usize + (CLONES.load(Ordering::SeqCst) - clones) - 1;
+    drop((world, snapshot));
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst) - drops,
+        made,
+        "each value once"
+    );
+}
