@@ -223,7 +223,7 @@ pub const SAVE_STACKABLE: &[usize] = &[3, 4, 9, 10, 11, 12, 13, 14, 15, 16, 21];
 
 /// The save kinds whose file may still be a valid save: another tick, a free slot's
 /// generation changed, and counts a stacked mutation can set right again.
-pub const SAVE_MAY_PASS: &[usize] = &[3, 4, 5, 12, 15, 16, 21];
+pub const SAVE_MAY_PASS: &[usize] = &[3, 4, 5, 12, 15, 16, 21, 25];
 
 /// What each save mutation does, by kind.
 pub const SAVE_KINDS: &[&str] = &[
@@ -250,6 +250,9 @@ pub const SAVE_KINDS: &[&str] = &[
     "two archetypes with one set",
     "another tick",
     "a column too many",
+    "a wrong stamps archetype count",
+    "a stamps list of another length",
+    "another stamp tick",
 ];
 
 /// `s` with mutation `kind` (an index into [`SAVE_KINDS`]). `s` has a non-empty archetype
@@ -370,9 +373,26 @@ pub fn forge_save(s: &Save, kind: usize, rng: &mut Rng) -> Save {
             f.archetypes.count = f.archetypes.count.wrapping_add(1);
         }
         21 => f.tick = rng.next() >> rng.below(64),
-        _ => {
+        22 => {
             let a = &mut all[typed];
             a.blobs.push(a.blobs[0].clone());
+        }
+        23 => f.stamps.count = rng.wrong_count(f.stamps.count),
+        24 => {
+            let (changed, added) = &mut f.stamps.items[typed];
+            let list = if rng.coin() { changed } else { added };
+            match list.pop() {
+                Some(t) if rng.coin() => list.extend([t, t, t]),
+                Some(_) => {}
+                None => list.push(rng.next()),
+            }
+        }
+        _ => {
+            let (changed, added) = &mut f.stamps.items[typed];
+            let list = if rng.coin() { changed } else { added };
+            if let Some(t) = list.first_mut() {
+                *t = rng.next() >> rng.below(64);
+            }
         }
     }
     f

@@ -225,6 +225,8 @@ pub struct Save {
     pub chunk_ids: u64,
     pub free_chunks: Vec<u32>,
     pub archetypes: Counted<Archetype>,
+    /// The change stamps section: per archetype, its changed and added ticks.
+    pub stamps: Counted<(Vec<u64>, Vec<u64>)>,
 }
 
 impl Save {
@@ -251,6 +253,15 @@ impl Save {
                 }
             })
             .collect();
+        let n = c.u64() as usize;
+        let stamps = (0..n)
+            .map(|_| {
+                let changed = c.u64() as usize;
+                let changed = c.u64s(changed);
+                let added = c.u64() as usize;
+                (changed, c.u64s(added))
+            })
+            .collect();
         assert!(c.0.is_empty(), "the model reads a whole save");
         Save {
             tick,
@@ -261,6 +272,7 @@ impl Save {
             chunk_ids,
             free_chunks,
             archetypes: Counted::new(archetypes),
+            stamps: Counted::new(stamps),
         }
     }
 
@@ -281,6 +293,13 @@ impl Save {
             o.u64(a.entities.count);
             a.entities.items.iter().for_each(|&e| o.u64(e));
             a.blobs.iter().for_each(|b| o.bytes(b));
+        }
+        o.u64(self.stamps.count);
+        for (changed, added) in &self.stamps.items {
+            o.u64(changed.len() as u64);
+            changed.iter().for_each(|&t| o.u64(t));
+            o.u64(added.len() as u64);
+            added.iter().for_each(|&t| o.u64(t));
         }
         o.0
     }
