@@ -300,7 +300,8 @@ fn a_rollback_restores_the_stamps_and_the_filters_equal_the_uninterrupted_run() 
 #[test]
 fn filtered_async_runs_visit_the_same_chunks_as_each_with_and_without_a_row_split() {
     let mut r = Registry::with_workers(3);
-    let ids = r.spawn_batch((0..N).map(|i| (Hp(i as u32), Pos(i))));
+    // At least five chunks (Miri's `N` is fewer rows than four).
+    let ids = r.spawn_batch((0..N.max(2100)).map(|i| (Hp(i as u32), Pos(i))));
     r.update(0.0);
     // Change chunks 1 and 3 and the last one: separate runs of passing chunks.
     let last = ids.len() - 1;
