@@ -11,6 +11,7 @@ use crate::archetype::Archetype;
 use crate::chunk::Window;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::ticks::ChangedEntry;
 
 /// A read-only view of rows of an archetype that are contiguous in every column: one non-empty
 /// chunk ([`Archetype::chunk`](crate::Archetype::chunk), [`Archetype::chunks`](crate::Archetype::chunks)),
@@ -415,5 +416,31 @@ impl Archetype {
         self.rows
             .ticks
             .set_changed_first(self.chunk_count(), column, tick);
+    }
+
+    /// Column `column`'s changed-tick entries of the chunks holding rows now, in chunk order, as
+    /// handles that stamp them ([`ChangedEntry::stamp`], what
+    /// [`mark_changed`](Archetype::mark_changed) does) without looking the archetype or its
+    /// tick storage up again: for a caller that stamps the same columns many times while the
+    /// world's layout stays put.
+    ///
+    /// # Panics
+    /// If `column` is not a column of this archetype.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// let e = world.spawn((1u32, 2u8));
+    /// let (arch, chunk, _) = world.entity_location(e).unwrap();
+    /// let entries: Vec<_> = world.archetype(arch).changed_entries(0).collect();
+    /// // SAFETY: the world is not modified between taking the entries and stamping.
+    /// unsafe { entries[0].stamp(6) };
+    /// assert_eq!(world.archetype(arch).changed_tick(chunk, 0), 6);
+    /// ```
+    pub fn changed_entries(
+        &self,
+        column: usize,
+    ) -> impl ExactSizeIterator<Item = ChangedEntry> + '_ {
+        self.rows.ticks.entries(self.chunk_count(), column)
     }
 }

@@ -89,5 +89,6 @@ pub use crate::command::apply::{AppliedCommand, ApplyReport};
 pub use crate::component::{Component, ComponentId, ComponentInfo};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};
+pub use crate::ticks::ChangedEntry;
 pub use crate::world::World;
 pub use crate::world_id::WorldId;

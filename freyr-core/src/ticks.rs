@@ -14,7 +14,61 @@
 //! query) and read after the sync point that orders it, so no stronger ordering is needed; the
 //! atomics only make the shared stores of one launch sound.
 
+use core::ptr::NonNull;
 use core::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// One (chunk, column)'s changed tick, located once ([`Archetype::changed_entries`]) for a
+/// caller that stamps it again and again while the archetype stays as it was: a query that
+/// caches where its columns are for as long as the world's layout is unchanged stamps its
+/// written columns through these, one relaxed store each and no lookups.
+///
+/// ```text
+///  changed: [ c0:col0 c0:col1 c0:col2 | c1:col0 c1:col1 c1:col2 | ... ]
+///                     ^entry 0                 ^entry 1                  (column 1)
+/// ```
+///
+/// [`Archetype::changed_entries`]: crate::Archetype::changed_entries
+///
+/// # Examples
+/// ```
+/// let mut world = freyr::World::new();
+/// world.spawn_batch((0..600u32).map(|i| (i, 0u8)));
+/// let e = world.spawn((7u32, 1u8));
+/// let (arch, _, _) = world.entity_location(e).unwrap();
+/// let archetype = world.archetype(arch);
+/// let entries: Vec<_> = archetype.changed_entries(1).collect();
+/// assert_eq!(entries.len(), 2); // 601 rows: two chunks
+/// for entry in &entries {
+///     // SAFETY: `archetype` is borrowed from `world` for this whole block: not modified.
+///     unsafe { entry.stamp(4) };
+/// }
+/// assert!((0..2).all(|chunk| archetype.changed_tick(chunk, 1) == 4));
+/// assert!((0..2).all(|chunk| archetype.changed_tick(chunk, 0) != 4));
+/// ```
+#[derive(Copy, Clone, Debug)]
+pub struct ChangedEntry(NonNull<AtomicU64>);
+
+// SAFETY: the handle only ever stores to an atomic (relaxed), which any thread may do; when it
+// may store is the `stamp` caller's contract, not the thread's.
+unsafe impl Send for ChangedEntry {}
+// SAFETY: as for `Send`: `&ChangedEntry` gives nothing but the same atomic store.
+unsafe impl Sync for ChangedEntry {}
+
+impl ChangedEntry {
+    /// Stamps the entry's chunk and column changed at `tick`, as
+    /// [`Archetype::mark_changed`](crate::Archetype::mark_changed) would have when the entry
+    /// was taken.
+    ///
+    /// # Safety
+    /// The archetype the entry was taken from still exists and has not been mutably borrowed
+    /// since (no `&mut World` was taken in between), so its tick storage is where it was.
+    #[inline(always)]
+    pub unsafe fn stamp(&self, tick: u64) {
+        // SAFETY: the entry points into the archetype's tick storage, alive and unmoved per the
+        // caller contract; atomics may be stored through shared references.
+        unsafe { self.0.as_ref() }.store(tick, Ordering::Relaxed);
+    }
+}
 
 /// The change ticks of one archetype's chunks (allocated ones, spare chunks included).
 pub(crate) struct ChangeTicks {
@@ -106,6 +160,12 @@ impl ChangeTicks {
             entries[at].store(tick, Ordering::Relaxed);
             at += self.columns;
         }
+        self.clear_keys_first(chunks);
+    }
+
+    /// Forgets the arrival keys of the first `chunks` chunks, if any key may be set.
+    #[inline]
+    fn clear_keys_first(&self, chunks: usize) {
         if self.armed.load(Ordering::Relaxed) {
             for a in &self.arrived[..chunks] {
                 a.store(0, Ordering::Relaxed);
@@ -116,6 +176,26 @@ impl ChangeTicks {
                 self.armed.store(false, Ordering::Relaxed);
             }
         }
+    }
+
+    /// The changed-tick entries of `column` in the first `chunks` chunks, as handles that stamp
+    /// them without looking anything up again ([`ChangedEntry`]). Clears those chunks' arrival
+    /// keys now, as a stamp would: a key is only set through `&mut self`, so while the entries
+    /// may be used (no `&mut self` since) none is set again and their stamps need not clear
+    /// any.
+    ///
+    /// # Panics
+    /// If `column` is not below the column count or fewer than `chunks` chunks have entries.
+    pub(crate) fn entries(
+        &self,
+        chunks: usize,
+        column: usize,
+    ) -> impl ExactSizeIterator<Item = ChangedEntry> + '_ {
+        assert!(column < self.columns, "freyr: no column {column}");
+        let entries = &self.changed[..chunks * self.columns];
+        self.clear_keys_first(chunks);
+        (0..chunks)
+            .map(move |chunk| ChangedEntry(NonNull::from(&entries[chunk * self.columns + column])))
     }
 
     /// Stamps every column of `chunk` changed at `tick`.

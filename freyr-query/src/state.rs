@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, Entity, World, WorldId};
+use freyr_core::{ArchetypeId, ChangedEntry, Entity, World, WorldId};
 
 use crate::access::{Access, TypeAccess};
 use crate::error::QueryError;
@@ -61,6 +61,19 @@ struct RunCache<P> {
     /// The layout `runs` was read under; `None` when it must be read again.
     stamp: Option<LayoutStamp>,
     runs: Vec<RunPtrs<P>>,
+    /// The changed ticks of the written columns of every chunk of `runs`, located under the
+    /// same layout: what a run stamps before its rows, one store each and no lookups.
+    written: Vec<ChangedEntry>,
+    /// The rows of all `runs`.
+    rows: usize,
+}
+
+/// What [`QueryState::runs`] hands `each`: the runs, the changed ticks of their written columns
+/// to stamp, and the row count, all read under one layout.
+pub(crate) struct Runs<'a, P> {
+    pub(crate) runs: &'a [RunPtrs<P>],
+    pub(crate) written: &'a [ChangedEntry],
+    pub(crate) rows: usize,
 }
 
 /// The cached, incrementally refreshed state of a query `Q` with filter `F`.
@@ -142,6 +155,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             runs: RunCache {
                 stamp: None,
                 runs: Vec::new(),
+                written: Vec::new(),
+                rows: 0,
             },
         };
         state.update(world);
@@ -240,20 +255,29 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         }
     }
 
-    /// The runs of the matched archetypes in `world`, in (archetype creation, run) order, read
-    /// again only when `stamp` differs from the layout they were read under. Call after
-    /// [`update`](QueryState::update) against the same `world`.
+    /// The runs of the matched archetypes in `world`, in (archetype creation, run) order, and
+    /// the changed ticks of the columns `Q` writes in their chunks, read again only when `stamp` differs
+    /// from the layout they were read under. Call after [`update`](QueryState::update) against
+    /// the same `world`.
     ///
-    /// The pointers are only computed here, never dereferenced. They point at the rows of
-    /// `world` for as long as `stamp` is the registry's current layout stamp (the argument is
-    /// point 7 of `registry/world.rs`).
-    pub(crate) fn runs(&mut self, world: &World, stamp: LayoutStamp) -> &[RunPtrs<Q::Ptrs>] {
+    /// The pointers are only computed here, never dereferenced. They point at the rows and the
+    /// change ticks of `world` for as long as `stamp` is the registry's current layout stamp
+    /// (the argument is point 7 of `registry/world.rs`): the ticks, like the rows, move or
+    /// change in number only under `&mut World`.
+    pub(crate) fn runs(&mut self, world: &World, stamp: LayoutStamp) -> Runs<'_, Q::Ptrs> {
         if self.runs.stamp != Some(stamp) {
             // Unset first: if reading panics, a half-filled list is never taken for complete.
             self.runs.stamp = None;
             self.runs.runs.clear();
-            for matched in &self.matched {
-                for run in world.archetype(matched.id).runs() {
+            self.runs.written.clear();
+            self.runs.rows = 0;
+            for (matched, written) in self.matched.iter().zip(&self.written) {
+                let archetype = world.archetype(matched.id);
+                for &column in written.iter() {
+                    self.runs.written.extend(archetype.changed_entries(column));
+                }
+                for run in archetype.runs() {
+                    self.runs.rows += run.len();
                     self.runs.runs.push(RunPtrs {
                         ptrs: Q::ptrs(matched.columns, run),
                         entities: <Entity as QueryData>::ptrs((), run),
@@ -263,7 +287,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
             }
             self.runs.stamp = Some(stamp);
         }
-        &self.runs.runs
+        Runs {
+            runs: &self.runs.runs,
+            written: &self.runs.written,
+            rows: self.runs.rows,
+        }
     }
 
     /// The matched archetypes, in creation order.

@@ -300,7 +300,8 @@ fn a_rollback_restores_the_stamps_and_the_filters_equal_the_uninterrupted_run() 
 #[test]
 fn filtered_async_runs_visit_the_same_chunks_as_each_with_and_without_a_row_split() {
     let mut r = Registry::with_workers(3);
-    let ids = r.spawn_batch((0..N).map(|i| (Hp(i as u32), Pos(i))));
+    // At least five chunks (Miri's `N` is fewer rows than four).
+    let ids = r.spawn_batch((0..N.max(2100)).map(|i| (Hp(i as u32), Pos(i))));
     r.update(0.0);
     // Change chunks 1 and 3 and the last one: separate runs of passing chunks.
     let last = ids.len() - 1;
@@ -386,5 +387,32 @@ fn unfiltered_each_and_each_async_stamp_every_chunk_of_the_written_columns_only(
                 .iter()
                 .all(|&t| t == launch)
         );
+    }
+}
+
+#[test]
+fn a_repeated_unfiltered_each_stamps_each_ticks_tick_and_the_chunks_added_since() {
+    // `each` keeps where the written columns' ticks are for as long as the world's layout is
+    // unchanged: a tick that passes without a structural change must still stamp its own tick,
+    // and rows spawned into new chunks or a new archetype must be stamped from then on.
+    let mut r = Registry::with_workers(1);
+    r.spawn_batch((0..N).map(|i| (Pos(i), Hp(1))));
+    r.spawn_batch((0..20).map(|i| (Pos(i), Hp(2), Marked)));
+    for round in 0..3u64 {
+        for _ in 0..2 {
+            r.update(0.0);
+            let tick = r.tick();
+            r.query::<&mut Hp>().each(|_, hp| hp.0 += 1);
+            let hp = changed_ticks_of::<Hp>(r.world());
+            assert!(hp.iter().all(|&t| t == tick), "round {round}: {hp:?}");
+            let pos = changed_ticks_of::<Pos>(r.world());
+            assert!(pos.iter().all(|&t| t < tick), "round {round}: {pos:?}");
+        }
+        let before = changed_ticks_of::<Hp>(r.world()).len();
+        r.spawn_batch((0..600).map(|i| (Pos(i), Hp(3))));
+        if round == 1 {
+            r.spawn_batch((0..5).map(|i| (Hp(4), Pos(i), Marked, round)));
+        }
+        assert!(changed_ticks_of::<Hp>(r.world()).len() > before);
     }
 }

@@ -10,7 +10,7 @@ use crate::group_inner::GroupInner;
 use crate::lcg::Lcg;
 use crate::metrics::{BusyClock, CachePadded, Counters, PoolMetrics};
 use crate::sleep::{Sleep, Sleeper};
-use crate::spin::Spin;
+use crate::spin::{Backoff, IdleMark, Spin};
 use crate::task::{RunBatch, RunIndex, Task};
 use freyr_sync::{
     self as sync, AtomicBool, Injector, Ordering, PIECES_PER_WORKER, QUEUE_CAPACITY, Queue,
@@ -184,6 +184,8 @@ impl Shared {
     /// `task.job` must stay valid for `task.run` until the task ran, and
     /// `group` (= `task.group`) must stay alive until its count is zero.
     pub(crate) unsafe fn submit_one(&self, group: &GroupInner, task: Task) {
+        // Counted before the push, so a worker that finds the task sees it.
+        self.spin.submitted();
         // Submit step 1 (count before publishing). MUTANT
         // `increment_after_publish` counts after the push: the task can run
         // and decrement first, and a waiter sees zero too early.
@@ -208,6 +210,8 @@ impl Shared {
         body: Option<RunIndex>,
         count: usize,
     ) {
+        // Counted before the pushes, so a worker that finds a piece sees it.
+        self.spin.submitted();
         group.add(count);
         // One batch, a few ranges per background worker; the waiting caller
         // steals its share, and idle threads split ranges further.
@@ -374,7 +378,7 @@ impl Shared {
                 continue;
             }
             close_episode(episode.take(), counters);
-            let spun = self.spin.spin(Sleeper::GroupWaiter, &self.sleep, || {
+            let spun = self.spin.spin(Sleeper::GroupWaiter, &self.sleep, None, || {
                 if group.is_done() {
                     return Some(None);
                 }
@@ -442,16 +446,30 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
     shared.start_latch.started();
     let counters = &shared.counters[index].0;
     let mut episode = None;
+    // How long this worker spins, and since when it is idle (`spin.rs`).
+    let mut backoff = Backoff::default();
+    let mut idle: Option<IdleMark> = None;
     loop {
         if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
+            if let Some(mark) = idle.take() {
+                backoff.found_work(&shared.spin, &mark);
+            }
             shared.run_in_episode(task, index, &mut lcg, &mut episode);
             continue;
         }
         close_episode(episode.take(), counters);
-        let spun = shared.spin.spin(Sleeper::Worker, &shared.sleep, || {
-            shared.find_task(Some(index), index, &mut lcg)
-        });
+        if idle.is_none() {
+            idle = Some(shared.spin.idle_mark());
+        }
+        let spun = shared
+            .spin
+            .spin(Sleeper::Worker, &shared.sleep, Some(&mut backoff), || {
+                shared.find_task(Some(index), index, &mut lcg)
+            });
         if let Some(task) = spun {
+            if let Some(mark) = idle.take() {
+                backoff.found_work(&shared.spin, &mark);
+            }
             shared.run_in_episode(task, index, &mut lcg, &mut episode);
             continue;
         }

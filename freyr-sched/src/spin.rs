@@ -13,13 +13,75 @@
 //! wakes them.
 
 use crate::sleep::{Sleep, Sleeper};
-use freyr_sync::{AtomicUsize, Ordering, SpinClock};
+use freyr_sync::{AtomicUsize, Ordering, SpinClock, Stopwatch};
+
+/// The most a worker's budget is halved: 10 µs / 2^8 is under 40 ns, so the phase is its one
+/// search round.
+const MAX_HALVINGS: u32 = 8;
+
+/// Work that a new submission brought this soon after a worker went idle restores its full
+/// budget: back-to-back batches (a submit a few µs after the last wait, or after a wake-up that
+/// takes tens of µs on a VM), not a frame's sleep of milliseconds.
+const SHORT_IDLE_NANOS: u64 = 200_000;
+
+/// A worker's spin budget, adapted to how soon new work has followed its idle moments (see
+/// PROTOCOL.md "Spin"): each phase that runs out halves the next one, down to a single search
+/// round; work from a new submission found within [`SHORT_IDLE_NANOS`] of going idle restores
+/// the full budget. A pool that runs one batch per 60 Hz frame thus stops spinning after its
+/// batches within a few frames, while back-to-back batches keep a worker awake between them.
+/// Work split off a running batch restores nothing: it says nothing about the next batch.
+#[derive(Debug, Default)]
+pub(crate) struct Backoff {
+    halvings: u32,
+}
+
+/// When a worker went idle: the submission count then, and a clock.
+pub(crate) struct IdleMark {
+    submissions: usize,
+    since: Stopwatch,
+}
+
+impl Backoff {
+    /// The worker's budget is the full one halved this many times.
+    #[inline]
+    pub(crate) fn halvings(&self) -> u32 {
+        self.halvings
+    }
+
+    /// A spin phase found nothing: the next one gets half the time.
+    #[inline]
+    fn spun_out(&mut self) {
+        self.halvings = (self.halvings + 1).min(MAX_HALVINGS);
+    }
+
+    /// The worker, idle since `mark`, found work: if a submission came since and soon, the
+    /// batches are back to back, and the full budget is restored.
+    #[inline]
+    pub(crate) fn found_work(&mut self, spin: &Spin, mark: &IdleMark) {
+        if self.halvings != 0 {
+            let submitted = spin.submissions.load(Ordering::Relaxed) != mark.submissions;
+            self.found_work_after(submitted, mark.since.elapsed_nanos());
+        }
+    }
+
+    /// [`found_work`](Backoff::found_work)'s rule: `submitted` says whether a submission came
+    /// since the worker went idle, `idle_nanos` ago.
+    #[inline]
+    fn found_work_after(&mut self, submitted: bool, idle_nanos: u64) {
+        if submitted && idle_nanos < SHORT_IDLE_NANOS {
+            self.halvings = 0;
+        }
+    }
+}
 
 /// The pool's spin policy and the count of workers spinning now.
 pub(crate) struct Spin {
     /// Workers in their spin phase now (a heuristic: a stale count only lets
     /// one worker more or less spin, never affects correctness).
     spinners: AtomicUsize,
+    /// Submissions so far (not splits), for [`Backoff`]: a relaxed hint that
+    /// only sets how long a worker spins, never affects correctness.
+    submissions: AtomicUsize,
     /// How many workers may spin at once.
     max_spinners: usize,
     /// More threads than cores: rounds yield the CPU instead of busy-waiting,
@@ -34,8 +96,24 @@ impl Spin {
         let cores = cores.max(1);
         Spin {
             spinners: AtomicUsize::new(0),
+            submissions: AtomicUsize::new(0),
             max_spinners: cores.saturating_sub(1).max(1),
             oversubscribed: workers > cores,
+        }
+    }
+
+    /// Counts a submission of new work (submit step 3; not a split).
+    #[inline]
+    pub(crate) fn submitted(&self) {
+        self.submissions.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Marks the moment a worker went idle, for [`Backoff::found_work`].
+    #[inline]
+    pub(crate) fn idle_mark(&self) -> IdleMark {
+        IdleMark {
+            submissions: self.submissions.load(Ordering::Relaxed),
+            since: Stopwatch::start(),
         }
     }
 
@@ -47,10 +125,15 @@ impl Spin {
     ///
     /// While it spins, the thread is counted in `sleep`'s searchers, so a
     /// busy thread can split its range for it.
+    ///
+    /// A worker passes its `backoff`: the phase lasts the budget it says, and
+    /// one that runs out shortens the next. A group waiter passes `None` and
+    /// spins the full budget.
     pub(crate) fn spin<R>(
         &self,
         kind: Sleeper,
         sleep: &Sleep,
+        backoff: Option<&mut Backoff>,
         mut search: impl FnMut() -> Option<R>,
     ) -> Option<R> {
         if !SpinClock::SPINS {
@@ -65,7 +148,8 @@ impl Spin {
         // The clock starts after the slot is taken and is read only after a
         // search, so the first round always searches: a thread preempted
         // (or slowed by a sanitizer) before its first round still looks once.
-        let mut clock = SpinClock::start(self.oversubscribed);
+        let halvings = backoff.as_ref().map_or(0, |b| b.halvings());
+        let mut clock = SpinClock::start_shortened(self.oversubscribed, halvings);
         // `search` only looks for a task (it never runs one), so nothing
         // here unwinds and the count is always given back.
         let found = loop {
@@ -79,6 +163,11 @@ impl Spin {
         };
         if counted {
             self.spinners.fetch_sub(1, Ordering::Relaxed);
+        }
+        if found.is_none()
+            && let Some(backoff) = backoff
+        {
+            backoff.spun_out();
         }
         found
     }
@@ -112,15 +201,15 @@ mod tests {
         let spin = Spin::new(3, 2); // one spinner allowed
         let sleep = Sleep::new();
         let mut waiter_rounds = 0;
-        let outer = spin.spin(Sleeper::Worker, &sleep, || {
+        let outer = spin.spin(Sleeper::Worker, &sleep, None, || {
             // While this worker spins, a second worker gets no slot...
-            let second = spin.spin(Sleeper::Worker, &sleep, || -> Option<()> {
+            let second = spin.spin(Sleeper::Worker, &sleep, None, || -> Option<()> {
                 panic!("a worker beyond the limit must not search")
             });
             assert_eq!(second, None);
             // ...but a group waiter spins anyway (its first round always
             // searches, whatever the budget).
-            let waiter = spin.spin(Sleeper::GroupWaiter, &sleep, || {
+            let waiter = spin.spin(Sleeper::GroupWaiter, &sleep, None, || {
                 waiter_rounds += 1;
                 Some(7)
             });
@@ -132,11 +221,53 @@ mod tests {
     }
 
     #[test]
+    fn phases_that_run_out_shorten_the_next_and_a_soon_submission_restores_it() {
+        let spin = Spin::new(2, 2);
+        let sleep = Sleep::new();
+        let mut backoff = Backoff::default();
+        for expected in 1..=MAX_HALVINGS + 2 {
+            let found = spin.spin(
+                Sleeper::Worker,
+                &sleep,
+                Some(&mut backoff),
+                || -> Option<()> { None },
+            );
+            assert_eq!(found, None);
+            assert_eq!(backoff.halvings(), expected.min(MAX_HALVINGS));
+        }
+        // A phase that finds work leaves the budget as it is.
+        assert_eq!(
+            spin.spin(Sleeper::Worker, &sleep, Some(&mut backoff), || Some(())),
+            Some(())
+        );
+        assert_eq!(backoff.halvings(), MAX_HALVINGS);
+        // Work split off a running batch (no new submission) restores nothing...
+        let mark = spin.idle_mark();
+        backoff.found_work(&spin, &mark);
+        assert_eq!(backoff.halvings(), MAX_HALVINGS);
+        // ...work a new submission brought long after going idle (a frame's sleep) neither...
+        spin.submitted();
+        backoff.found_work_after(true, 2 * SHORT_IDLE_NANOS);
+        assert_eq!(backoff.halvings(), MAX_HALVINGS);
+        // ...but one brought soon after restores the full budget...
+        backoff.found_work_after(true, SHORT_IDLE_NANOS / 2);
+        assert_eq!(backoff.halvings(), 0);
+        // ...and a group waiter's phases (no backoff) spin in full and change nothing.
+        assert_eq!(
+            spin.spin(Sleeper::GroupWaiter, &sleep, None, || -> Option<()> {
+                None
+            }),
+            None
+        );
+        assert_eq!(backoff.halvings(), 0);
+    }
+
+    #[test]
     fn the_spin_ends_when_the_budget_is_spent() {
         let spin = Spin::new(2, 2);
         let sleep = Sleep::new();
         let mut rounds = 0u64;
-        let found = spin.spin(Sleeper::Worker, &sleep, || -> Option<()> {
+        let found = spin.spin(Sleeper::Worker, &sleep, None, || -> Option<()> {
             assert!(
                 sleep.has_searchers(),
                 "a spinning thread counts as searching"

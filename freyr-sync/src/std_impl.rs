@@ -161,13 +161,27 @@ impl SpinClock {
     /// Starts a phase; `oversubscribed` (more pool threads than cores) picks the shorter,
     /// yielding budget.
     pub fn start(oversubscribed: bool) -> Self {
+        SpinClock::start_shortened(oversubscribed, 0)
+    }
+    /// Starts a phase whose budget is the full one halved `halvings` times (a thread whose
+    /// recent phases found nothing; 0: the full budget; 31 or more: no time at all, so the
+    /// phase is its one search round).
+    ///
+    /// ```
+    /// let mut clock = freyr_sync::SpinClock::start_shortened(false, 40);
+    /// assert!(clock.spent());
+    /// ```
+    pub fn start_shortened(oversubscribed: bool, halvings: u32) -> Self {
+        let full = if oversubscribed {
+            SPIN_BUDGET_OVERSUBSCRIBED
+        } else {
+            SPIN_BUDGET
+        };
         SpinClock {
             start: Instant::now(),
-            budget: if oversubscribed {
-                SPIN_BUDGET_OVERSUBSCRIBED
-            } else {
-                SPIN_BUDGET
-            },
+            budget: full
+                .checked_div(1 << halvings.min(31))
+                .unwrap_or(Duration::ZERO),
             yielding: oversubscribed,
         }
     }

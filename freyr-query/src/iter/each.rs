@@ -17,51 +17,67 @@ use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
 use crate::iter::rows::fold_rows;
 use crate::row_path::row_loop;
-use crate::state::{QueryState, RunPtrs};
+use crate::state::{QueryState, RunPtrs, Runs};
 use crate::view::ViewSet;
 
-/// Calls `f` for every row of `runs`, in order.
+/// Stamps `tick` on the written columns of `runs` (the write access an unfiltered `each`
+/// grants: one relaxed store per chunk and written column, before any row runs), then calls
+/// `f` for every row of `runs`, in order.
 ///
 /// # Safety
 ///
 /// - `runs` come from [`QueryState::runs`] for the world's current layout, and the world is not
 ///   structurally modified until this returns (so every run's pointers address its `len` live
-///   rows);
+///   rows, and every written entry its archetype's tick storage);
 /// - no in-flight work conflicts with `Q`'s access, and nothing else touches the written columns
 ///   until this returns (the caller holds the registry mutably).
 #[inline]
-pub(crate) unsafe fn each_row<Q, C>(runs: &[RunPtrs<Q::Ptrs>], f: &mut C)
+pub(crate) unsafe fn each_row<Q, C>(runs: Runs<'_, Q::Ptrs>, tick: u64, f: &mut C)
 where
     Q: QueryData,
     C: for<'w> FnMut(Entity, Q::Item<'w>),
 {
-    for run in runs {
-        // SAFETY: the run's entity array holds `len` initialised entities, not written while a
-        // query runs (caller contract).
-        let entities = unsafe { <Entity as QueryData>::slice(run.entities, run.len) };
-        // SAFETY: `ptrs` are the run's columns, holding `len` rows like `entities`; access is
-        // exclusive per the caller contract.
-        unsafe { rows::<Q, C>(run.ptrs, entities, f) };
+    for entry in runs.written {
+        // SAFETY: the entry was taken under the world's current layout (caller contract), so
+        // its archetype is alive and was not mutably borrowed since.
+        unsafe { entry.stamp(tick) };
     }
+    // SAFETY: the caller contract, and `rows` is the runs' row count.
+    unsafe { all_runs::<Q, C>(runs.runs, runs.rows, f) };
 }
 
-/// Stamps `tick` on every chunk of the matched archetypes for the columns `Q` writes: the
-/// write access an unfiltered `each` grants, one relaxed store per chunk and written column,
-/// outside the row loops.
-#[inline]
-pub(crate) fn stamp_all<Q: QueryData, F: QueryFilter>(
-    world: &World,
-    state: &QueryState<Q, F>,
-    tick: u64,
-) {
-    for (i, matched) in state.matched().iter().enumerate() {
-        let written = state.written(i);
-        if written.is_empty() {
-            continue;
-        }
-        let archetype = world.archetype(matched.id);
-        for &column in written {
-            archetype.mark_all_changed(column, tick);
+row_loop! {
+    /// The row loops of all of `each`'s runs, in one out-of-line function that is entered once
+    /// per call (so a query over many small archetypes picks its copy once, not once per
+    /// archetype). As its own function, `f` is a `noalias` argument, so the optimiser hoists the
+    /// closure's captures out of the loops and vectorises the row loop (inlined into the
+    /// caller it did not, and `pos += vel * dt` over `[f32; 3]` columns ran scalar). Two
+    /// copies, picked at run time ([`RowPath`](crate::RowPath)), `rows` (the runs' row count)
+    /// the work one call measures.
+    ///
+    /// # Safety
+    ///
+    /// `runs` come from [`QueryState::runs`] for a world whose layout is unchanged since, no
+    /// other reference to the rows' written columns exists (and nothing writes the read ones)
+    /// until it returns.
+    unsafe fn all_runs / all_runs_baseline / all_runs_avx2 <Q, C>(
+        runs: &[RunPtrs<Q::Ptrs>],
+        rows: usize,
+        f: &mut C,
+    ) where {
+        Q: QueryData,
+        C: for<'w> FnMut(Entity, Q::Item<'w>),
+    } units(rows) {
+        let _ = rows;
+        for run in runs {
+            // SAFETY: the run's entity array holds `len` initialised entities, not written
+            // while a query runs (caller contract).
+            let entities = unsafe { <Entity as QueryData>::slice(run.entities, run.len) };
+            // SAFETY: `ptrs` are the run's columns, holding `len` rows like `entities` from row
+            // 0; access is exclusive per the caller contract.
+            unsafe {
+                fold_rows::<Q, ()>(run.ptrs, 0, entities, (), |(), entity, item| f(entity, item))
+            }
         }
     }
 }
@@ -102,11 +118,10 @@ pub(crate) unsafe fn each_row_selected<Q, F, C>(
 }
 
 row_loop! {
-    /// The row loop of one run of chunks, kept out of line on purpose: as its own function, `f`
-    /// and the entity slice are `noalias` arguments, so the optimiser can hoist the closure's
-    /// captures out of the loop and vectorise it across rows (inlined into the archetype/chunk
-    /// loops it did not, and `pos += vel * dt` over `[f32; 3]` columns ran scalar). One call per
-    /// run (up to a slab, 256 chunks) costs nothing. Two copies, picked at run time
+    /// The row loop of one chunk (of a filtered `each`, which selects chunks one by one), kept
+    /// out of line on purpose: as its own function, `f` and the entity slice are `noalias`
+    /// arguments, so the optimiser can hoist the closure's captures out of the loop and
+    /// vectorise it across rows (see [`all_runs`]). Two copies, picked at run time
     /// ([`RowPath`](crate::RowPath)).
     ///
     /// # Safety

@@ -292,12 +292,12 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
                     unsafe { each::each_row_selected(world, state, (&terms, tick), &mut f) };
                     return;
                 }
-                each::stamp_all(world, state, tick);
                 // SAFETY: `run_sync` refreshed the state against `world`, waited for the in-flight
                 // work that conflicts with it, and holds the registry mutably for the whole call;
-                // `stamp` is `world`'s current layout, so the runs point at its rows, which stay
-                // in place until the call returns (no `&mut World` can be taken meanwhile).
-                unsafe { each::each_row::<Q, C>(state.runs(world, stamp), &mut f) }
+                // `stamp` is `world`'s current layout, so the runs point at its rows and ticks,
+                // which stay in place until the call returns (no `&mut World` can be taken
+                // meanwhile).
+                unsafe { each::each_row::<Q, C>(state.runs(world, stamp), tick, &mut f) }
             });
     }
 
