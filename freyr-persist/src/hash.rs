@@ -9,8 +9,8 @@
 
 use freyr_core::{Component, Entity, World};
 
-use crate::access::{Access, AccessKind, TypeAccess};
-use crate::tuples::tuples_up_to_12;
+use freyr_query::access::{Access, AccessKind, TypeAccess};
+use freyr_query::tuples::tuples_up_to_12;
 
 /// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
 /// generators", 2014): a bijection of `u64` in which every output bit depends on every input
@@ -362,13 +362,13 @@ impl<T: StableHash + ?Sized> StableHash for &T {
 }
 
 /// Hashes `world`: entity count, then every live entity in id order with its components `C`.
-pub(crate) fn hash_world<C: HashComponents>(world: &World) -> u64 {
+pub fn hash_world<C: HashComponents>(world: &World) -> u64 {
     hash_world_with(world, C::hash_entity)
 }
 
 /// Hashes `world`: entity count, then every live entity in id order, each followed by what
 /// `hash_entity` feeds for it.
-pub(crate) fn hash_world_with(
+pub fn hash_world_with(
     world: &World,
     mut hash_entity: impl FnMut(&World, Entity, &mut StableHasher),
 ) -> u64 {

@@ -14,7 +14,7 @@ use core::fmt;
 
 use freyr_core::{Component, ComponentId, Entity, World};
 
-use crate::access::Access;
+use freyr_query::access::Access;
 use crate::digest::ColumnFns;
 use crate::hash::{StableHash, StableHasher};
 
@@ -36,7 +36,7 @@ fn hash_one<T: Component + StableHash>(world: &World, entity: Entity, h: &mut St
 
 /// The registry's hashed types, in registration order, and its excluded types.
 #[derive(Default)]
-pub(crate) struct Hashables {
+pub struct Hashables {
     hashed: Vec<Hashed>,
     excluded: Vec<TypeId>,
 }
@@ -46,7 +46,7 @@ impl Hashables {
     ///
     /// # Panics
     /// If `T` was excluded.
-    pub(crate) fn register<T: Component + StableHash>(&mut self) {
+    pub fn register<T: Component + StableHash>(&mut self) {
         let type_id = TypeId::of::<T>();
         if self.excluded.contains(&type_id) {
             panic!(
@@ -69,7 +69,7 @@ impl Hashables {
     ///
     /// # Panics
     /// If `T` is registered as hashed.
-    pub(crate) fn exclude<T: Component>(&mut self) {
+    pub fn exclude<T: Component>(&mut self) {
         let type_id = TypeId::of::<T>();
         if self.hashed.iter().any(|h| h.type_id == type_id) {
             panic!(
@@ -85,7 +85,7 @@ impl Hashables {
 
     /// How a component type joins the world digest: `Some(Some(_))` hashed, `Some(None)`
     /// excluded, `None` neither.
-    pub(crate) fn column_fns(&self, type_id: TypeId) -> Option<Option<ColumnFns>> {
+    pub fn column_fns(&self, type_id: TypeId) -> Option<Option<ColumnFns>> {
         if let Some(h) = self.hashed.iter().find(|h| h.type_id == type_id) {
             Some(Some(h.column))
         } else if self.excluded.contains(&type_id) {
@@ -96,13 +96,13 @@ impl Hashables {
     }
 
     /// Number of hashed types.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.hashed.len()
     }
 
     /// The component types of live entities in `world` that are neither hashed nor excluded, in
     /// component-id order. Reads only the layout (archetypes and component infos).
-    pub(crate) fn unaccounted(&self, world: &World) -> Vec<&'static str> {
+    pub fn unaccounted(&self, world: &World) -> Vec<&'static str> {
         let mut missing: Vec<ComponentId> = Vec::new();
         for archetype in world.archetypes().iter().filter(|a| !a.is_empty()) {
             for &id in archetype.components() {
@@ -122,7 +122,7 @@ impl Hashables {
     }
 
     /// Adds a read of every hashed type the world knows to `access`. Resolves ids only.
-    pub(crate) fn access(&self, world: &World, access: &mut Access) {
+    pub fn access(&self, world: &World, access: &mut Access) {
         for h in &self.hashed {
             if let Some(id) = (h.id_in)(world) {
                 access.add_read(id);
@@ -131,7 +131,7 @@ impl Hashables {
     }
 
     /// Feeds every hashed type of `entity`, in registration order.
-    pub(crate) fn hash_entity(&self, world: &World, entity: Entity, h: &mut StableHasher) {
+    pub fn hash_entity(&self, world: &World, entity: Entity, h: &mut StableHasher) {
         for hashed in &self.hashed {
             (hashed.hash)(world, entity, h);
         }

@@ -1,65 +1,33 @@
-//! Snapshots of a whole [`Registry`](crate::Registry) for rollback: [`Snapshot`] (the world,
-//! the tick and the registered resources), [`SnapshotError`], and [`SnapshotRing`] (the last
-//! ticks' snapshots, buffers reused). The registry's methods live in `registry/snapshot.rs`.
+//! Snapshots of a whole registry for rollback: [`Snapshot`] (the world, the tick and the
+//! registered resources) and [`SnapshotError`]. The registry's methods live in
+//! `freyr-registry`'s `registry/snapshot.rs`, beside its `SnapshotRing` (the last ticks'
+//! snapshots, buffers reused).
 
-mod ring;
-
-use core::any::{Any, TypeId};
+use core::any::TypeId;
 use core::fmt;
 
 use freyr_core::snapshot::{MissingSnapshotTypes, ParallelFor, SnapshotTypes, WorldSnapshot};
 use freyr_sched::ThreadPool;
 
-use crate::resources::{AnyResource, Resources};
-
-pub use self::ring::SnapshotRing;
-
-/// How one registered resource type is copied.
-#[derive(Copy, Clone)]
-pub(crate) struct ResourceOps {
-    pub(crate) type_id: TypeId,
-    pub(crate) name: &'static str,
-    /// Copies the resource (or its absence) into a snapshot's slot, reusing the slot's box.
-    pub(crate) save: fn(&Resources, &mut Option<AnyResource>),
-    /// A clone of a value `save` stored.
-    pub(crate) clone_out: fn(&(dyn Any + Send + Sync)) -> AnyResource,
-}
-
-fn save_resource<R: Clone + Send + Sync + 'static>(
-    resources: &Resources,
-    slot: &mut Option<AnyResource>,
-) {
-    match (
-        resources.get::<R>(),
-        slot.as_mut().and_then(|b| b.downcast_mut::<R>()),
-    ) {
-        (Some(value), Some(kept)) => kept.clone_from(value),
-        (Some(value), None) => *slot = Some(Box::new(value.clone())),
-        (None, _) => *slot = None,
-    }
-}
-
-fn clone_resource<R: Clone + Send + Sync + 'static>(
-    value: &(dyn Any + Send + Sync),
-) -> AnyResource {
-    let value = value
-        .downcast_ref::<R>()
-        .expect("a snapshot slot holds its own resource type");
-    Box::new(value.clone())
-}
+use freyr_query::resources::{AnyResource, ResourceOps, Resources};
 
 /// The types a registry's snapshots copy: components (through freyr-core's [`SnapshotTypes`])
 /// and resources, each registered or excluded.
 #[derive(Default)]
-pub(crate) struct SnapshotRegistry {
-    pub(crate) components: SnapshotTypes,
-    pub(crate) resources: Vec<ResourceOps>,
+pub struct SnapshotRegistry {
+    pub components: SnapshotTypes,
+    pub resources: Vec<ResourceOps>,
     pub(crate) excluded_resources: Vec<TypeId>,
 }
 
 impl SnapshotRegistry {
-    pub(crate) fn register_resource<R: Clone + Send + Sync + 'static>(&mut self) {
-        let (type_id, name) = (TypeId::of::<R>(), core::any::type_name::<R>());
+    pub fn register_resource<R: Clone + Send + Sync + 'static>(&mut self) {
+        self.register_resource_ops(ResourceOps::of::<R>());
+    }
+
+    /// Registers a resource type by its copy functions (an event store made on first send).
+    pub fn register_resource_ops(&mut self, ops: ResourceOps) {
+        let (type_id, name) = (ops.type_id, ops.name);
         if self.excluded_resources.contains(&type_id) {
             panic!(
                 "freyr: register_snapshot_resource::<{name}>() after \
@@ -68,16 +36,11 @@ impl SnapshotRegistry {
             );
         }
         if self.resources.iter().all(|r| r.type_id != type_id) {
-            self.resources.push(ResourceOps {
-                type_id,
-                name,
-                save: save_resource::<R>,
-                clone_out: clone_resource::<R>,
-            });
+            self.resources.push(ops);
         }
     }
 
-    pub(crate) fn exclude_resource<R: Send + Sync + 'static>(&mut self) {
+    pub fn exclude_resource<R: Send + Sync + 'static>(&mut self) {
         let (type_id, name) = (TypeId::of::<R>(), core::any::type_name::<R>());
         if self.resources.iter().any(|r| r.type_id == type_id) {
             panic!(
@@ -93,7 +56,7 @@ impl SnapshotRegistry {
 
     /// Stored resources that are neither registered nor excluded, sorted by name; allocates
     /// nothing when there are none.
-    pub(crate) fn unaccounted_resources(&self, resources: &Resources) -> Vec<&'static str> {
+    pub fn unaccounted_resources(&self, resources: &Resources) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = resources
             .types()
             .filter(|(id, _)| {
@@ -108,9 +71,9 @@ impl SnapshotRegistry {
 }
 
 /// One registered resource in a snapshot: its value at the snapshot, or `None` if absent.
-pub(crate) struct ResourceImage {
-    pub(crate) ops: ResourceOps,
-    pub(crate) value: Option<AnyResource>,
+pub struct ResourceImage {
+    pub ops: ResourceOps,
+    pub value: Option<AnyResource>,
 }
 
 /// A registry at one moment, taken by [`Registry::snapshot`](crate::Registry::snapshot) and
@@ -139,11 +102,11 @@ pub(crate) struct ResourceImage {
 /// assert_eq!((registry.get::<Hp>(e).unwrap().0, registry.tick()), (10, 0));
 /// ```
 pub struct Snapshot {
-    pub(crate) world: WorldSnapshot,
-    pub(crate) tick: u64,
-    pub(crate) resources: Vec<ResourceImage>,
+    pub world: WorldSnapshot,
+    pub tick: u64,
+    pub resources: Vec<ResourceImage>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
-    pub(crate) complete: bool,
+    pub complete: bool,
 }
 
 impl Default for Snapshot {
@@ -310,7 +273,7 @@ impl fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The registry's pool as a [`ParallelFor`]: the snapshot's copying, spread over the workers.
-pub(crate) struct OnPool<'a>(pub(crate) &'a ThreadPool);
+pub struct OnPool<'a>(pub &'a ThreadPool);
 
 impl ParallelFor for OnPool<'_> {
     fn parallel_for(&self, count: usize, f: &(dyn Fn(usize) + Sync)) {

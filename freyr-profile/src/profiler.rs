@@ -206,7 +206,7 @@ impl fmt::Display for ProfileReport {
 
 /// The registry's live counters.
 #[derive(Default)]
-pub(crate) struct Profiler {
+pub struct Profiler {
     labels: Vec<LabelStats>,
     label_index: HashMap<&'static str, usize>,
     phases: [PhaseStats; 3],
@@ -223,20 +223,20 @@ pub(crate) struct Profiler {
 }
 
 impl Profiler {
-    pub(crate) fn new(pool: PoolMetrics) -> Self {
+    pub fn new(pool: PoolMetrics) -> Self {
         Profiler {
             pool_base: pool,
             ..Profiler::default()
         }
     }
 
-    pub(crate) fn record_implicit_sync(&self, waited: Duration) {
+    pub fn record_implicit_sync(&self, waited: Duration) {
         self.implicit_syncs.set(self.implicit_syncs.get() + 1);
         self.implicit_sync_wait
             .set(self.implicit_sync_wait.get() + waited);
     }
 
-    pub(crate) fn record_label(&mut self, label: &'static str, tasks: usize, wall: Duration) {
+    pub fn record_label(&mut self, label: &'static str, tasks: usize, wall: Duration) {
         let index = *self.label_index.entry(label).or_insert_with(|| {
             self.labels.push(LabelStats {
                 label,
@@ -250,41 +250,41 @@ impl Profiler {
         stats.wall += wall;
     }
 
-    pub(crate) fn record_launch(&mut self, tasks: usize) {
+    pub fn record_launch(&mut self, tasks: usize) {
         self.launches += 1;
         self.tasks += tasks as u64;
     }
 
-    pub(crate) fn record_phase(&mut self, phase: Phase, wall: Duration, sync: Duration) {
+    pub fn record_phase(&mut self, phase: Phase, wall: Duration, sync: Duration) {
         let p = &mut self.phases[phase.index()];
         p.runs += 1;
         p.wall += wall;
         p.sync += sync;
     }
 
-    pub(crate) fn record_sync_point(&mut self) {
+    pub fn record_sync_point(&mut self) {
         self.sync_points += 1;
     }
 
-    pub(crate) fn record_commands(&mut self, applied: usize, stale: usize) {
+    pub fn record_commands(&mut self, applied: usize, stale: usize) {
         self.commands_applied += applied as u64;
         self.stale_commands += stale as u64;
     }
 
-    pub(crate) fn record_destroyed(&mut self, destroyed: usize, stale: usize) {
+    pub fn record_destroyed(&mut self, destroyed: usize, stale: usize) {
         self.destroyed += destroyed as u64;
         self.stale_commands += stale as u64;
     }
 
-    pub(crate) fn record_panic(&mut self) {
+    pub fn record_panic(&mut self) {
         self.panics += 1;
     }
 
-    pub(crate) fn implicit_syncs(&self) -> u64 {
+    pub fn implicit_syncs(&self) -> u64 {
         self.implicit_syncs.get()
     }
 
-    pub(crate) fn report(&self, pool: &PoolMetrics) -> ProfileReport {
+    pub fn report(&self, pool: &PoolMetrics) -> ProfileReport {
         let workers = pool
             .workers
             .iter()
@@ -345,46 +345,4 @@ pub struct TimeStats {
     pub held_ticks: u64,
     /// Deadline jobs: applied, panicked, late, stall time, tasks helped while late.
     pub deadlines: DeadlineStats,
-}
-
-#[cfg(test)]
-mod tests {
-    use std::time::Instant;
-
-    use crate::Registry;
-
-    struct Value(u64);
-
-    /// Some real per-row work, so the tasks take measurable time.
-    fn churn(v: &mut Value) {
-        for _ in 0..64 {
-            v.0 = std::hint::black_box(v.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1));
-        }
-    }
-
-    #[test]
-    fn the_report_shows_per_thread_busy_time_after_real_work() {
-        for workers in [1, 2, 3] {
-            let mut registry = Registry::with_workers(workers);
-            registry.spawn_batch((0..20_000u64).map(|i| (Value(i),)));
-            registry.query::<&mut Value>().each_async(|_, v| churn(v));
-            registry.execute_tasks();
-            // A worker closes its busy episode when it next finds nothing, a moment after the
-            // last task finished; poll briefly for it.
-            let deadline = Instant::now() + std::time::Duration::from_secs(5);
-            let report = loop {
-                let report = registry.profile();
-                if report.busy().iter().any(|b| !b.is_zero()) || Instant::now() > deadline {
-                    break report;
-                }
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            };
-            assert_eq!(report.busy().len(), workers, "{workers} workers");
-            assert!(
-                report.busy().iter().any(|b| !b.is_zero()),
-                "{workers} workers: no busy time after real work: {report}"
-            );
-            assert!(report.to_string().contains("busy per thread"));
-        }
-    }
 }

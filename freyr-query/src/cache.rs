@@ -13,7 +13,7 @@ use crate::state::QueryState;
 /// Cached query states, keyed by `TypeId::of::<QueryState<Q, F>>()`, all built for the world
 /// with id `world`.
 #[derive(Default)]
-pub(crate) struct QueryCache {
+pub struct QueryCache {
     world: Option<WorldId>,
     states: HashMap<TypeId, Box<dyn Any + Send>>,
 }
@@ -26,7 +26,7 @@ impl QueryCache {
     /// # Errors
     ///
     /// On conflicting access in `Q`.
-    pub(crate) fn state_mut<Q: QueryData, F: QueryFilter>(
+    pub fn state_mut<Q: QueryData, F: QueryFilter>(
         &mut self,
         world: &World,
     ) -> Result<&mut QueryState<Q, F>, QueryError> {
@@ -47,7 +47,7 @@ impl QueryCache {
         Ok(state)
     }
 
-    pub(crate) fn get<Q: QueryData, F: QueryFilter>(
+    pub fn get<Q: QueryData, F: QueryFilter>(
         &self,
         world: WorldId,
     ) -> Option<&QueryState<Q, F>> {

@@ -59,7 +59,7 @@ pub struct Commands<'a> {
 }
 
 impl<'a> Commands<'a> {
-    pub(crate) fn new(buffer: &'a mut CommandBuffer) -> Self {
+    pub fn new(buffer: &'a mut CommandBuffer) -> Self {
         Commands { buffer }
     }
 
@@ -136,7 +136,7 @@ pub struct EachContext<'a, V: ViewSet = ()> {
 }
 
 impl<'a, V: ViewSet> EachContext<'a, V> {
-    pub(crate) fn new(views: V::Item<'a>, output: &'a mut TaskOutput) -> Self {
+    pub fn new(views: V::Item<'a>, output: &'a mut TaskOutput) -> Self {
         EachContext {
             views,
             commands: Commands::new(&mut output.commands),

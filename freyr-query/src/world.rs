@@ -35,7 +35,9 @@
 //!    tasks never change the layout (only `&mut World` does, point 3), and these answers read
 //!    no component value. The `&World` used for them is only passed to the id-resolving and
 //!    archetype-matching methods of the `unsafe` traits [`QueryData`] and [`ViewSet`] and the
-//!    sealed [`HashComponents`], whose contracts forbid reading component values.
+//!    sealed `HashComponents` (freyr-persist, through
+//!    [`resolve_access`](SyncedWorld::resolve_access)), whose contracts forbid reading component
+//!    values.
 //! 6. The registry retires every launch before the world is dropped (its `Drop`), and
 //!    `InFlight`'s own `Drop` is the backstop that never frees a job under a running task.
 //! 7. The world's layout (which archetypes, chunks and slabs exist, and how many rows each
@@ -58,17 +60,16 @@ use crate::changed::TickTerm;
 use crate::error::QueryError;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
-use crate::hash::HashComponents;
 use crate::launch::inflight::{InFlight, OpAccess, Retired};
 use crate::launch::job::Kernel;
 use crate::launch::spans::Spans;
 use crate::launch::{self, LaunchCtx};
-use crate::profiler::Profiler;
 use crate::resources::Resources;
 use crate::state::{LayoutStamp, QueryState};
 use crate::view::ViewSet;
 
-use super::cache::QueryCache;
+use crate::cache::QueryCache;
+use freyr_profile::profiler::Profiler;
 
 /// The world, owned through a raw pointer: tasks holding component views share `&World` while
 /// the registry value itself may be moved, and a `Box` field would assert uniqueness on every
@@ -110,7 +111,7 @@ impl Drop for WorldBox {
 /// The world, the resources, the pool and the in-flight launches: the only way to reach the
 /// first two is through a method that waits for the conflicting launches first (see the module
 /// documentation for the argument).
-pub(crate) struct SyncedWorld {
+pub struct SyncedWorld {
     // Field order is drop order: the in-flight backstop drops while the pool can still finish
     // tasks, and the pool joins its threads before the world they may point into is freed. A
     // pool shared with other registries (`Registry::with_pool`) outlives this one instead; the
@@ -130,7 +131,7 @@ pub(crate) struct SyncedWorld {
 }
 
 impl SyncedWorld {
-    pub(crate) fn new(world: World, pool: Arc<ThreadPool>) -> Self {
+    pub fn new(world: World, pool: Arc<ThreadPool>) -> Self {
         SyncedWorld {
             inflight: InFlight::default(),
             pool,
@@ -143,17 +144,17 @@ impl SyncedWorld {
 
     /// The pool. Work submitted directly (`parallel_for`, `scope`) blocks until done and never
     /// reaches the world through this type.
-    pub(crate) fn pool(&self) -> &ThreadPool {
+    pub fn pool(&self) -> &ThreadPool {
         &self.pool
     }
 
     /// The pool's shared handle (for another registry on the same pool).
-    pub(crate) fn shared_pool(&self) -> &Arc<ThreadPool> {
+    pub fn shared_pool(&self) -> &Arc<ThreadPool> {
         &self.pool
     }
 
     /// Number of launches not yet retired.
-    pub(crate) fn in_flight(&self) -> usize {
+    pub fn in_flight(&self) -> usize {
         self.inflight.len()
     }
 
@@ -171,7 +172,7 @@ impl SyncedWorld {
     /// The world, for an operation that touches exactly what `op` declares, after waiting for
     /// every in-flight launch that conflicts with `op`.
     #[inline]
-    pub(crate) fn read(&self, op: &OpAccess<'_>, profiler: &Profiler) -> &World {
+    pub fn read(&self, op: &OpAccess<'_>, profiler: &Profiler) -> &World {
         self.wait(op, profiler);
         self.world.get()
     }
@@ -179,7 +180,7 @@ impl SyncedWorld {
     /// The world and the resources, as [`read`](SyncedWorld::read); `op` covers the resources
     /// the caller reads too.
     #[inline]
-    pub(crate) fn read_with_resources(
+    pub fn read_with_resources(
         &self,
         op: &OpAccess<'_>,
         profiler: &Profiler,
@@ -190,7 +191,7 @@ impl SyncedWorld {
 
     /// As [`read`](SyncedWorld::read), with the stamp of the world's current layout (point 7).
     #[inline]
-    pub(crate) fn read_with_layout(
+    pub fn read_with_layout(
         &self,
         op: &OpAccess<'_>,
         profiler: &Profiler,
@@ -204,7 +205,7 @@ impl SyncedWorld {
     /// The world, exclusively, after waiting for every in-flight launch. Ends the current
     /// layout (point 7): stamps taken before no longer match.
     #[inline]
-    pub(crate) fn write(&mut self, profiler: &Profiler) -> &mut World {
+    pub fn write(&mut self, profiler: &Profiler) -> &mut World {
         self.wait(&OpAccess::Exclusive, profiler);
         self.epoch += 1;
         let world = self.world.get_mut();
@@ -213,13 +214,13 @@ impl SyncedWorld {
     }
 
     /// Sets the tick that grants of write access stamp from now on (the registry's tick).
-    pub(crate) fn set_change_tick(&mut self, tick: u64) {
+    pub fn set_change_tick(&mut self, tick: u64) {
         self.change_tick = tick;
     }
 
     /// `entity`'s `T`, mutably, after waiting for every launch that reads or writes `T` in
     /// `entity`'s archetype. The world stays shared: tasks holding views into it stay valid.
-    pub(crate) fn component_mut<T: Component>(
+    pub fn component_mut<T: Component>(
         &mut self,
         entity: Entity,
         profiler: &Profiler,
@@ -260,7 +261,7 @@ impl SyncedWorld {
     /// # Panics
     ///
     /// If a [`Res<T>`](crate::Res) view names a missing resource (before anything runs).
-    pub(crate) fn launch<Q, F, V, K>(
+    pub fn launch<Q, F, V, K>(
         &mut self,
         state: &QueryState<Q, F>,
         access: Arc<Access>,
@@ -299,24 +300,30 @@ impl SyncedWorld {
     // ---- retiring ----------------------------------------------------------------------------
 
     /// Waits for and retires every launch, in launch order.
-    pub(crate) fn retire_all(&mut self) -> Vec<Retired> {
+    pub fn retire_all(&mut self) -> Vec<Retired> {
         self.inflight.retire_all(&self.pool)
     }
 
     /// Waits for and retires launch `seq`, if it is still in flight.
-    pub(crate) fn retire_one(&mut self, seq: u64) -> Option<Retired> {
+    pub fn retire_one(&mut self, seq: u64) -> Option<Retired> {
         self.inflight.retire_one(&self.pool, seq)
     }
 
     // ---- resources (point 4) -----------------------------------------------------------------
 
     /// The resources, shared. Never waits: launches only read resources.
-    pub(crate) fn resources(&self) -> &Resources {
+    pub fn resources(&self) -> &Resources {
         &self.resources
     }
 
+    /// The resources, to write resource `store`, after waiting for the launches that read it.
+    pub fn resources_for_write(&mut self, store: TypeId, profiler: &Profiler) -> &mut Resources {
+        self.wait(&OpAccess::ResourceWrite(store), profiler);
+        &mut self.resources
+    }
+
     /// Stores a resource, after waiting for the launches that read its type.
-    pub(crate) fn insert_resource<T: Send + Sync + 'static>(
+    pub fn insert_resource<T: Send + Sync + 'static>(
         &mut self,
         value: T,
         profiler: &Profiler,
@@ -326,7 +333,7 @@ impl SyncedWorld {
     }
 
     /// The resource `T`, mutably, after waiting for the launches that read it.
-    pub(crate) fn resource_mut<T: Send + Sync + 'static>(
+    pub fn resource_mut<T: Send + Sync + 'static>(
         &mut self,
         profiler: &Profiler,
     ) -> Option<&mut T> {
@@ -335,7 +342,7 @@ impl SyncedWorld {
     }
 
     /// Removes the resource `T`, after waiting for the launches that read it.
-    pub(crate) fn remove_resource<T: Send + Sync + 'static>(
+    pub fn remove_resource<T: Send + Sync + 'static>(
         &mut self,
         profiler: &Profiler,
     ) -> Option<T> {
@@ -345,7 +352,7 @@ impl SyncedWorld {
 
     /// The world and the resources, both exclusively, after waiting for every in-flight
     /// launch (for restoring a snapshot, which replaces both). Ends the current layout.
-    pub(crate) fn write_all(&mut self, profiler: &Profiler) -> (&mut World, &mut Resources) {
+    pub fn write_all(&mut self, profiler: &Profiler) -> (&mut World, &mut Resources) {
         self.wait(&OpAccess::Exclusive, profiler);
         self.epoch += 1;
         (self.world.get_mut(), &mut self.resources)
@@ -354,32 +361,32 @@ impl SyncedWorld {
     // ---- the layout, which in-flight work never changes (point 5) ----------------------------
 
     /// `T`'s component id, if registered.
-    pub(crate) fn component_id<T: Component>(&self) -> Option<ComponentId> {
+    pub fn component_id<T: Component>(&self) -> Option<ComponentId> {
         self.world.get().component_id::<T>()
     }
 
     /// Where `entity` lives, if it is alive.
-    pub(crate) fn entity_location(&self, entity: Entity) -> Option<(ArchetypeId, usize, usize)> {
+    pub fn entity_location(&self, entity: Entity) -> Option<(ArchetypeId, usize, usize)> {
         self.world.get().entity_location(entity)
     }
 
     /// Whether `entity` is alive.
-    pub(crate) fn contains(&self, entity: Entity) -> bool {
+    pub fn contains(&self, entity: Entity) -> bool {
         self.world.get().contains(entity)
     }
 
     /// Number of live entities.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.world.get().len()
     }
 
     /// Number of entities in archetype `id`.
-    pub(crate) fn archetype_len(&self, id: ArchetypeId) -> usize {
+    pub fn archetype_len(&self, id: ArchetypeId) -> usize {
         self.world.get().archetype(id).len()
     }
 
     /// The world's identity (it changes when the world is replaced, swapped or taken).
-    pub(crate) fn world_id(&self) -> freyr_core::WorldId {
+    pub fn world_id(&self) -> freyr_core::WorldId {
         self.world.get().id()
     }
 
@@ -389,7 +396,7 @@ impl SyncedWorld {
     /// # Errors
     ///
     /// On conflicting access in `Q`.
-    pub(crate) fn refresh<'c, Q: QueryData, F: QueryFilter>(
+    pub fn refresh<'c, Q: QueryData, F: QueryFilter>(
         &self,
         cache: &'c mut QueryCache,
     ) -> Result<&'c mut QueryState<Q, F>, QueryError> {
@@ -397,22 +404,28 @@ impl SyncedWorld {
     }
 
     /// `V`'s resolved access (component ids and resources it reads).
-    pub(crate) fn view_access<V: ViewSet>(&self, access: &mut Access) {
+    pub fn view_access<V: ViewSet>(&self, access: &mut Access) {
         V::access(self.world.get(), access);
     }
 
-    /// `C`'s resolved access (component ids it hashes).
-    pub(crate) fn hash_access<C: HashComponents>(&self, access: &mut Access) {
-        C::access(self.world.get(), access);
+    /// An access resolved against the world by `resolve` (the component ids a hash reads),
+    /// without waiting for in-flight work.
+    ///
+    /// # Safety
+    ///
+    /// `resolve` reads only the world's layout (component ids, archetypes), never a component
+    /// value: in-flight tasks may be writing them (point 5 above).
+    pub unsafe fn resolve_access(&self, resolve: fn(&World, &mut Access), access: &mut Access) {
+        resolve(self.world.get(), access);
     }
 }
 
 /// The registry's bookkeeping a launch updates.
-pub(crate) struct LaunchInfo<'a> {
-    pub(crate) registry_id: u64,
-    pub(crate) profiler: &'a mut Profiler,
-    pub(crate) next_seq: &'a mut u64,
-    pub(crate) label: Option<&'static str>,
+pub struct LaunchInfo<'a> {
+    pub registry_id: u64,
+    pub profiler: &'a mut Profiler,
+    pub next_seq: &'a mut u64,
+    pub label: Option<&'static str>,
     /// The tick trace's epoch when this launch is traced (its tasks stamp their batches).
-    pub(crate) trace: Option<std::time::Instant>,
+    pub trace: Option<std::time::Instant>,
 }

@@ -3,7 +3,7 @@
 
 use crate::registry::Registry;
 
-use super::{Snapshot, SnapshotError};
+use freyr_persist::snapshot::{Snapshot, SnapshotError};
 
 /// Snapshots of the last `capacity` ticks, each kept in the slot `tick % capacity`, whose
 /// buffers are reused: once every slot has held a world of the current layout, a

@@ -4,7 +4,7 @@
 //! with one task per chunk and with chunks split by `rows_per_task`.
 
 use freyr_core::{CHUNK_CAPACITY, Entity};
-use freyr_query::Registry;
+use freyr_registry::Registry;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Val(u64);

@@ -16,7 +16,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use freyr_query::{
+use freyr_registry::{
     AsyncSystem, Entity, Launched, Phase, Process, Registry, StableHash, StableHasher, Without,
 };
 use freyr_time::{Completer, Discard};

@@ -4,7 +4,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
-use freyr_query::{Phase, Registry};
+use freyr_registry::{Phase, Registry};
 
 #[derive(Clone, Copy)]
 struct Id(u32);

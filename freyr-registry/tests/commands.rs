@@ -1,7 +1,7 @@
 //! Commands from `each_with` / `each_async_with`: applied at the next sync point in (launch,
 //! chunk, row, record) order; stale entities are skipped and counted.
 
-use freyr_query::{Entity, Registry};
+use freyr_registry::{Entity, Registry};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Id(u32);

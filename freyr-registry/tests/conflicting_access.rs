@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_query::{QueryError, Registry, View};
+use freyr_registry::{QueryError, Registry, View};
 
 struct Health;
 struct Armor;
@@ -104,6 +104,6 @@ fn missing_resource_view_panics_before_running() {
     let mut registry = registry();
     registry
         .query::<&Health>()
-        .views::<(freyr_query::Res<Missing>,)>()
+        .views::<(freyr_registry::Res<Missing>,)>()
         .each_async_with(|_, _, _| unreachable!("must not run"));
 }

@@ -2,7 +2,7 @@
 //! spawns, despawns, inserts and removes all come from `each_async` callbacks, and a float
 //! reduction over a million entities.
 
-use freyr_query::{Entity, Phase, Registry, Res, StableHash, StableHasher, View};
+use freyr_registry::{Entity, Phase, Registry, Res, StableHash, StableHasher, View};
 
 #[derive(Clone, Copy)]
 struct Pos {

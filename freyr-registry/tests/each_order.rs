@@ -1,6 +1,6 @@
 //! `each` visits archetypes in creation order, then chunks, then rows; `each_chunk` likewise.
 
-use freyr_query::{Entity, Registry};
+use freyr_registry::{Entity, Registry};
 
 struct Id(u32);
 struct Extra;

@@ -1,7 +1,7 @@
 //! The registry's entity operations report errors that name the entity they were given.
 
 use freyr_core::{ComponentError, NoSuchEntity};
-use freyr_query::Registry;
+use freyr_registry::Registry;
 
 #[test]
 fn registry_errors_name_the_entity() {

@@ -4,7 +4,7 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use freyr_query::{EventCursor, Events, Phase, Registry};
+use freyr_registry::{EventCursor, Events, Phase, Registry};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Ev(u32, u32);

@@ -5,8 +5,8 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use freyr_query::Registry;
-use freyr_query::hooks::MAX_HOOK_ROUNDS;
+use freyr_registry::Registry;
+use freyr_registry::hooks::MAX_HOOK_ROUNDS;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct A(u32);

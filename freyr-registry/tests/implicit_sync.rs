@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use freyr_query::{Entity, Registry, Res, With};
+use freyr_registry::{Entity, Registry, Res, With};
 
 #[derive(Clone, Copy)]
 struct A(u32);
@@ -50,7 +50,7 @@ impl Gate {
     }
 }
 
-fn registry() -> (Registry, Vec<freyr_query::Entity>) {
+fn registry() -> (Registry, Vec<freyr_registry::Entity>) {
     let mut registry = Registry::with_workers(8);
     let es = registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
     (registry, es)
@@ -222,7 +222,7 @@ fn tagged_writer_in_flight() -> (Registry, Vec<Entity>, Vec<Entity>, Gate) {
 
 #[test]
 fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
-    use freyr_query::Without;
+    use freyr_registry::Without;
     let (mut registry, _, _, gate) = tagged_writer_in_flight();
     // The same type, in the other archetype: neither waits (a wait would hang until the gate's
     // timeout failed the blocked tasks).
@@ -255,7 +255,7 @@ fn queries_on_disjoint_archetypes_do_not_wait_even_for_the_same_type() {
 
 #[test]
 fn a_component_view_reaches_every_archetype_so_it_waits() {
-    use freyr_query::{View, Without};
+    use freyr_registry::{View, Without};
     let mut registry = Registry::with_workers(4);
     registry.spawn_batch((0..1000u32).map(|i| (A(i), B(i))));
     registry.spawn_batch((0..600u32).map(|i| (A(i), Tagged)));

@@ -5,7 +5,7 @@
 
 use std::process::Command;
 
-use freyr_query::Registry;
+use freyr_registry::Registry;
 
 /// Set in the child process, which runs the aborting program instead of the check.
 const CHILD: &str = "FREYR_PANIC_WHILE_PANICKING_CHILD";

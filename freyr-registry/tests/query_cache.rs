@@ -1,6 +1,6 @@
 //! Query states are cached per type and refreshed incrementally when archetypes appear.
 
-use freyr_query::{Entity, Registry, With};
+use freyr_registry::{Entity, Registry, With};
 
 struct A(u32);
 struct B;

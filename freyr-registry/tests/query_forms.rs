@@ -1,6 +1,6 @@
 //! Every query form and filter fetches what it names, from the archetypes it should.
 
-use freyr_query::{Entity, Registry, With, Without};
+use freyr_registry::{Entity, Registry, With, Without};
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct A(u32);
@@ -22,7 +22,7 @@ fn setup() -> (Registry, Vec<Entity>) {
     (registry, es)
 }
 
-fn collect_a<F: freyr_query::QueryFilter>(registry: &mut Registry) -> Vec<u32> {
+fn collect_a<F: freyr_registry::QueryFilter>(registry: &mut Registry) -> Vec<u32> {
     let mut out = Vec::new();
     registry
         .query_filtered::<&A, F>()

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use freyr_query::{Phase, Registry, System};
+use freyr_registry::{Phase, Registry, System};
 
 struct Log(Vec<String>);
 #[derive(Clone, Copy)]

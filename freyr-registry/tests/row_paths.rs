@@ -8,7 +8,7 @@
 //! the test compares it with itself and with the scalar reference; run it in a default build
 //! (`cargo test -p freyr-query --test row_paths`) on an AVX2 machine to compare the two copies.
 
-use freyr_query::{Entity, Registry, RowPath, StableHash, StableHasher, With, Without};
+use freyr_registry::{Entity, Registry, RowPath, StableHash, StableHasher, With, Without};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos([f32; 3]);

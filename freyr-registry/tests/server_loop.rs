@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use freyr_query::{Entity, Phase, Registry, System, TickProfileConfig};
+use freyr_registry::{Entity, Phase, Registry, System, TickProfileConfig};
 use freyr_time::{AsyncPump, Delivered, FixedStep, ManualClock};
 
 struct Hp(u64);

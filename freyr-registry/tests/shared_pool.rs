@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use freyr_query::{Entity, Phase, Registry, StableHash, StableHasher};
+use freyr_registry::{Entity, Phase, Registry, StableHash, StableHasher};
 use freyr_sched::ThreadPool;
 
 #[derive(Clone, Copy)]

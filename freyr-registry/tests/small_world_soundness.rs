@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use freyr_query::{Entity, Registry, Res, View};
+use freyr_registry::{Entity, Registry, Res, View};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos(f32);
@@ -157,7 +157,7 @@ fn split_chunks_and_out_of_line_row_loops() {
 
 #[test]
 fn same_type_writers_on_disjoint_archetypes_overlap() {
-    use freyr_query::{With, Without};
+    use freyr_registry::{With, Without};
     // Archetypes (Pos, Vel) and (Pos, Vel, Link, Seen): writers of `Pos` split by `Link` may run
     // at once, touching different chunks (Miri's race detector checks that they do).
     let (mut registry, _) = world(3);

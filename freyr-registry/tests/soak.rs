@@ -21,7 +21,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, World};
-use freyr_query::{Entity, Phase, QueryFilter, Registry, View, With, Without};
+use freyr_registry::{Entity, Phase, QueryFilter, Registry, View, With, Without};
 
 // ---- components -------------------------------------------------------------------------------
 
@@ -291,7 +291,7 @@ fn life_act(
 }
 
 /// The real command recording for `act` (the model's twin is [`model_cmds`]).
-fn record(act: Act, e: Entity, cmds: &mut freyr_query::Commands<'_>) {
+fn record(act: Act, e: Entity, cmds: &mut freyr_registry::Commands<'_>) {
     match act {
         Act::Nothing => {}
         Act::DespawnSelf => cmds.despawn(e),
@@ -837,7 +837,7 @@ impl Soak {
     }
 
     /// A deterministic reduction, joined at once or left for the sync point to retire.
-    fn op_reduce(&mut self) -> (String, Option<(freyr_query::Reduction<u64>, u64)>) {
+    fn op_reduce(&mut self) -> (String, Option<(freyr_registry::Reduction<u64>, u64)>) {
         let reduction = self
             .registry
             .query::<(&Serial, &Val)>()
@@ -923,7 +923,7 @@ impl Soak {
     }
 
     /// One sync point: `execute_tasks`, or a whole `update` (three phase sync points).
-    fn sync(&mut self, deferred: Vec<(freyr_query::Reduction<u64>, u64)>) -> String {
+    fn sync(&mut self, deferred: Vec<(freyr_registry::Reduction<u64>, u64)>) -> String {
         let expect_panic = self.model.async_panic;
         let use_update = self.rng.chance(4);
         let result = if use_update {

@@ -10,7 +10,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, panic_any};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_query::{Registry, Without};
+use freyr_registry::{Registry, Without};
 
 /// Worker counts; Miri runs the pool's threads one at a time, so it gets 1 and 2 only.
 const WORKERS: &[usize] = if cfg!(miri) { &[1, 2] } else { &[1, 2, 8] };

@@ -6,7 +6,7 @@
 use std::sync::mpsc;
 use std::time::Duration;
 
-use freyr_query::{Phase, Registry};
+use freyr_registry::{Phase, Registry};
 use freyr_time::{DeadlineError, Delivered, JobStatus};
 
 struct Log(Vec<String>);

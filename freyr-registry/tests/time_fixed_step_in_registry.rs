@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use freyr_query::{Phase, Registry};
+use freyr_registry::{Phase, Registry};
 use freyr_time::ManualClock;
 
 struct Ticks(Vec<u64>);

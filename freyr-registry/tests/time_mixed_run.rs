@@ -8,7 +8,7 @@ mod time_common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use freyr_query::{Entity, Phase, Registry, TimeStats, With, Without};
+use freyr_registry::{Entity, Phase, Registry, TimeStats, With, Without};
 use freyr_time::{AsyncPump, BudgetQueue, Delivered, ManualClock};
 use time_common::{
     Age, Agent, Board, Label, PathRequest, Pos, Route, Vel, mix, pause, rand, test_grid,

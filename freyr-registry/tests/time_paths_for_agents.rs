@@ -6,7 +6,7 @@ mod time_common;
 
 use std::sync::Arc;
 
-use freyr_query::{Entity, Phase, Registry};
+use freyr_registry::{Entity, Phase, Registry};
 use freyr_time::{BudgetQueue, GridPathSearch, Progress, advance_by};
 use time_common::{Agent, PathRequest, Route, mix, pause, test_grid};
 

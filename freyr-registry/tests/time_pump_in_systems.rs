@@ -5,7 +5,7 @@
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use freyr_query::{Entity, Phase, Registry, System};
+use freyr_registry::{Entity, Phase, Registry, System};
 use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
 #[derive(Debug, PartialEq)]

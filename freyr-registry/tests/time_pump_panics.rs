@@ -6,7 +6,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex};
 
-use freyr_query::{Entity, Phase, Registry, System};
+use freyr_registry::{Entity, Phase, Registry, System};
 use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
 #[derive(Debug, PartialEq)]

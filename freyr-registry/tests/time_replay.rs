@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use freyr_query::{Phase, Registry};
+use freyr_registry::{Phase, Registry};
 use freyr_time::{Clock, Delivered, ManualClock, MonotonicClock};
 use time_common::{Age, Board, Pos, Vel, mix, pause, rand};
 

@@ -6,7 +6,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_query::Registry;
+use freyr_registry::Registry;
 use freyr_time::{DeadlineError, Delivered};
 
 static DROPPED: [AtomicUsize; 3] = [

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use freyr_query::{Entity, Registry, Res, View};
+use freyr_registry::{Entity, Registry, Res, View};
 
 #[derive(Clone, Copy, PartialEq, Debug)]
 struct Pos(f32);

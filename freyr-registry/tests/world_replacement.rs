@@ -6,7 +6,7 @@
 use core::mem;
 
 use freyr_core::World;
-use freyr_query::{Registry, View};
+use freyr_registry::{Registry, View};
 
 /// A component that knows when it is read as something else: `check` is always `!value`.
 #[derive(Clone, Copy, Debug, PartialEq)]

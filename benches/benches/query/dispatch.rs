@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use freyr_benches::{Position, Velocity, pos_vel};
-use freyr_query::Registry;
+use freyr::Registry;
 use rayon::prelude::*;
 
 use crate::{BIG, CHUNK_TASKS, Group, rayon_pool};

@@ -3,7 +3,7 @@
 use std::hint::black_box;
 
 use freyr_benches::{Position, Velocity, pos_vel};
-use freyr_query::Registry;
+use freyr::Registry;
 
 use crate::{BIG, DT, Group};
 

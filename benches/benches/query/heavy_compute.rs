@@ -10,7 +10,7 @@ use std::hint::black_box;
 
 use freyr_benches::heavy::{entity, work};
 use freyr_benches::{Position, Transform};
-use freyr_query::Registry;
+use freyr::Registry;
 
 use crate::Group;
 

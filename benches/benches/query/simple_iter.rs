@@ -4,7 +4,7 @@
 use std::hint::black_box;
 
 use freyr_benches::{Position, Rotation, Transform, Velocity, pos_vel};
-use freyr_query::Registry;
+use freyr::Registry;
 
 use crate::Group;
 

@@ -31,7 +31,7 @@ fn columns_of(
 }
 
 /// The digest of every archetype of `world`, in creation order.
-pub(crate) fn world_digest(world: &World, hashables: &Hashables) -> WorldDigest {
+pub fn world_digest(world: &World, hashables: &Hashables) -> WorldDigest {
     let archetypes = world
         .archetypes()
         .iter()
@@ -70,7 +70,7 @@ fn archetype_digest(
 
 /// The row digests of the chunk at `at`; no rows when there is no such chunk (and no
 /// components when there is no such archetype).
-pub(crate) fn row_digests(world: &World, hashables: &Hashables, at: ChunkAddress) -> RowDigests {
+pub fn row_digests(world: &World, hashables: &Hashables, at: ChunkAddress) -> RowDigests {
     let Some(archetype) = world.archetypes().get(at.archetype) else {
         return RowDigests::new(at, Vec::new(), Vec::new(), Vec::new(), Vec::new());
     };

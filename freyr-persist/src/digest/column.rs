@@ -9,16 +9,16 @@ use crate::hash::{StableHash, StableHasher};
 
 /// How a registered hashable type joins a digest: monomorphised for the type at registration.
 #[derive(Clone, Copy)]
-pub(crate) struct ColumnFns {
+pub struct ColumnFns {
     /// Feeds the chunk's column of the type (its column stream) into the hasher.
-    pub(crate) column: fn(ChunkRef<'_>, ComponentId, &mut DigestHasher),
+    pub column: fn(ChunkRef<'_>, ComponentId, &mut DigestHasher),
     /// Feeds one row's part of the column stream into the hasher.
-    pub(crate) row: fn(ChunkRef<'_>, ComponentId, usize, &mut DigestHasher),
+    pub row: fn(ChunkRef<'_>, ComponentId, usize, &mut DigestHasher),
 }
 
 impl ColumnFns {
     /// The functions for `T`.
-    pub(crate) fn of<T: Component + StableHash>() -> ColumnFns {
+    pub fn of<T: Component + StableHash>() -> ColumnFns {
         ColumnFns {
             column: column::<T>,
             row: row::<T>,

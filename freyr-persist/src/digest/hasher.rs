@@ -1,6 +1,6 @@
 //! [`DigestHasher`]: the word-at-a-time hash behind [`WorldDigest`](crate::WorldDigest).
 
-use crate::row_path::row_loop;
+use freyr_query::row_path::row_loop;
 
 /// Number of lanes (64-bit accumulators); a stripe is one word per lane.
 const LANES: usize = 8;

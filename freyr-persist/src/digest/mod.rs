@@ -107,7 +107,7 @@ mod rows;
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
-pub(crate) use self::build::{row_digests, world_digest};
+pub use self::build::{row_digests, world_digest};
 pub(crate) use self::column::ColumnFns;
 pub use self::diff::{Divergence, DivergenceKind, diff};
 pub use self::hasher::DigestHasher;
@@ -166,7 +166,7 @@ pub struct WorldDigest {
 
 impl WorldDigest {
     /// The digest of these archetypes, folding their values into the world value.
-    pub(crate) fn new(archetypes: Vec<ArchetypeDigest>) -> WorldDigest {
+    pub fn new(archetypes: Vec<ArchetypeDigest>) -> WorldDigest {
         let mut h = DigestHasher::new();
         h.write_u64(archetypes.len() as u64);
         for a in &archetypes {
@@ -231,7 +231,7 @@ pub struct ArchetypeDigest {
 
 impl ArchetypeDigest {
     /// The digest of one archetype from its parts; computes the archetype value.
-    pub(crate) fn new(
+    pub fn new(
         components: Vec<String>,
         hashed: Vec<bool>,
         len: usize,

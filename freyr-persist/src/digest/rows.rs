@@ -44,7 +44,7 @@ pub struct RowDigests {
 }
 
 impl RowDigests {
-    pub(crate) fn new(
+    pub fn new(
         address: ChunkAddress,
         components: Vec<String>,
         hashed: Vec<bool>,

@@ -10,7 +10,7 @@ use super::LoadError;
 /// last, so a save hashes each piece as it writes it.
 /// 4: the checksum is a CRC-64/NVME of the magic and version, the body, then the body length
 /// (see [`CRC`]).
-pub(crate) const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 4;
 /// Header: magic (8), format version (4), body length (8).
 const HEADER: usize = 20;
 /// Trailer: the checksum (8).
@@ -50,8 +50,8 @@ fn finished(mut crc: crc_fast::Digest, header: &[u8; HEADER]) -> u64 {
 /// Builds a framed file: header, then the body written through [`Writer`], then the checksum.
 /// The checksum is fed as the body grows ([`absorb`](Writer::absorb)), so a large save hashes
 /// each piece while it is still in cache.
-pub(crate) struct Writer {
-    pub(crate) out: Vec<u8>,
+pub struct Writer {
+    pub out: Vec<u8>,
     /// The CRC of the magic, the version and the body bytes before `hashed`.
     crc: crc_fast::Digest,
     /// Offset of the first body byte not yet fed to the checksum.
@@ -60,12 +60,12 @@ pub(crate) struct Writer {
 
 impl Writer {
     /// A writer whose buffer has room for `capacity` bytes (a guess: it grows past it).
-    pub(crate) fn new(magic: &[u8; 8], capacity: usize) -> Writer {
+    pub fn new(magic: &[u8; 8], capacity: usize) -> Writer {
         Writer::reuse(magic, Vec::new(), capacity)
     }
 
     /// As [`new`](Writer::new), writing into `out`'s allocation (cleared first).
-    pub(crate) fn reuse(magic: &[u8; 8], mut out: Vec<u8>, capacity: usize) -> Writer {
+    pub fn reuse(magic: &[u8; 8], mut out: Vec<u8>, capacity: usize) -> Writer {
         out.clear();
         out.reserve(capacity.saturating_add(HEADER + TRAILER));
         out.extend_from_slice(magic);
@@ -80,7 +80,7 @@ impl Writer {
 
     /// Feeds the checksum the bytes written so far once they are at least [`PIECE`] long. Only
     /// between writes: a blob's length is patched after its bytes, so no blob may be open.
-    pub(crate) fn absorb(&mut self) {
+    pub fn absorb(&mut self) {
         if self.out.len() - self.hashed >= PIECE {
             self.absorb_all();
         }
@@ -92,15 +92,15 @@ impl Writer {
         self.hashed = self.out.len();
     }
 
-    pub(crate) fn u32(&mut self, v: u32) {
+    pub fn u32(&mut self, v: u32) {
         self.out.extend_from_slice(&v.to_le_bytes());
     }
 
-    pub(crate) fn u64(&mut self, v: u64) {
+    pub fn u64(&mut self, v: u64) {
         self.out.extend_from_slice(&v.to_le_bytes());
     }
 
-    pub(crate) fn u32s(&mut self, vs: &[u32]) {
+    pub fn u32s(&mut self, vs: &[u32]) {
         self.u64(vs.len() as u64);
         // On a little-endian target the words are their bytes: one copy (the entity slots of
         // a 1M save are 4 MB).
@@ -110,13 +110,13 @@ impl Writer {
         self.out.extend(vs.iter().flat_map(|v| v.to_le_bytes()));
     }
 
-    pub(crate) fn bytes(&mut self, bytes: &[u8]) {
+    pub fn bytes(&mut self, bytes: &[u8]) {
         self.u64(bytes.len() as u64);
         self.out.extend_from_slice(bytes);
     }
 
     /// A length-prefixed blob whose bytes `fill` appends.
-    pub(crate) fn blob(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
+    pub fn blob(&mut self, fill: impl FnOnce(&mut Vec<u8>)) {
         let at = self.out.len();
         self.u64(0);
         fill(&mut self.out);
@@ -125,7 +125,7 @@ impl Writer {
     }
 
     /// Fills in the body length and appends the checksum.
-    pub(crate) fn finish(mut self) -> Vec<u8> {
+    pub fn finish(mut self) -> Vec<u8> {
         let body = (self.out.len() - HEADER) as u64;
         self.out[12..20].copy_from_slice(&body.to_le_bytes());
         self.absorb_all();
@@ -137,15 +137,15 @@ impl Writer {
 }
 
 /// A file whose framing (magic, length) is checked, but not yet its checksum or version.
-pub(crate) struct Framed<'a> {
+pub struct Framed<'a> {
     header: &'a [u8; HEADER],
     /// The body, between header and checksum.
-    pub(crate) body: &'a [u8],
+    pub body: &'a [u8],
     stored: u64,
 }
 
 /// Checks a file's magic and length against its header.
-pub(crate) fn frame<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<Framed<'a>, LoadError> {
+pub fn frame<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<Framed<'a>, LoadError> {
     if bytes.len() < 8 || &bytes[..8] != magic {
         let found = bytes.len().min(8);
         return Err(match bytes[..found] == magic[..found] {
@@ -180,7 +180,7 @@ pub(crate) fn frame<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<Framed<'a>, 
 
 impl<'a> Framed<'a> {
     /// The file's format version is the one this build reads.
-    pub(crate) fn check_version(&self) -> Result<(), LoadError> {
+    pub fn check_version(&self) -> Result<(), LoadError> {
         let version = u32::from_le_bytes(self.header[8..12].try_into().expect("four bytes"));
         match version == FORMAT_VERSION {
             true => Ok(()),
@@ -192,7 +192,7 @@ impl<'a> Framed<'a> {
     }
 
     /// A checksum of the body computed as it is read.
-    pub(crate) fn verifier(&self) -> Verifier<'a> {
+    pub fn verifier(&self) -> Verifier<'a> {
         Verifier {
             body: self.body,
             crc: started(self.header),
@@ -203,7 +203,7 @@ impl<'a> Framed<'a> {
 
 /// The checksum of a body, fed in order as its bytes are read (see [`Verifier::read`]), so a
 /// load hashes each piece it copies while the piece is in cache.
-pub(crate) struct Verifier<'a> {
+pub struct Verifier<'a> {
     body: &'a [u8],
     /// The CRC of the magic, the version and the body's first `hashed` bytes.
     crc: crc_fast::Digest,
@@ -217,7 +217,7 @@ impl Verifier<'_> {
     /// earlier one feeds nothing); a slice from elsewhere feeds nothing, or bytes the next
     /// pieces would have fed: the sum is the same either way, since the body is always fed in
     /// order, once.
-    pub(crate) fn read(&mut self, piece: &[u8]) {
+    pub fn read(&mut self, piece: &[u8]) {
         let start = self.body.as_ptr().addr();
         let end = piece
             .as_ptr()
@@ -232,7 +232,7 @@ impl Verifier<'_> {
     }
 
     /// Feeds the rest of the body and compares the sum with the stored one.
-    pub(crate) fn finish(mut self, framed: &Framed<'_>) -> Result<(), LoadError> {
+    pub fn finish(mut self, framed: &Framed<'_>) -> Result<(), LoadError> {
         self.crc.update(&self.body[self.hashed..]);
         let computed = finished(self.crc, framed.header);
         match computed == framed.stored {
@@ -246,7 +246,7 @@ impl Verifier<'_> {
 }
 
 /// Checks a framed file's magic, length, checksum and version; returns its body.
-pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], LoadError> {
+pub fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], LoadError> {
     let framed = frame(bytes, magic)?;
     framed.verifier().finish(&framed)?;
     framed.check_version()?;
@@ -254,8 +254,8 @@ pub(crate) fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], Loa
 }
 
 /// Reads a body; every read is bounds-checked (a checked body is still untrusted input).
-pub(crate) struct Reader<'a> {
-    pub(crate) rest: &'a [u8],
+pub struct Reader<'a> {
+    pub rest: &'a [u8],
 }
 
 fn corrupt(what: &'static str) -> LoadError {
@@ -264,7 +264,7 @@ fn corrupt(what: &'static str) -> LoadError {
 
 impl<'a> Reader<'a> {
     /// The next `n` bytes.
-    pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], LoadError> {
+    pub fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], LoadError> {
         if self.rest.len() < n {
             return Err(corrupt(what));
         }
@@ -273,18 +273,18 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
-    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, LoadError> {
+    pub fn u32(&mut self, what: &'static str) -> Result<u32, LoadError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes(b.try_into().expect("four bytes")))
     }
 
-    pub(crate) fn u64(&mut self, what: &'static str) -> Result<u64, LoadError> {
+    pub fn u64(&mut self, what: &'static str) -> Result<u64, LoadError> {
         let b = self.take(8, what)?;
         Ok(u64::from_le_bytes(b.try_into().expect("eight bytes")))
     }
 
     /// A count of items of `size` bytes each that must fit in the rest of the body.
-    pub(crate) fn count(&mut self, size: usize, what: &'static str) -> Result<usize, LoadError> {
+    pub fn count(&mut self, size: usize, what: &'static str) -> Result<usize, LoadError> {
         let n = self.u64(what)?;
         match usize::try_from(n) {
             Ok(n) if n.checked_mul(size).is_some_and(|b| b <= self.rest.len()) => Ok(n),
@@ -292,7 +292,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    pub(crate) fn u32s(&mut self, what: &'static str) -> Result<Vec<u32>, LoadError> {
+    pub fn u32s(&mut self, what: &'static str) -> Result<Vec<u32>, LoadError> {
         let n = self.count(4, what)?;
         let bytes = self.take(n * 4, what)?;
         // One pass into a vector allocated once at its exact length (on a little-endian target
@@ -305,7 +305,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `n` items of `N` bytes each.
-    pub(crate) fn words<const N: usize>(
+    pub fn words<const N: usize>(
         &mut self,
         n: usize,
         what: &'static str,
@@ -316,12 +316,12 @@ impl<'a> Reader<'a> {
             .map(|c| <[u8; N]>::try_from(c).expect("N bytes")))
     }
 
-    pub(crate) fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], LoadError> {
+    pub fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], LoadError> {
         let n = self.count(1, what)?;
         self.take(n, what)
     }
 
-    pub(crate) fn end(&self) -> Result<(), LoadError> {
+    pub fn end(&self) -> Result<(), LoadError> {
         match self.rest.is_empty() {
             true => Ok(()),
             false => Err(corrupt("bytes after the last archetype")),

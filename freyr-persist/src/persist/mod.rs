@@ -19,8 +19,8 @@
 //! written either way.
 
 mod error;
-pub(crate) mod format;
-pub(crate) mod ops;
+pub mod format;
+pub mod ops;
 
 use core::fmt;
 
@@ -29,7 +29,7 @@ use hashbrown::HashMap;
 
 pub use bytemuck;
 pub use error::{LoadError, SaveError};
-pub(crate) use ops::{ColumnOps, Decoded, RemapAny};
+pub use ops::{ColumnOps, Decoded, RemapAny};
 
 /// Maps the entities of an export to their new ids in the importing registry, for the remap
 /// hooks of
@@ -57,7 +57,7 @@ pub struct EntityMap {
 }
 
 impl EntityMap {
-    pub(crate) fn new(pairs: Vec<(Entity, Entity)>) -> EntityMap {
+    pub fn new(pairs: Vec<(Entity, Entity)>) -> EntityMap {
         EntityMap {
             map: pairs.iter().copied().collect(),
             order: pairs,
@@ -114,7 +114,7 @@ pub enum ColumnEncoding {
 
 impl ColumnEncoding {
     /// The number the format stores.
-    pub(crate) fn code(self) -> u32 {
+    pub fn code(self) -> u32 {
         match self {
             ColumnEncoding::Serde => 0,
             ColumnEncoding::Raw => 1,
@@ -122,7 +122,7 @@ impl ColumnEncoding {
     }
 
     /// The encoding stored as `code`, if any.
-    pub(crate) fn from_code(code: u32) -> Option<ColumnEncoding> {
+    pub fn from_code(code: u32) -> Option<ColumnEncoding> {
         match code {
             0 => Some(ColumnEncoding::Serde),
             1 => Some(ColumnEncoding::Raw),

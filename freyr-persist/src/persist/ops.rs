@@ -16,13 +16,13 @@ use serde::ser::{Serialize, SerializeSeq, Serializer};
 use super::{ColumnEncoding, EntityMap, RemapFn};
 
 /// Decoded, not yet inserted values of one column (a `Vec<T>`), for an import.
-pub(crate) type Decoded = Box<dyn Any>;
+pub type Decoded = Box<dyn Any>;
 
 /// A type-erased [`RemapFn`].
-pub(crate) type RemapAny = std::sync::Arc<dyn Any + Send + Sync>;
+pub type RemapAny = std::sync::Arc<dyn Any + Send + Sync>;
 
 /// Encodes and decodes the values of `T`.
-pub(crate) trait Codec<T: Component> {
+pub trait Codec<T: Component> {
     /// How the file records it.
     const ENCODING: ColumnEncoding;
     /// How a save writes an archetype's column of `T`.
@@ -40,7 +40,7 @@ pub(crate) trait Codec<T: Component> {
 
 /// How a save writes one archetype's column of a type (component `id`, given).
 #[derive(Clone, Copy)]
-pub(crate) enum ColumnEncoder {
+pub enum ColumnEncoder {
     /// Exactly `layout.size()` bytes a value: one chunk's values at a time, after the column's
     /// length, so each piece can be fed to the checksum while in cache.
     Chunks(fn(&ChunkRef<'_>, ComponentId, &mut Vec<u8>)),
@@ -81,10 +81,10 @@ fn chunk_columns<T: Component>(
 }
 
 /// Serde and postcard: any `Serialize + DeserializeOwned` type, field by field.
-pub(crate) struct SerdeCodec;
+pub struct SerdeCodec;
 
 /// Where a live entity's values are: archetype, chunk, row.
-pub(crate) type Row = (ArchetypeId, usize, usize);
+pub type Row = (ArchetypeId, usize, usize);
 
 /// Calls `f` with the value of component `id` (a `T`) at each of `rows`, in order; rows of one
 /// chunk in a row (the usual export) look the chunk's column up once.
@@ -147,7 +147,7 @@ impl<T: Component + Serialize + DeserializeOwned> Codec<T> for SerdeCodec {
 /// is a value, so the bytes are the whole value and any bytes decode. Taken only on
 /// little-endian targets, where those bytes are the format's little-endian encoding.
 #[cfg(target_endian = "little")]
-pub(crate) struct RawCodec;
+pub struct RawCodec;
 
 /// The bytes of `values` (none for a zero-sized type).
 #[cfg(target_endian = "little")]
@@ -199,33 +199,33 @@ impl<T: Component + Pod> Codec<T> for RawCodec {
 /// How one persistent component type is named, encoded and decoded, and how its decoded values
 /// enter a world. Knows nothing of the registry.
 #[derive(Clone)]
-pub(crate) struct ColumnOps {
-    pub(crate) name: &'static str,
-    pub(crate) version: u32,
-    pub(crate) encoding: ColumnEncoding,
-    pub(crate) type_id: TypeId,
-    pub(crate) layout: Layout,
-    pub(crate) info: fn(usize) -> ComponentInfo,
+pub struct ColumnOps {
+    pub name: &'static str,
+    pub version: u32,
+    pub encoding: ColumnEncoding,
+    pub type_id: TypeId,
+    pub layout: Layout,
+    pub info: fn(usize) -> ComponentInfo,
     /// How a save writes an archetype's column of the type.
-    pub(crate) encoder: ColumnEncoder,
+    pub encoder: ColumnEncoder,
     /// Decodes `len` values as a column to build a world of.
-    pub(crate) decode_column: for<'a> fn(&'a [u8], usize) -> Option<ColumnValues<'a>>,
+    pub decode_column: for<'a> fn(&'a [u8], usize) -> Option<ColumnValues<'a>>,
     /// The type's component id in a world, if it has one.
-    pub(crate) component_id: fn(&World) -> Option<ComponentId>,
+    pub component_id: fn(&World) -> Option<ComponentId>,
     /// The type's component id in a world, registering it if new.
-    pub(crate) register: fn(&mut World) -> ComponentId,
+    pub register: fn(&mut World) -> ComponentId,
     /// Appends the encoding of the values at these rows (each has the component, whose id is
     /// given).
-    pub(crate) encode_rows: fn(&World, &[Row], ComponentId, &mut Vec<u8>),
+    pub encode_rows: fn(&World, &[Row], ComponentId, &mut Vec<u8>),
     /// Decodes `len` values for an import.
-    pub(crate) decode_values: fn(&[u8], usize) -> Option<Decoded>,
+    pub decode_values: fn(&[u8], usize) -> Option<Decoded>,
     /// Passes every decoded value through the type's remap hook (given) with the map.
-    pub(crate) remap_values: fn(&mut Decoded, &EntityMap, &RemapAny),
+    pub remap_values: fn(&mut Decoded, &EntityMap, &RemapAny),
     /// Decoded values as a column to spawn.
-    pub(crate) into_column: fn(Decoded) -> ColumnValues<'static>,
+    pub into_column: fn(Decoded) -> ColumnValues<'static>,
     /// Inserts decoded values, one per entity, through [`World::insert`].
-    pub(crate) insert_values: fn(&mut World, Decoded, &[Entity]),
-    pub(crate) remap: Option<RemapAny>,
+    pub insert_values: fn(&mut World, Decoded, &[Entity]),
+    pub remap: Option<RemapAny>,
 }
 
 fn decode_values<T: Component, C: Codec<T>>(bytes: &[u8], len: usize) -> Option<Decoded> {
@@ -233,7 +233,7 @@ fn decode_values<T: Component, C: Codec<T>>(bytes: &[u8], len: usize) -> Option<
 }
 
 /// The `Vec<T>` inside `values`.
-pub(crate) fn decoded<T: Component>(values: Decoded) -> Vec<T> {
+pub fn decoded<T: Component>(values: Decoded) -> Vec<T> {
     *values
         .downcast::<Vec<T>>()
         .expect("decoded by the same type's ops")
@@ -265,7 +265,7 @@ fn into_column<T: Component>(values: Decoded) -> ColumnValues<'static> {
 
 impl ColumnOps {
     /// The ops of `T` through codec `C`.
-    pub(crate) fn of<T: Component, C: Codec<T>>(
+    pub fn of<T: Component, C: Codec<T>>(
         name: &'static str,
         version: u32,
         remap: Option<RemapAny>,

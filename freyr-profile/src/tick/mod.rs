@@ -15,9 +15,9 @@
 //! nothing is allocated. While on, a tick costs a few clock reads, one snapshot of the pool's
 //! counters at each end, and its record; a traced tick also stamps every batch of tasks.
 
-pub(crate) mod record;
-pub(crate) mod report;
-pub(crate) mod trace;
+pub mod record;
+pub mod report;
+pub mod trace;
 
 use std::collections::VecDeque;
 #[cfg(feature = "json")]
@@ -162,12 +162,12 @@ pub struct TickProfile {
     /// The registry's dropped-tick count the last record accounted for: drops counted between
     /// two ticks (a frame counts them before its first tick runs) go to the next tick.
     seen_dropped: u64,
-    pub(crate) trace: TraceLog,
+    pub trace: TraceLog,
 }
 
 impl TickProfile {
     /// A profiler for a registry whose dropped-tick count is `dropped` now.
-    pub(crate) fn new(config: TickProfileConfig, dropped: u64) -> Self {
+    pub fn new(config: TickProfileConfig, dropped: u64) -> Self {
         assert!(
             config.window >= 1,
             "freyr: TickProfileConfig::window must be at least 1 tick (got 0); the default is {}",
@@ -332,18 +332,18 @@ impl TickProfile {
         self.trace.events()
     }
 
-    pub(crate) fn tracing(&self) -> Option<Instant> {
+    pub fn tracing(&self) -> Option<Instant> {
         match &self.open {
             Some(open) if open.traced => Some(self.trace.epoch()),
             _ => None,
         }
     }
 
-    pub(crate) fn open_tick(&self) -> Option<u64> {
+    pub fn open_tick(&self) -> Option<u64> {
         self.open.as_ref().map(|o| o.tick)
     }
 
-    pub(crate) fn begin(&mut self, tick: u64, base: ProfileReport) {
+    pub fn begin(&mut self, tick: u64, base: ProfileReport) {
         let traced = self.config.trace_ticks.contains(&tick);
         self.open = Some(OpenTick {
             tick,
@@ -355,7 +355,7 @@ impl TickProfile {
         });
     }
 
-    pub(crate) fn phase(&mut self, name: &'static str) {
+    pub fn phase(&mut self, name: &'static str) {
         let Some(open) = &mut self.open else {
             panic!("freyr: Registry::tick_phase(\"{name}\") outside a tick; call begin_tick first")
         };
@@ -364,7 +364,7 @@ impl TickProfile {
         open.phase = Some((name, now));
     }
 
-    pub(crate) fn end(&mut self, now: ProfileReport, extras: TickExtras) {
+    pub fn end(&mut self, now: ProfileReport, extras: TickExtras) {
         let Some(mut open) = self.open.take() else {
             panic!(
                 "freyr: Registry::end_tick without begin_tick; call begin_tick at the tick's start"

@@ -52,7 +52,7 @@ pub const TICK_ROW: u32 = 0;
 pub const CALLER_ROW: u32 = 1;
 
 /// The row of a thread: [`CALLER_ROW`] for a non-worker, `2 + i` for worker `i`.
-pub(crate) fn row_of(worker: Option<usize>) -> u32 {
+pub fn row_of(worker: Option<usize>) -> u32 {
     worker.map_or(CALLER_ROW, |w| 2 + u32::try_from(w).unwrap_or(u32::MAX - 2))
 }
 
@@ -101,22 +101,22 @@ pub struct TraceEvent {
 
 /// A batch of tasks as a job stamps it: written by the thread that ran the batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct TaskSpan {
+pub struct TaskSpan {
     /// One past the batch's last task (0: no batch started at this index).
-    pub(crate) end: u32,
-    pub(crate) row: u32,
-    pub(crate) start_ns: u64,
-    pub(crate) end_ns: u64,
+    pub end: u32,
+    pub row: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
 }
 
 /// The events of the traced ticks.
-pub(crate) struct TraceLog {
+pub struct TraceLog {
     epoch: Instant,
     events: Vec<TraceEvent>,
 }
 
 /// Nanoseconds from `epoch` to `t` (0 if `t` is earlier).
-pub(crate) fn nanos_since(epoch: Instant, t: Instant) -> u64 {
+pub fn nanos_since(epoch: Instant, t: Instant) -> u64 {
     u64::try_from(t.saturating_duration_since(epoch).as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -176,14 +176,14 @@ struct File<'a> {
 }
 
 impl TraceLog {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         TraceLog {
             epoch: Instant::now(),
             events: Vec::new(),
         }
     }
 
-    pub(crate) fn epoch(&self) -> Instant {
+    pub fn epoch(&self) -> Instant {
         self.epoch
     }
 
@@ -212,11 +212,11 @@ impl TraceLog {
         });
     }
 
-    pub(crate) fn tick_span(&mut self, tick: u64, start: Instant, end: Instant) {
+    pub fn tick_span(&mut self, tick: u64, start: Instant, end: Instant) {
         self.span(tick, TraceKind::Tick, "tick", TICK_ROW, start, end);
     }
 
-    pub(crate) fn phase_span(
+    pub fn phase_span(
         &mut self,
         tick: u64,
         name: &'static str,
@@ -226,11 +226,11 @@ impl TraceLog {
         self.span(tick, TraceKind::Phase, name, TICK_ROW, start, end);
     }
 
-    pub(crate) fn sync_span(&mut self, tick: u64, start: Instant, end: Instant) {
+    pub fn sync_span(&mut self, tick: u64, start: Instant, end: Instant) {
         self.span(tick, TraceKind::Sync, "sync", CALLER_ROW, start, end);
     }
 
-    pub(crate) fn user_span(
+    pub fn user_span(
         &mut self,
         tick: u64,
         kind: TraceKind,
@@ -244,7 +244,7 @@ impl TraceLog {
 
     /// Adds the batches a retired launch stamped (`spans[i]` describes the batch that started
     /// at task `i`, if any).
-    pub(crate) fn launch(&mut self, tick: u64, label: &'static str, seq: u64, spans: &[TaskSpan]) {
+    pub fn launch(&mut self, tick: u64, label: &'static str, seq: u64, spans: &[TaskSpan]) {
         for (first, span) in spans.iter().enumerate() {
             if span.end == 0 {
                 continue;

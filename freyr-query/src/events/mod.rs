@@ -34,7 +34,7 @@
 //! A task that panics loses its events with its commands (the panic rule of
 //! [`commands`](crate::Commands)); the events of the other tasks are stored.
 
-pub(crate) mod buffer;
+pub mod buffer;
 
 /// Where a reader is in the stream of one event type: the sequence number of the next event it
 /// reads. [`EventCursor::default`] reads everything still kept.
@@ -138,7 +138,7 @@ impl<E> Events<E> {
 
     /// Appends `events`, stored at tick `tick`: the older half is dropped when `tick` is two or
     /// more past it, and the newer half becomes the older one when `tick` moves on.
-    pub(crate) fn extend_at(&mut self, tick: u64, events: impl IntoIterator<Item = E>) {
+    pub fn extend_at(&mut self, tick: u64, events: impl IntoIterator<Item = E>) {
         if tick > self.newer_tick {
             let next = self.sent();
             if tick == self.newer_tick + 1 {

@@ -30,7 +30,7 @@ use crate::view::ViewSet;
 /// - no in-flight work conflicts with `Q`'s access, and nothing else touches the written columns
 ///   until this returns (the caller holds the registry mutably).
 #[inline]
-pub(crate) unsafe fn each_row<Q, C>(runs: &[RunPtrs<Q::Ptrs>], f: &mut C)
+pub unsafe fn each_row<Q, C>(runs: &[RunPtrs<Q::Ptrs>], f: &mut C)
 where
     Q: QueryData,
     C: for<'w> FnMut(Entity, Q::Item<'w>),
@@ -49,7 +49,7 @@ where
 /// write access an unfiltered `each` grants, one relaxed store per chunk and written column,
 /// outside the row loops.
 #[inline]
-pub(crate) fn stamp_all<Q: QueryData, F: QueryFilter>(
+pub fn stamp_all<Q: QueryData, F: QueryFilter>(
     world: &World,
     state: &QueryState<Q, F>,
     tick: u64,
@@ -74,7 +74,7 @@ pub(crate) fn stamp_all<Q: QueryData, F: QueryFilter>(
 ///
 /// As for [`each_row`] (the world is the one `state` was refreshed against).
 #[inline]
-pub(crate) unsafe fn each_row_selected<Q, F, C>(
+pub unsafe fn each_row_selected<Q, F, C>(
     world: &World,
     state: &QueryState<Q, F>,
     (terms, tick): (&[TickTerm], u64),
@@ -134,7 +134,7 @@ row_loop! {
 ///
 /// As for [`each_row`].
 #[inline]
-pub(crate) unsafe fn each_chunk<Q, F, C>(
+pub unsafe fn each_chunk<Q, F, C>(
     world: &World,
     state: &QueryState<Q, F>,
     (terms, tick): (&[TickTerm], u64),
@@ -191,7 +191,7 @@ row_loop! {
 /// As for [`each_row`], and `views` came from `V::fetch` on `world` and the registry's resources,
 /// with `V`'s access checked too.
 #[inline]
-pub(crate) unsafe fn each_row_with<Q, F, V, C>(
+pub unsafe fn each_row_with<Q, F, V, C>(
     world: &World,
     state: &QueryState<Q, F>,
     views: V::Fetch,

@@ -1,8 +1,8 @@
 //! Building queries: [`Registry::query`] and its filtered and fallible forms.
 
-use crate::error::QueryError;
-use crate::fetch::QueryData;
-use crate::filter::QueryFilter;
+use freyr_query::error::QueryError;
+use freyr_query::fetch::QueryData;
+use freyr_query::filter::QueryFilter;
 use crate::registry::Registry;
 
 use super::Query;

@@ -3,10 +3,10 @@
 
 use freyr_core::Component;
 
-use crate::changed::{TickKind, TickTerm};
-use crate::fetch::QueryData;
-use crate::filter::QueryFilter;
-use crate::view::ViewSet;
+use freyr_query::changed::{TickKind, TickTerm};
+use freyr_query::fetch::QueryData;
+use freyr_query::filter::QueryFilter;
+use freyr_query::view::ViewSet;
 
 use super::Query;
 

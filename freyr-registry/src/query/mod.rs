@@ -9,17 +9,17 @@ use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, Entity};
 
-use crate::changed::TickTerm;
-use crate::commands::EachContext;
-use crate::error::QueryError;
-use crate::fetch::QueryData;
-use crate::filter::QueryFilter;
-use crate::iter::each;
-use crate::launch::job::{Kernel, Plain, Reduce, WithContext};
-use crate::launch::reduce::ReduceSlot;
+use freyr_query::changed::TickTerm;
+use freyr_query::commands::EachContext;
+use freyr_query::error::QueryError;
+use freyr_query::fetch::QueryData;
+use freyr_query::filter::QueryFilter;
+use freyr_query::iter::each;
+use freyr_query::launch::job::{Kernel, Plain, Reduce, WithContext};
+use freyr_query::launch::reduce::ReduceSlot;
 use crate::registry::Registry;
-use crate::state::QueryState;
-use crate::view::ViewSet;
+use freyr_query::state::QueryState;
+use freyr_query::view::ViewSet;
 
 pub use self::reduction::Reduction;
 

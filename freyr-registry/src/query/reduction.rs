@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::launch::reduce::ReduceSlot;
+use freyr_query::launch::reduce::ReduceSlot;
 use crate::registry::Registry;
 
 /// The pending result of [`Query::each_async_reduce`](crate::Query::each_async_reduce).

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
-use crate::first_panic::keep_first;
-use crate::phase::Phase;
+use freyr_query::first_panic::keep_first;
+use freyr_profile::phase::Phase;
 
 use super::Registry;
 use super::System;

@@ -11,7 +11,7 @@ use freyr_time::{
     DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket,
 };
 
-use crate::first_panic::keep_first;
+use freyr_query::first_panic::keep_first;
 
 use super::{ErasedApply, ErasedScheduler, Payload, Registry};
 

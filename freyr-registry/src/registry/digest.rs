@@ -3,10 +3,10 @@
 
 use freyr_core::World;
 
-use crate::access::Access;
-use crate::digest::{self, ChunkAddress, Divergence, RowDigests, WorldDigest};
-use crate::hashable::UnhashedComponents;
-use crate::launch::inflight::OpAccess;
+use freyr_query::access::Access;
+use freyr_persist::digest::{self, ChunkAddress, Divergence, RowDigests, WorldDigest};
+use freyr_persist::hashable::UnhashedComponents;
+use freyr_query::launch::inflight::OpAccess;
 
 use super::Registry;
 
@@ -30,7 +30,7 @@ impl Registry {
     /// The [`WorldDigest`] of the world: per archetype, per chunk, the entity ids and each
     /// hashed component's column, and the whole-world value. Equal for worlds with the same
     /// archetypes, rows and values, whatever the worker count; see the
-    /// [module documentation](crate::digest) for exactly what is hashed and how to read a
+    /// [module documentation](freyr_persist::digest) for exactly what is hashed and how to read a
     /// [`diff`](crate::diff). Cheap enough for every tick: it hashes whole columns, 8 bytes at a
     /// time, reading a plain type's memory directly.
     ///

@@ -5,7 +5,7 @@ use freyr_core::{
     AppliedCommand, Bundle, BundleTypes, Component, ComponentError, Entity, NoSuchEntity, World,
 };
 
-use crate::launch::inflight::OpAccess;
+use freyr_query::launch::inflight::OpAccess;
 
 use super::Registry;
 

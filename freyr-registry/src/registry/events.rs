@@ -2,8 +2,11 @@
 //! sync point, reading with a cursor. The order and retention rules are in
 //! [`Events`](crate::Events).
 
-use crate::events::buffer::TaskOutput;
-use crate::events::{EventCursor, Events};
+use core::any::TypeId;
+
+use freyr_query::events::buffer::{EventStores, TaskOutput};
+use freyr_query::resources::{ResourceOps, Resources};
+use freyr_query::events::{EventCursor, Events};
 
 use super::Registry;
 
@@ -111,20 +114,6 @@ impl Registry {
             .flatten()
     }
 
-    /// Stores events sent from a task or a system (the type-erased flush of a task's buffer).
-    pub(crate) fn store_events<E: Clone + Send + Sync + 'static>(
-        &mut self,
-        events: impl Iterator<Item = E>,
-    ) {
-        if !self.contains_resource::<Events<E>>() {
-            self.add_event::<E>();
-        }
-        let tick = self.tick();
-        self.resource_mut::<Events<E>>()
-            .expect("added above")
-            .extend_at(tick, events);
-    }
-
     /// Stores the events of the pending outputs, in (launch, task, send) order.
     pub(super) fn store_pending_events(&mut self, pending: &mut [(u64, Vec<TaskOutput>)]) {
         for (_, outputs) in pending.iter_mut() {
@@ -134,5 +123,20 @@ impl Registry {
                 }
             }
         }
+    }
+}
+
+/// A sync point stores the tasks' events in the registry's resources, at its tick.
+impl EventStores for Registry {
+    fn tick(&self) -> u64 {
+        Registry::tick(self)
+    }
+
+    fn resources_for_write(&mut self, store: TypeId) -> &mut Resources {
+        self.sync.resources_for_write(store, &self.profiler)
+    }
+
+    fn register_snapshot_resource(&mut self, ops: ResourceOps) {
+        self.snapshot_types.register_resource_ops(ops);
     }
 }

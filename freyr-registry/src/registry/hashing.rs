@@ -3,10 +3,10 @@
 
 use freyr_core::Component;
 
-use crate::access::Access;
-use crate::hash::{StableHash, hash_world_with};
-use crate::hashable::UnhashedComponents;
-use crate::launch::inflight::OpAccess;
+use freyr_query::access::Access;
+use freyr_persist::hash::{StableHash, hash_world_with};
+use freyr_persist::hashable::UnhashedComponents;
+use freyr_query::launch::inflight::OpAccess;
 
 use super::Registry;
 

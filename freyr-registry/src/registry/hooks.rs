@@ -6,7 +6,7 @@ use std::panic;
 
 use freyr_core::{AppliedCommand, ArchetypeId, Component, Entity};
 
-use crate::commands::Commands;
+use freyr_query::commands::Commands;
 use crate::hooks::{HookKind, HookLog};
 
 use super::Registry;

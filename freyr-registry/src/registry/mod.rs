@@ -2,7 +2,8 @@
 //!
 //! One file per role:
 //!
-//! - [`world`]: the wait-before-access API ([`SyncedWorld`]) and the soundness argument;
+//! - `freyr_query::world`: the wait-before-access API ([`SyncedWorld`]) and the soundness
+//!   argument (below the launches, in `freyr-query`);
 //! - `entities`: the world, spawning, despawning, component access;
 //! - `resources`: typed singletons;
 //! - `queries`: the query-state cache and the frames queries run in;
@@ -21,7 +22,6 @@
 //! which call in; nothing here names them.
 
 mod async_system;
-pub(crate) mod cache;
 mod deadlines;
 mod digest;
 mod entities;
@@ -39,7 +39,6 @@ mod sync_point;
 mod systems;
 mod tick;
 mod time;
-pub(crate) mod world;
 
 use core::any::{Any, TypeId};
 use core::cell::Cell;
@@ -53,13 +52,13 @@ use freyr_sched::{ThreadPool, resolve_worker_count};
 use freyr_time::{Clock, DeadlineError, DeadlineStats, FixedStep};
 use hashbrown::HashMap;
 
-use crate::hashable::Hashables;
-use crate::launch::callback::inside_callback_of;
-use crate::phase::Phase;
-use crate::profiler::{Profiler, TimeStats};
+use freyr_persist::hashable::Hashables;
+use freyr_query::launch::callback::inside_callback_of;
+use freyr_profile::phase::Phase;
+use freyr_profile::profiler::{Profiler, TimeStats};
 
-use self::cache::QueryCache;
-use self::world::SyncedWorld;
+use freyr_query::cache::QueryCache;
+use freyr_query::world::SyncedWorld;
 
 pub use self::async_system::{AsyncSystem, Launched, Process};
 
@@ -129,7 +128,7 @@ pub struct Registry {
     sync: SyncedWorld,
     /// Command buffers and events awaiting the next sync point, tagged with their launch
     /// number.
-    pending: Vec<(u64, Vec<crate::events::buffer::TaskOutput>)>,
+    pending: Vec<(u64, Vec<freyr_query::events::buffer::TaskOutput>)>,
     queries: QueryCache,
     systems: [Vec<Box<dyn System>>; 3],
     destroy_queue: Vec<Entity>,
@@ -139,7 +138,7 @@ pub struct Registry {
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
     /// The component and resource types a snapshot copies, and those it leaves out.
-    snapshot_types: crate::snapshot::SnapshotRegistry,
+    snapshot_types: freyr_persist::snapshot::SnapshotRegistry,
     /// The component types saves and exports write, by persistent name.
     #[cfg(feature = "persist")]
     persist_types: persist::PersistTypes,
@@ -147,7 +146,7 @@ pub struct Registry {
     #[cfg(feature = "persist")]
     spare_slabs: freyr_core::parts::SpareSlabs,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
-    tick_profile: Option<Box<crate::tick::TickProfile>>,
+    tick_profile: Option<Box<freyr_profile::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
     id: u64,
     /// The next launch number: commands apply in launch-number order.

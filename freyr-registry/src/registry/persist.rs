@@ -12,9 +12,9 @@ use freyr_core::{Component, Entity};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::persist::format::{Reader, Writer};
-use crate::persist::ops::{Codec, SerdeCodec, decoded};
-use crate::persist::{ColumnEncoding, ColumnOps, Decoded, LoadError, RemapAny, RemapFn};
+use freyr_persist::persist::format::{Reader, Writer};
+use freyr_persist::persist::ops::{Codec, SerdeCodec, decoded};
+use freyr_persist::persist::{ColumnEncoding, ColumnOps, Decoded, LoadError, RemapAny, RemapFn};
 
 use super::Registry;
 
@@ -166,7 +166,7 @@ impl Registry {
     where
         T: Component + bytemuck::Pod,
     {
-        use crate::persist::ops::RawCodec;
+        use freyr_persist::persist::ops::RawCodec;
         self.guard("Registry::register_persistent_pod");
         if !self.snapshot_types.components.is_registered::<T>() {
             self.snapshot_types.components.register_copy::<T>();
@@ -176,8 +176,8 @@ impl Registry {
     }
 
     /// As [`register_persistent`](Registry::register_persistent), with a hook that rewrites
-    /// the `Entity` fields of an imported value through the import's [`EntityMap`](crate::persist::EntityMap). A
-    /// reference to an entity outside the export has no new id ([`EntityMap::get`](crate::persist::EntityMap::get) is `None`):
+    /// the `Entity` fields of an imported value through the import's [`EntityMap`](freyr_persist::persist::EntityMap). A
+    /// reference to an entity outside the export has no new id ([`EntityMap::get`](freyr_persist::persist::EntityMap::get) is `None`):
     /// the hook decides (the guide's pattern: keep it as `None`).
     ///
     /// # Examples

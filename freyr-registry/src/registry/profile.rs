@@ -1,9 +1,9 @@
 //! The profiler and the world hash, read through the registry.
 
-use crate::access::Access;
-use crate::hash::{HashComponents, hash_world};
-use crate::launch::inflight::OpAccess;
-use crate::profiler::{ProfileReport, Profiler};
+use freyr_query::access::Access;
+use freyr_persist::hash::{HashComponents, hash_world};
+use freyr_query::launch::inflight::OpAccess;
+use freyr_profile::profiler::{ProfileReport, Profiler};
 
 use super::Registry;
 
@@ -29,7 +29,7 @@ impl Registry {
     /// ```
     pub fn reset_profile(&mut self) {
         self.profiler = Profiler::new(self.sync.pool().metrics());
-        self.time.stats = crate::profiler::TimeStats::default();
+        self.time.stats = freyr_profile::profiler::TimeStats::default();
     }
 
     /// Number of implicit sync points so far (operations that waited for conflicting work).
@@ -66,7 +66,9 @@ impl Registry {
     pub fn world_hash<C: HashComponents>(&self) -> u64 {
         self.guard("Registry::world_hash");
         let mut access = Access::new();
-        self.sync.hash_access::<C>(&mut access);
+        // SAFETY: `HashComponents::access` resolves component ids only; its contract (a sealed trait
+        // implemented in freyr-persist for component tuples) forbids reading component values.
+        unsafe { self.sync.resolve_access(C::access, &mut access) };
         hash_world::<C>(
             self.sync
                 .read(&OpAccess::Components(&access), &self.profiler),

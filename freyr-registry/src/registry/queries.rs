@@ -1,27 +1,27 @@
 //! The registry's side of queries: the cache of query states, and the frames that the run
 //! methods of [`Query`](crate::Query) execute in (refresh the state, wait for conflicting
-//! work through [`SyncedWorld`](super::world::SyncedWorld), mark the callback, book the label).
+//! work through [`SyncedWorld`](freyr_query::world::SyncedWorld), mark the callback, book the label).
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use freyr_core::World;
 
-use crate::events::buffer::TaskOutput;
+use freyr_query::events::buffer::TaskOutput;
 
-use crate::access::Access;
-use crate::changed::TickTerm;
-use crate::error::QueryError;
-use crate::fetch::QueryData;
-use crate::filter::QueryFilter;
-use crate::launch::callback::CallbackScope;
-use crate::launch::inflight::OpAccess;
-use crate::launch::job::Kernel;
-use crate::state::{LayoutStamp, QueryState};
-use crate::view::ViewSet;
+use freyr_query::access::Access;
+use freyr_query::changed::TickTerm;
+use freyr_query::error::QueryError;
+use freyr_query::fetch::QueryData;
+use freyr_query::filter::QueryFilter;
+use freyr_query::launch::callback::CallbackScope;
+use freyr_query::launch::inflight::OpAccess;
+use freyr_query::launch::job::Kernel;
+use freyr_query::state::{LayoutStamp, QueryState};
+use freyr_query::view::ViewSet;
 
 use super::Registry;
-use super::world::{LaunchInfo, SyncedWorld};
+use freyr_query::world::{LaunchInfo, SyncedWorld};
 
 impl Registry {
     /// The cached state of `(Q, F)`, if a query of that type was built before on the current
@@ -145,7 +145,7 @@ impl Registry {
     }
 
     /// The frame of the `each_async*` methods: refreshes the state and launches `kernel` through
-    /// [`SyncedWorld::launch`](super::world::SyncedWorld::launch). Returns the launch number, or
+    /// [`SyncedWorld::launch`](freyr_query::world::SyncedWorld::launch). Returns the launch number, or
     /// `None` when nothing matched.
     ///
     /// # Panics

@@ -4,7 +4,7 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::time::Instant;
 
-use crate::phase::Phase;
+use freyr_profile::phase::Phase;
 
 use super::{Registry, System};
 
@@ -100,7 +100,7 @@ impl Registry {
             for system in systems.iter_mut() {
                 match panic::catch_unwind(AssertUnwindSafe(|| system.settle(self))) {
                     Ok(n) => discarded += n,
-                    Err(payload) => crate::first_panic::keep_first(&mut first_panic, payload),
+                    Err(payload) => freyr_query::first_panic::keep_first(&mut first_panic, payload),
                 }
             }
             let added = core::mem::replace(&mut self.systems[phase.index()], systems);
@@ -173,9 +173,9 @@ impl Registry {
         self.phase = None;
         self.close_tick(start);
         if own_tick {
-            self.end_tick(crate::tick::TickExtras {
+            self.end_tick(freyr_profile::tick::TickExtras {
                 load_factor: self.load_factor(),
-                ..crate::tick::TickExtras::default()
+                ..freyr_profile::tick::TickExtras::default()
             });
         }
         if let Err(panic) = result {

@@ -4,8 +4,8 @@
 
 use std::time::Instant;
 
-use crate::tick::trace::{TaskSpan, TraceKind};
-use crate::tick::{TickExtras, TickProfile, TickProfileConfig};
+use freyr_profile::tick::trace::{TaskSpan, TraceKind};
+use freyr_profile::tick::{TickExtras, TickProfile, TickProfileConfig};
 
 use super::Registry;
 

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use freyr_query::{Entity, StableHash, StableHasher};
+use freyr_registry::{Entity, StableHash, StableHasher};
 use freyr_time::{GridPath, GridPathSearch, Incremental, Progress, WorkBudget};
 
 #[derive(Clone, Copy, Debug, PartialEq)]

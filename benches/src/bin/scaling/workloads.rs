@@ -7,7 +7,7 @@
 
 use freyr_benches::heavy::{self, work};
 use freyr_benches::{Position, Transform, Velocity, pos_vel};
-use freyr_query::{Phase, Registry};
+use freyr::{Phase, Registry};
 
 use crate::server::{Server, Settings};
 

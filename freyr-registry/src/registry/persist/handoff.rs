@@ -3,9 +3,9 @@
 
 use freyr_core::{ComponentId, Entity, World};
 
-use crate::persist::format::{Reader, Writer, open};
-use crate::persist::ops::Row;
-use crate::persist::{Decoded, EntityMap, LoadError, SaveError};
+use freyr_persist::persist::format::{Reader, Writer, open};
+use freyr_persist::persist::ops::Row;
+use freyr_persist::persist::{Decoded, EntityMap, LoadError, SaveError};
 
 use super::{PersistOps, read_entities, write_entities, write_type};
 use crate::registry::Registry;

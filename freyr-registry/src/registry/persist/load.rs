@@ -6,10 +6,10 @@ use std::path::Path;
 use freyr_core::World;
 use freyr_core::parts::{AllocatorParts, ArchetypeParts, ENTITY_BYTES, SpareSlabs, WorldParts};
 
-use crate::persist::LoadError;
-use crate::persist::format::{Framed, Reader, Verifier, frame};
+use freyr_persist::persist::LoadError;
+use freyr_persist::persist::format::{Framed, Reader, Verifier, frame};
 use crate::registry::Registry;
-use crate::snapshot::SnapshotError;
+use freyr_persist::snapshot::SnapshotError;
 
 use super::{PersistOps, SAVE_MAGIC};
 

@@ -7,10 +7,10 @@ use std::path::Path;
 use freyr_core::parts::ENTITY_BYTES;
 use freyr_core::{Archetype, World};
 
-use crate::launch::inflight::OpAccess;
-use crate::persist::SaveError;
-use crate::persist::format::Writer;
-use crate::persist::ops::ColumnEncoder;
+use freyr_query::launch::inflight::OpAccess;
+use freyr_persist::persist::SaveError;
+use freyr_persist::persist::format::Writer;
+use freyr_persist::persist::ops::ColumnEncoder;
 use crate::registry::Registry;
 
 use super::{PersistOps, SAVE_MAGIC, write_type};
