@@ -53,9 +53,9 @@ pub use freyr_core::{
 pub use freyr_persist::{StableHash, mix};
 pub use freyr_profile::Phase;
 pub use freyr_query::{Commands, EachContext, QueryError, Res, View, With, Without};
-pub use freyr_registry::{AsyncSystem, Reduction, Registry, System};
 /// Events sent from callbacks and systems, read with a cursor (see [`Registry::read_events`]).
 pub use freyr_query::{EventCursor, Events};
+pub use freyr_registry::{AsyncSystem, Reduction, Registry, System};
 pub use freyr_sched::ThreadPool;
 
 /// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world

@@ -14,9 +14,9 @@ use core::fmt;
 
 use freyr_core::{Component, ComponentId, Entity, World};
 
-use freyr_query::access::Access;
 use crate::digest::ColumnFns;
 use crate::hash::{StableHash, StableHasher};
+use freyr_query::access::Access;
 
 /// One type `world_hash_all` hashes: the monomorphised functions that resolve its id and hash
 /// one entity's value.

@@ -15,12 +15,15 @@ use freyr_query::resources::{AnyResource, ResourceOps, Resources};
 /// and resources, each registered or excluded.
 #[derive(Default)]
 pub struct SnapshotRegistry {
+    /// The component types copied (freyr-core's table).
     pub components: SnapshotTypes,
+    /// The resource types copied.
     pub resources: Vec<ResourceOps>,
     pub(crate) excluded_resources: Vec<TypeId>,
 }
 
 impl SnapshotRegistry {
+    /// Registers resource type `R` to be copied.
     pub fn register_resource<R: Clone + Send + Sync + 'static>(&mut self) {
         self.register_resource_ops(ResourceOps::of::<R>());
     }
@@ -40,6 +43,7 @@ impl SnapshotRegistry {
         }
     }
 
+    /// Leaves resource type `R` out of snapshots; panics if it was registered.
     pub fn exclude_resource<R: Send + Sync + 'static>(&mut self) {
         let (type_id, name) = (TypeId::of::<R>(), core::any::type_name::<R>());
         if self.resources.iter().any(|r| r.type_id == type_id) {
@@ -72,7 +76,9 @@ impl SnapshotRegistry {
 
 /// One registered resource in a snapshot: its value at the snapshot, or `None` if absent.
 pub struct ResourceImage {
+    /// How the resource is copied.
     pub ops: ResourceOps,
+    /// Its value at the snapshot, or `None` if it was absent.
     pub value: Option<AnyResource>,
 }
 
@@ -102,8 +108,11 @@ pub struct ResourceImage {
 /// assert_eq!((registry.get::<Hp>(e).unwrap().0, registry.tick()), (10, 0));
 /// ```
 pub struct Snapshot {
+    /// The world.
     pub world: WorldSnapshot,
+    /// The tick the snapshot was taken at.
     pub tick: u64,
+    /// The registered resources.
     pub resources: Vec<ResourceImage>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
     pub complete: bool,

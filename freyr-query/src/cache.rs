@@ -47,10 +47,7 @@ impl QueryCache {
         Ok(state)
     }
 
-    pub fn get<Q: QueryData, F: QueryFilter>(
-        &self,
-        world: WorldId,
-    ) -> Option<&QueryState<Q, F>> {
+    pub fn get<Q: QueryData, F: QueryFilter>(&self, world: WorldId) -> Option<&QueryState<Q, F>> {
         if self.world != Some(world) {
             return None;
         }

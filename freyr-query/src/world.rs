@@ -342,10 +342,7 @@ impl SyncedWorld {
     }
 
     /// Removes the resource `T`, after waiting for the launches that read it.
-    pub fn remove_resource<T: Send + Sync + 'static>(
-        &mut self,
-        profiler: &Profiler,
-    ) -> Option<T> {
+    pub fn remove_resource<T: Send + Sync + 'static>(&mut self, profiler: &Profiler) -> Option<T> {
         self.wait(&OpAccess::ResourceWrite(TypeId::of::<T>()), profiler);
         self.resources.remove::<T>()
     }
@@ -378,6 +375,11 @@ impl SyncedWorld {
     /// Number of live entities.
     pub fn len(&self) -> usize {
         self.world.get().len()
+    }
+
+    /// Whether no entity is alive.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Number of entities in archetype `id`.

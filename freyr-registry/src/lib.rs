@@ -29,18 +29,18 @@ pub use crate::ring::SnapshotRing;
 
 // The API of the crates below, named here too so this crate's tests and docs read as a
 // program's code does.
-pub use freyr_persist::{
-    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, HashComponents,
-    PlainBytes, RowDigests, Snapshot, SnapshotError, StableHash, StableHasher,
-    UnhashedComponents, WorldDigest, diff, mix,
-};
+pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};
 #[cfg(feature = "persist")]
 pub use freyr_persist::persist;
+pub use freyr_persist::{
+    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, HashComponents,
+    PlainBytes, RowDigests, Snapshot, SnapshotError, StableHash, StableHasher, UnhashedComponents,
+    WorldDigest, diff, mix,
+};
 pub use freyr_profile::{
     CALLER_ROW, LabelMs, LabelStats, LabelSummary, LabelTick, LoadFactorSummary, Phase, PhaseMs,
-    PhaseStats, PhaseSummary, ProfileReport, Summary, TICK_ROW, TickExtras, TickJson,
-    TickProfile, TickProfileConfig, TickRecord, TickReport, TimeStats, TraceEvent, TraceKind,
-    WindowStats,
+    PhaseStats, PhaseSummary, ProfileReport, Summary, TICK_ROW, TickExtras, TickJson, TickProfile,
+    TickProfileConfig, TickRecord, TickReport, TimeStats, TraceEvent, TraceKind, WindowStats,
 };
 #[doc(hidden)]
 pub use freyr_query::{ColumnPtr, Resources, SharedPtr};
@@ -49,4 +49,3 @@ pub use freyr_query::{
     QueryFilter, QueryItem, QueryState, ROW_PATH_ENV, Res, RowPath, View, ViewSet, With, Without,
     access, events,
 };
-pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};

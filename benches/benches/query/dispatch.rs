@@ -3,8 +3,8 @@
 
 use std::hint::black_box;
 
-use freyr_benches::{Position, Velocity, pos_vel};
 use freyr::Registry;
+use freyr_benches::{Position, Velocity, pos_vel};
 use rayon::prelude::*;
 
 use crate::{BIG, CHUNK_TASKS, Group, rayon_pool};

@@ -2,8 +2,8 @@
 
 use std::hint::black_box;
 
-use freyr_benches::{Position, Velocity, pos_vel};
 use freyr::Registry;
+use freyr_benches::{Position, Velocity, pos_vel};
 
 use crate::{BIG, DT, Group};
 

@@ -44,6 +44,8 @@ pub struct RowDigests {
 }
 
 impl RowDigests {
+    /// The row digests of one chunk: its address, component names, which are hashed, the
+    /// entities and one value per (row, hashed component).
     pub fn new(
         address: ChunkAddress,
         components: Vec<String>,

@@ -51,6 +51,7 @@ fn finished(mut crc: crc_fast::Digest, header: &[u8; HEADER]) -> u64 {
 /// The checksum is fed as the body grows ([`absorb`](Writer::absorb)), so a large save hashes
 /// each piece while it is still in cache.
 pub struct Writer {
+    /// The bytes written so far.
     pub out: Vec<u8>,
     /// The CRC of the magic, the version and the body bytes before `hashed`.
     crc: crc_fast::Digest,
@@ -92,14 +93,17 @@ impl Writer {
         self.hashed = self.out.len();
     }
 
+    /// Writes `v`, little-endian.
     pub fn u32(&mut self, v: u32) {
         self.out.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// Writes `v`, little-endian.
     pub fn u64(&mut self, v: u64) {
         self.out.extend_from_slice(&v.to_le_bytes());
     }
 
+    /// Writes a length, then each value, little-endian.
     pub fn u32s(&mut self, vs: &[u32]) {
         self.u64(vs.len() as u64);
         // On a little-endian target the words are their bytes: one copy (the entity slots of
@@ -110,6 +114,7 @@ impl Writer {
         self.out.extend(vs.iter().flat_map(|v| v.to_le_bytes()));
     }
 
+    /// Writes a length, then the bytes.
     pub fn bytes(&mut self, bytes: &[u8]) {
         self.u64(bytes.len() as u64);
         self.out.extend_from_slice(bytes);
@@ -255,6 +260,7 @@ pub fn open<'a>(bytes: &'a [u8], magic: &[u8; 8]) -> Result<&'a [u8], LoadError>
 
 /// Reads a body; every read is bounds-checked (a checked body is still untrusted input).
 pub struct Reader<'a> {
+    /// The bytes not read yet.
     pub rest: &'a [u8],
 }
 
@@ -273,11 +279,13 @@ impl<'a> Reader<'a> {
         Ok(head)
     }
 
+    /// Reads a `u32`; `what` names the field in the error.
     pub fn u32(&mut self, what: &'static str) -> Result<u32, LoadError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes(b.try_into().expect("four bytes")))
     }
 
+    /// Reads a `u64`; `what` names the field in the error.
     pub fn u64(&mut self, what: &'static str) -> Result<u64, LoadError> {
         let b = self.take(8, what)?;
         Ok(u64::from_le_bytes(b.try_into().expect("eight bytes")))
@@ -292,6 +300,7 @@ impl<'a> Reader<'a> {
         }
     }
 
+    /// Reads a length, then that many `u32`s.
     pub fn u32s(&mut self, what: &'static str) -> Result<Vec<u32>, LoadError> {
         let n = self.count(4, what)?;
         let bytes = self.take(n * 4, what)?;
@@ -316,11 +325,13 @@ impl<'a> Reader<'a> {
             .map(|c| <[u8; N]>::try_from(c).expect("N bytes")))
     }
 
+    /// Reads a length, then that many bytes.
     pub fn bytes(&mut self, what: &'static str) -> Result<&'a [u8], LoadError> {
         let n = self.count(1, what)?;
         self.take(n, what)
     }
 
+    /// Checks that every byte was read.
     pub fn end(&self) -> Result<(), LoadError> {
         match self.rest.is_empty() {
             true => Ok(()),

@@ -57,6 +57,7 @@ pub struct EntityMap {
 }
 
 impl EntityMap {
+    /// A map from the given (old, new) entity pairs.
     pub fn new(pairs: Vec<(Entity, Entity)>) -> EntityMap {
         EntityMap {
             map: pairs.iter().copied().collect(),

@@ -200,11 +200,17 @@ impl<T: Component + Pod> Codec<T> for RawCodec {
 /// enter a world. Knows nothing of the registry.
 #[derive(Clone)]
 pub struct ColumnOps {
+    /// The stable, user-given name.
     pub name: &'static str,
+    /// The user-given version.
     pub version: u32,
+    /// How the values are written.
     pub encoding: ColumnEncoding,
+    /// The component type.
     pub type_id: TypeId,
+    /// The component's layout, checked on load.
     pub layout: Layout,
+    /// The component's info for a world that has not seen the type.
     pub info: fn(usize) -> ComponentInfo,
     /// How a save writes an archetype's column of the type.
     pub encoder: ColumnEncoder,
@@ -225,6 +231,7 @@ pub struct ColumnOps {
     pub into_column: fn(Decoded) -> ColumnValues<'static>,
     /// Inserts decoded values, one per entity, through [`World::insert`].
     pub insert_values: fn(&mut World, Decoded, &[Entity]),
+    /// Rewrites the entity handles inside a value on import, if the type holds any.
     pub remap: Option<RemapAny>,
 }
 

@@ -175,6 +175,12 @@ struct File<'a> {
     display_time_unit: &'static str,
 }
 
+impl Default for TraceLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl TraceLog {
     pub fn new() -> Self {
         TraceLog {
@@ -216,13 +222,7 @@ impl TraceLog {
         self.span(tick, TraceKind::Tick, "tick", TICK_ROW, start, end);
     }
 
-    pub fn phase_span(
-        &mut self,
-        tick: u64,
-        name: &'static str,
-        start: Instant,
-        end: Instant,
-    ) {
+    pub fn phase_span(&mut self, tick: u64, name: &'static str, start: Instant, end: Instant) {
         self.span(tick, TraceKind::Phase, name, TICK_ROW, start, end);
     }
 

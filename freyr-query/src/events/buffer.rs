@@ -12,7 +12,9 @@ use super::Events;
 /// What one task (or one `each_with` call, or a run of direct sends) leaves for the sync point.
 #[derive(Default)]
 pub struct TaskOutput {
+    /// The commands the task recorded.
     pub commands: CommandBuffer,
+    /// The events the task sent.
     pub events: EventBuffer,
 }
 
@@ -79,7 +81,9 @@ impl EventBuffer {
 
 /// A type-erased `Vec<E>` of sent events.
 pub trait EventList: Send {
+    /// Whether the list holds no event.
     fn is_empty(&self) -> bool;
+    /// The list, for the typed downcast of `send`.
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Appends the events to the store `Events<E>` (added if missing), emptying the list.
     fn flush_into(&mut self, stores: &mut dyn EventStores);

@@ -49,11 +49,7 @@ where
 /// write access an unfiltered `each` grants, one relaxed store per chunk and written column,
 /// outside the row loops.
 #[inline]
-pub fn stamp_all<Q: QueryData, F: QueryFilter>(
-    world: &World,
-    state: &QueryState<Q, F>,
-    tick: u64,
-) {
+pub fn stamp_all<Q: QueryData, F: QueryFilter>(world: &World, state: &QueryState<Q, F>, tick: u64) {
     for (i, matched) in state.matched().iter().enumerate() {
         let written = state.written(i);
         if written.is_empty() {

@@ -38,8 +38,8 @@ use crate::launch::handoff::{Countdown, TaskSlots};
 use crate::launch::reduce::ReduceSlot;
 use crate::launch::spans::{Spans, TaskRun};
 use crate::row_path::row_loop;
-use freyr_profile::tick::trace::{TaskSpan, nanos_since, row_of};
 use crate::view::ViewSet;
+use freyr_profile::tick::trace::{TaskSpan, nanos_since, row_of};
 
 /// What a task run's kernel gets: the run's column pointers and its entity ids, at its row 0.
 pub type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);

@@ -28,8 +28,8 @@ use crate::fetch::QueryData;
 use crate::launch::inflight::{InFlight, Launch};
 use crate::launch::job::{ErasedJob, Job, Kernel};
 use crate::launch::spans::Spans;
-use freyr_profile::profiler::Profiler;
 use crate::view::ViewSet;
+use freyr_profile::profiler::Profiler;
 
 /// Everything a launch needs from the registry, borrowed field by field.
 pub struct LaunchCtx<'a> {

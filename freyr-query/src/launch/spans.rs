@@ -153,13 +153,7 @@ impl<C: Copy> Spans<C> {
     /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
     /// rows starting at row 0 of `chunk`, with `ptrs` pointing there (see [`TaskRun`]).
     #[inline(always)]
-    pub fn task_run<P>(
-        &self,
-        span: &Span<C>,
-        chunk: usize,
-        len: usize,
-        ptrs: P,
-    ) -> TaskRun<P> {
+    pub fn task_run<P>(&self, span: &Span<C>, chunk: usize, len: usize, ptrs: P) -> TaskRun<P> {
         TaskRun {
             ptrs,
             len,

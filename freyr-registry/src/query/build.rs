@@ -1,9 +1,9 @@
 //! Building queries: [`Registry::query`] and its filtered and fallible forms.
 
+use crate::registry::Registry;
 use freyr_query::error::QueryError;
 use freyr_query::fetch::QueryData;
 use freyr_query::filter::QueryFilter;
-use crate::registry::Registry;
 
 use super::Query;
 

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use freyr_core::{CHUNK_CAPACITY, Entity};
 
+use crate::registry::Registry;
 use freyr_query::changed::TickTerm;
 use freyr_query::commands::EachContext;
 use freyr_query::error::QueryError;
@@ -17,7 +18,6 @@ use freyr_query::filter::QueryFilter;
 use freyr_query::iter::each;
 use freyr_query::launch::job::{Kernel, Plain, Reduce, WithContext};
 use freyr_query::launch::reduce::ReduceSlot;
-use crate::registry::Registry;
 use freyr_query::state::QueryState;
 use freyr_query::view::ViewSet;
 

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use freyr_query::launch::reduce::ReduceSlot;
 use crate::registry::Registry;
+use freyr_query::launch::reduce::ReduceSlot;
 
 /// The pending result of [`Query::each_async_reduce`](crate::Query::each_async_reduce).
 ///

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use freyr_time::{AsyncPump, Completer, Discard, Launch};
 
-use freyr_query::first_panic::keep_first;
 use freyr_profile::phase::Phase;
+use freyr_query::first_panic::keep_first;
 
 use super::Registry;
 use super::System;

@@ -3,9 +3,9 @@
 
 use freyr_core::World;
 
-use freyr_query::access::Access;
 use freyr_persist::digest::{self, ChunkAddress, Divergence, RowDigests, WorldDigest};
 use freyr_persist::hashable::UnhashedComponents;
+use freyr_query::access::Access;
 use freyr_query::launch::inflight::OpAccess;
 
 use super::Registry;

@@ -5,8 +5,8 @@
 use core::any::TypeId;
 
 use freyr_query::events::buffer::{EventStores, TaskOutput};
-use freyr_query::resources::{ResourceOps, Resources};
 use freyr_query::events::{EventCursor, Events};
+use freyr_query::resources::{ResourceOps, Resources};
 
 use super::Registry;
 

@@ -3,9 +3,9 @@
 
 use freyr_core::Component;
 
-use freyr_query::access::Access;
 use freyr_persist::hash::{StableHash, hash_world_with};
 use freyr_persist::hashable::UnhashedComponents;
+use freyr_query::access::Access;
 use freyr_query::launch::inflight::OpAccess;
 
 use super::Registry;

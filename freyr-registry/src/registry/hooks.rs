@@ -6,8 +6,8 @@ use std::panic;
 
 use freyr_core::{AppliedCommand, ArchetypeId, Component, Entity};
 
-use freyr_query::commands::Commands;
 use crate::hooks::{HookKind, HookLog};
+use freyr_query::commands::Commands;
 
 use super::Registry;
 

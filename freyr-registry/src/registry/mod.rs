@@ -53,9 +53,9 @@ use freyr_time::{Clock, DeadlineError, DeadlineStats, FixedStep};
 use hashbrown::HashMap;
 
 use freyr_persist::hashable::Hashables;
-use freyr_query::launch::callback::inside_callback_of;
 use freyr_profile::phase::Phase;
 use freyr_profile::profiler::{Profiler, TimeStats};
+use freyr_query::launch::callback::inside_callback_of;
 
 use freyr_query::cache::QueryCache;
 use freyr_query::world::SyncedWorld;

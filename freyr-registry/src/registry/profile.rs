@@ -1,9 +1,9 @@
 //! The profiler and the world hash, read through the registry.
 
-use freyr_query::access::Access;
 use freyr_persist::hash::{HashComponents, hash_world};
-use freyr_query::launch::inflight::OpAccess;
 use freyr_profile::profiler::{ProfileReport, Profiler};
+use freyr_query::access::Access;
+use freyr_query::launch::inflight::OpAccess;
 
 use super::Registry;
 

@@ -3,9 +3,9 @@
 
 use freyr_core::Component;
 
+use freyr_persist::snapshot::{OnPool, ResourceImage, Snapshot, SnapshotError};
 use freyr_query::launch::inflight::OpAccess;
 use freyr_query::resources::AnyResource;
-use freyr_persist::snapshot::{OnPool, ResourceImage, Snapshot, SnapshotError};
 
 use super::Registry;
 

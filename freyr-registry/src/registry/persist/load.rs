@@ -6,9 +6,9 @@ use std::path::Path;
 use freyr_core::World;
 use freyr_core::parts::{AllocatorParts, ArchetypeParts, ENTITY_BYTES, SpareSlabs, WorldParts};
 
+use crate::registry::Registry;
 use freyr_persist::persist::LoadError;
 use freyr_persist::persist::format::{Framed, Reader, Verifier, frame};
-use crate::registry::Registry;
 use freyr_persist::snapshot::SnapshotError;
 
 use super::{PersistOps, SAVE_MAGIC};

@@ -7,11 +7,11 @@ use std::path::Path;
 use freyr_core::parts::ENTITY_BYTES;
 use freyr_core::{Archetype, World};
 
-use freyr_query::launch::inflight::OpAccess;
+use crate::registry::Registry;
 use freyr_persist::persist::SaveError;
 use freyr_persist::persist::format::Writer;
 use freyr_persist::persist::ops::ColumnEncoder;
-use crate::registry::Registry;
+use freyr_query::launch::inflight::OpAccess;
 
 use super::{PersistOps, SAVE_MAGIC, write_type};
 
