@@ -100,6 +100,11 @@ impl Hashables {
         self.hashed.len()
     }
 
+    /// Whether no type is registered.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The component types of live entities in `world` that are neither hashed nor excluded, in
     /// component-id order. Reads only the layout (archetypes and component infos).
     pub fn unaccounted(&self, world: &World) -> Vec<&'static str> {
