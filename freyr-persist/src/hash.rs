@@ -1,5 +1,5 @@
 //! Whole-world hashing for determinism checks: [`StableHasher`], [`StableHash`],
-//! [`HashComponents`] and [`Registry::world_hash`](crate::Registry::world_hash); and [`mix`],
+//! [`HashComponents`] and `Registry::world_hash`; and [`mix`],
 //! the hash deterministic randomness is drawn from.
 //!
 //! The hash covers every live entity (sorted by id, so storage layout does not matter) and, for

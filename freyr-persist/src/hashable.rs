@@ -2,11 +2,11 @@
 //! types, in which order, which are deliberately left out) and [`UnhashedComponents`], the error
 //! that names a type in the world that is neither.
 //!
-//! [`Registry::world_hash::<C>`](crate::Registry::world_hash) hashes the types a caller lists;
+//! `Registry::world_hash::<C>` hashes the types a caller lists;
 //! a type the list forgets can differ between two runs without changing the hash. The registry
-//! keeps a list instead ([`Registry::register_hashable`](crate::Registry::register_hashable),
-//! [`Registry::exclude_from_hash`](crate::Registry::exclude_from_hash)), and
-//! [`Registry::world_hash_all`](crate::Registry::world_hash_all) refuses to hash a world in which
+//! keeps a list instead (`Registry::register_hashable`,
+//! `Registry::exclude_from_hash`), and
+//! `Registry::world_hash_all` refuses to hash a world in which
 //! any live entity has a component type that is on neither list.
 
 use core::any::{TypeId, type_name};
@@ -143,7 +143,7 @@ impl Hashables {
     }
 }
 
-/// [`Registry::world_hash_all`](crate::Registry::world_hash_all) found live entities with
+/// `Registry::world_hash_all` found live entities with
 /// component types that are neither registered as hashable nor excluded from the hash: a value
 /// of such a type could differ between two runs without the hash showing it.
 ///

@@ -82,8 +82,8 @@ pub struct ResourceImage {
     pub value: Option<AnyResource>,
 }
 
-/// A registry at one moment, taken by [`Registry::snapshot`](crate::Registry::snapshot) and
-/// put back by [`Registry::restore`](crate::Registry::restore) (as often as wanted).
+/// A registry at one moment, taken by `Registry::snapshot` and
+/// put back by `Registry::restore` (as often as wanted).
 ///
 /// It holds a copy of the world (see [`WorldSnapshot`]), the [`tick`](Snapshot::tick), and the
 /// value (or absence) of every resource registered for snapshots. Dropping it drops every
@@ -135,7 +135,7 @@ impl fmt::Debug for Snapshot {
 }
 
 impl Snapshot {
-    /// An empty snapshot for [`Registry::snapshot_into`](crate::Registry::snapshot_into) to
+    /// An empty snapshot for `Registry::snapshot_into` to
     /// fill (restoring it is refused with [`SnapshotError::Incomplete`]).
     ///
     /// # Examples
@@ -153,7 +153,7 @@ impl Snapshot {
         }
     }
 
-    /// The registry's [`tick`](crate::Registry::tick) when the snapshot was taken: the next
+    /// The registry's `tick` when the snapshot was taken: the next
     /// tick to run after a restore.
     pub fn tick(&self) -> u64 {
         self.tick
@@ -206,7 +206,7 @@ pub enum SnapshotError {
     /// Work is not finished: launches that no sync point retired yet (their commands and
     /// reduction results are only known once retired), or commands and destructions recorded
     /// but not applied. A snapshot of this moment would lose them; run a sync point
-    /// ([`execute_tasks`](crate::Registry::execute_tasks)) first.
+    /// (`execute_tasks`) first.
     NotQuiet {
         /// Launches not yet retired.
         launches_in_flight: usize,
@@ -215,12 +215,12 @@ pub enum SnapshotError {
         /// Entities queued by `destroy_entity`, not yet destroyed.
         queued_destructions: usize,
     },
-    /// Called inside [`update`](crate::Registry::update) (from a system): a tick is half run.
+    /// Called inside `update` (from a system): a tick is half run.
     /// Take snapshots and restore between ticks.
     InsideUpdate,
     /// The snapshot is incomplete: new, or its taking panicked.
     Incomplete,
-    /// A [`SnapshotRing`] holds no snapshot of this tick.
+    /// A `SnapshotRing` holds no snapshot of this tick.
     TickNotInRing {
         /// The tick asked for.
         tick: u64,

@@ -1,6 +1,6 @@
 //! [`Phase`]: the three phases of a tick.
 
-/// The three phases of [`Registry::update`](crate::Registry::update), run in this order. After
+/// The three phases of `Registry::update`, run in this order. After
 /// each phase the registry runs a sync point: it waits for all tasks, applies recorded commands,
 /// then destroys the entities whose destruction was requested.
 ///

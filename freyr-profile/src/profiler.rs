@@ -1,7 +1,7 @@
 //! The registry's profiler: wall time per label and per phase, tasks, steals, implicit sync
 //! points, commands applied and skipped.
 //!
-//! Labels name a query's work ([`Query::with_label`](crate::Query::with_label)). A synchronous
+//! Labels name a query's work (`Query::with_label`). A synchronous
 //! call's wall time is measured around it; an `each_async` launch's wall time runs from the launch
 //! to the moment its last task finished (stamped by that task), so overlap with other work on the
 //! calling thread is not counted against it. Unlabelled work is not timed per label.
@@ -29,7 +29,7 @@ pub struct LabelStats {
     pub wall: Duration,
 }
 
-/// Totals for one phase of [`Registry::update`](crate::Registry::update).
+/// Totals for one phase of `Registry::update`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct PhaseStats {
     /// Times the phase ran.
@@ -40,7 +40,7 @@ pub struct PhaseStats {
     pub sync: Duration,
 }
 
-/// A snapshot of the profiler, from [`Registry::profile`](crate::Registry::profile).
+/// A snapshot of the profiler, from `Registry::profile`.
 ///
 /// # Examples
 ///
@@ -84,7 +84,7 @@ pub struct ProfileReport {
     pub commands_applied: u64,
     /// Commands skipped because their entity was stale.
     pub stale_commands: u64,
-    /// Entities destroyed through [`Registry::destroy_entity`](crate::Registry::destroy_entity).
+    /// Entities destroyed through `Registry::destroy_entity`.
     pub destroyed: u64,
     /// Callback panics caught in launches.
     pub panics: u64,
@@ -333,9 +333,9 @@ impl Profiler {
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct TimeStats {
-    /// Ticks run ([`Registry::update`](crate::Registry::update) calls, from [`Registry::run_frame`](crate::Registry::run_frame) or direct).
+    /// Ticks run (`Registry::update` calls, from `Registry::run_frame` or direct).
     pub ticks: u64,
-    /// Frames run by [`Registry::run_frame`](crate::Registry::run_frame).
+    /// Frames run by `Registry::run_frame`.
     pub frames: u64,
     /// Ticks the catch-up clamp dropped.
     pub dropped_ticks: u64,

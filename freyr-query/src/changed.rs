@@ -1,5 +1,5 @@
-//! Change filters ([`Query::filter_changed`](crate::Query::filter_changed),
-//! [`Query::filter_added`](crate::Query::filter_added)) and the stamping of write access: which
+//! Change filters (`Query::filter_changed`,
+//! `Query::filter_added`) and the stamping of write access: which
 //! chunks of a matched archetype a run visits, and the change tick it stamps on the columns it
 //! writes there.
 //!

@@ -63,7 +63,7 @@ const KEYS: [u64; 136] = {
 /// (its sum takes `w[i]` as is) and lane `i` through the product; streams of different lengths
 /// differ through `n`. The lane products are 32 × 32 → 64-bit multiplications, which vector
 /// units do several at a time (the loop exists in an AVX2 copy chosen at run time, as the row
-/// loops are: [`RowPath`](crate::RowPath); both copies compute the same integers).
+/// loops are: `RowPath`; both copies compute the same integers).
 ///
 /// It is a checksum for finding divergence between honest runs, not a cryptographic hash.
 ///

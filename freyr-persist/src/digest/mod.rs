@@ -1,5 +1,5 @@
 //! The desync locator: a per-(archetype, chunk, component) digest of a world
-//! ([`WorldDigest`], [`Registry::digest`](crate::Registry::digest)), and [`diff`], which names
+//! ([`WorldDigest`], `Registry::digest`), and [`diff`], which names
 //! the first place two digests differ.
 //!
 //! # Reading a desync report
@@ -19,9 +19,9 @@
 //!
 //! A digest holds one `u64` per (chunk, component), so it says *which* chunk, not which row.
 //! The row comes from [`RowDigests`]: one `u64` per (row, component) of one chunk. In one
-//! process, [`Registry::locate_divergence`](crate::Registry::locate_divergence) does all of
+//! process, `Registry::locate_divergence` does all of
 //! it. Across machines, exchange the digests, then the row digests of the one chunk named
-//! ([`Registry::row_digests`](crate::Registry::row_digests)), and call
+//! (`Registry::row_digests`), and call
 //! [`Divergence::with_rows`]: the report then names the **row** and the **entity**.
 //!
 //! The first divergence is usually the cause; later ones are often its consequences (a wrong
@@ -30,10 +30,10 @@
 //!
 //! What a digest covers: every archetype of the world in creation order (empty ones too), the
 //! entity ids of every chunk in row order, and the values of every type registered with
-//! [`Registry::register_hashable`](crate::Registry::register_hashable). A type excluded with
-//! [`Registry::exclude_from_hash`](crate::Registry::exclude_from_hash) is named (it is part of
+//! `Registry::register_hashable`. A type excluded with
+//! `Registry::exclude_from_hash` is named (it is part of
 //! its archetype) but its values are not hashed. Unlike
-//! [`Registry::world_hash_all`](crate::Registry::world_hash_all), which hashes entities in id
+//! `Registry::world_hash_all`, which hashes entities in id
 //! order and ignores storage, a digest sees the layout: two worlds with equal world hashes but
 //! rows in another order have different digests, because iteration order is part of what a
 //! deterministic run must reproduce.

@@ -9,7 +9,7 @@ use super::ChunkAddress;
 /// The digests of one chunk row by row: the entity of each row and one `u64` per (row, hashed
 /// component), the hash of that row's part of the column stream (see the
 /// [module documentation](crate::digest)). Small enough to send: 8 bytes per row plus 8 per
-/// (row, component). Made by [`Registry::row_digests`](crate::Registry::row_digests); compared
+/// (row, component). Made by `Registry::row_digests`; compared
 /// by [`Divergence::with_rows`](crate::Divergence::with_rows).
 ///
 /// # Examples

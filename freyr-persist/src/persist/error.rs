@@ -12,7 +12,7 @@ use super::ColumnEncoding;
 pub enum SaveError {
     /// Inside `update`, or not at a quiet point (launches in flight, command buffers or
     /// destructions waiting for a sync point), as for
-    /// [`Registry::snapshot`](crate::Registry::snapshot).
+    /// `Registry::snapshot`.
     Snapshot(SnapshotError),
     /// Component types of the world (by `type_name`) with no persistent name.
     NotPersistent {
@@ -114,7 +114,7 @@ pub enum LoadError {
         /// What is inconsistent.
         what: &'static str,
     },
-    /// The registry is not at a quiet point (see [`Registry::restore`](crate::Registry::restore)).
+    /// The registry is not at a quiet point (see `Registry::restore`).
     Snapshot(SnapshotError),
 }
 

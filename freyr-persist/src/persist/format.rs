@@ -9,7 +9,7 @@ use super::LoadError;
 /// 3: the checksum's lanes run over the body from its first byte and the header is folded in
 /// last, so a save hashes each piece as it writes it.
 /// 4: the checksum is a CRC-64/NVME of the magic and version, the body, then the body length
-/// (see [`CRC`]).
+/// (see `CRC`).
 pub const FORMAT_VERSION: u32 = 4;
 /// Header: magic (8), format version (4), body length (8).
 const HEADER: usize = 20;
@@ -79,7 +79,7 @@ impl Writer {
         }
     }
 
-    /// Feeds the checksum the bytes written so far once they are at least [`PIECE`] long. Only
+    /// Feeds the checksum the bytes written so far once they are at least `PIECE` long. Only
     /// between writes: a blob's length is patched after its bytes, so no blob may be open.
     pub fn absorb(&mut self) {
         if self.out.len() - self.hashed >= PIECE {
@@ -218,7 +218,7 @@ pub struct Verifier<'a> {
 
 impl Verifier<'_> {
     /// `piece`, a part of the body, was just read: feeds the body up to its end, once that is at
-    /// least [`PIECE`] bytes past what was fed. Pieces may skip bytes (they are fed with the next piece) and should come in order (an
+    /// least `PIECE` bytes past what was fed. Pieces may skip bytes (they are fed with the next piece) and should come in order (an
     /// earlier one feeds nothing); a slice from elsewhere feeds nothing, or bytes the next
     /// pieces would have fed: the sum is the same either way, since the body is always fed in
     /// order, once.

@@ -33,7 +33,7 @@ pub use ops::{ColumnOps, Decoded, RemapAny};
 
 /// Maps the entities of an export to their new ids in the importing registry, for the remap
 /// hooks of
-/// [`Registry::register_persistent_with_remap`](crate::Registry::register_persistent_with_remap).
+/// `Registry::register_persistent_with_remap`.
 ///
 /// # Examples
 ///
@@ -105,11 +105,11 @@ pub type RemapFn<T> = fn(&mut T, &EntityMap);
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum ColumnEncoding {
     /// Value by value through serde and postcard
-    /// ([`register_persistent`](crate::Registry::register_persistent)).
+    /// (`register_persistent`).
     Serde,
     /// The column's bytes as they are in memory on a little-endian target, for
     /// [`bytemuck::Pod`] types
-    /// ([`register_persistent_pod`](crate::Registry::register_persistent_pod)).
+    /// (`register_persistent_pod`).
     Raw,
 }
 

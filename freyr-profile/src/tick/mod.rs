@@ -35,7 +35,7 @@ pub use self::trace::{CALLER_ROW, TICK_ROW, TraceEvent, TraceKind};
 use self::trace::TraceLog;
 
 /// How the tick profiler records, for
-/// [`Registry::enable_tick_profile`](crate::Registry::enable_tick_profile).
+/// `Registry::enable_tick_profile`.
 ///
 /// The profiler keeps the records of the last `window` ticks in a ring: however long the run,
 /// it holds at most `window` records, and the percentiles, means, maxima and summed counters
@@ -78,9 +78,9 @@ impl Default for TickProfileConfig {
 }
 
 /// What the caller knows about a tick that the registry does not, passed to
-/// [`Registry::end_tick`](crate::Registry::end_tick): the load factor, and the dropped ticks and
+/// `Registry::end_tick`: the load factor, and the dropped ticks and
 /// deadline stalls of a loop or scheduler the registry does not own. Those of the registry's own
-/// fixed step ([`Registry::run_frame`](crate::Registry::run_frame)) and deadline jobs are added
+/// fixed step (`Registry::run_frame`) and deadline jobs are added
 /// to the record by the registry itself.
 ///
 /// # Examples
@@ -124,7 +124,7 @@ struct OpenTick {
 
 /// The tick profiler's state: the window of records, the running statistics and the trace.
 ///
-/// Read it through [`Registry::tick_profile`](crate::Registry::tick_profile).
+/// Read it through `Registry::tick_profile`.
 ///
 /// # Examples
 ///
@@ -292,7 +292,7 @@ impl TickProfile {
     /// Writes the traced ticks as a Chrome trace-event file (open it in Perfetto or
     /// `chrome://tracing`): a JSON object whose `traceEvents` hold one thread-name record per
     /// thread row and one complete (`"ph": "X"`) event per span, `ts` and `dur` in
-    /// microseconds, `cat` the [`TraceKind`](super::TraceKind), and in `args` the tick and, for
+    /// microseconds, `cat` the [`TraceKind`], and in `args` the tick and, for
     /// tasks, the launch and the task range `first_task..end_task`.
     ///
     /// # Examples

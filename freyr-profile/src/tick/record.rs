@@ -77,12 +77,12 @@ with_tick_counters!(counter_struct! {
     /// [`TickProfile`](crate::TickProfile)).
     #[derive(Clone, Debug, PartialEq)]
     pub struct TickRecord {
-        /// The tick's number, as given to [`Registry::begin_tick`](crate::Registry::begin_tick).
+        /// The tick's number, as given to `Registry::begin_tick`.
         pub tick: u64,
         /// Wall time from `begin_tick` to `end_tick`.
         pub wall: Duration,
         /// Wall time per phase, in the order the phases began (see
-        /// [`Registry::tick_phase`](crate::Registry::tick_phase)).
+        /// `Registry::tick_phase`).
         pub phases: Vec<(&'static str, Duration)>,
         /// Per label, in order of first use.
         pub labels: Vec<LabelTick>,

@@ -36,7 +36,7 @@ use serde::Serialize;
 pub enum TraceKind {
     /// A whole tick.
     Tick,
-    /// A phase of a tick ([`Registry::tick_phase`](crate::Registry::tick_phase)).
+    /// A phase of a tick (`Registry::tick_phase`).
     Phase,
     /// A batch of tasks run in one go by one thread.
     Task,

@@ -28,9 +28,7 @@
 //!
 //! Waiting for a launch that was not waited for before is an *implicit sync point*; the profiler
 //! counts them. Disjoint work never waits. A launch's panic, caught when it is waited for, is kept
-//! with the launch and re-raised by the next explicit sync point (or [`Reduction::join`]).
-//!
-//! [`Reduction::join`]: crate::Reduction::join
+//! with the launch and re-raised by the next explicit sync point (or `Reduction::join`).
 
 use core::any::{Any, TypeId};
 use core::cell::Cell;

@@ -1,6 +1,6 @@
 //! Deterministic reductions: the slot a retired reduction leaves its result in, read by
-//! [`Reduction`](crate::Reduction), the handle returned by
-//! [`Query::each_async_reduce`](crate::Query::each_async_reduce).
+//! `Reduction`, the handle returned by
+//! `Query::each_async_reduce`.
 //!
 //! Each chunk folds its rows in row order starting from `identity()`; the chunk results are
 //! combined in chunk order (`combine(combine(c0, c1), c2)…`) on the thread that retires the

@@ -31,12 +31,12 @@ pub struct Span<C> {
 /// order commands are applied and reductions combined in.
 ///
 /// Building it resolves no chunk pointer: those are resolved by the tasks on the workers
-/// ([`Job::run_tasks`](job::Job::run_tasks)). It visits every chunk once, on the launching
+/// (`Job::run_tasks`). It visits every chunk once, on the launching
 /// thread, to grant write access (one relaxed store per chunk and written column) and, with a
 /// change filter, to select the chunks (one comparison per chunk and term). The first span is
 /// stored inline, so a single-span launch allocates nothing here.
 ///
-/// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
+/// With a row split (`Query::rows_per_task`) every chunk is cut
 /// into `parts` tasks of at most `rows` rows, of near-equal length (a short last chunk's last
 /// ones empty), still in (chunk, row) order. The layout depends only on the chunk lengths and
 /// `rows`, never on the worker count.
