@@ -2,8 +2,8 @@
 //! stable, user-given name and a version, never by `TypeId` or `type_name`) is encoded,
 //! [`EntityMap`], and the errors [`SaveError`] and [`LoadError`]. This module knows columns,
 //! values and the [`World`](freyr_core::World), not the registry: the registry's methods and
-//! its table of persistent types live in `registry/persist.rs` and its `save`, `load` and
-//! `handoff` modules.
+//! its table of persistent types live in `freyr-registry`'s `registry/persist.rs` and its
+//! `save`, `load` and `handoff` modules.
 //!
 //! # Format
 //!
