@@ -14,7 +14,7 @@ use core::fmt;
 
 use freyr_core::{Component, ComponentId, Entity, World};
 
-use crate::digest::ColumnFns;
+use crate::hash::ColumnFns;
 use crate::hash::{StableHash, StableHasher};
 use freyr_query::access::Access;
 

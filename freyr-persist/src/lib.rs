@@ -13,10 +13,11 @@
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:
 //!
-//! 1. `digest/plain` ([`PlainBytes`]), `digest/diff`, `digest/hasher`, `snapshot`;
-//! 2. `hash` (the stable hash and [`HashComponents`]), then `digest/column`;
-//! 3. `hashable` (the registered hashable types), then `digest/build`, `digest/rows` and
-//!    `digest/mod.rs`;
+//! 1. `snapshot` (a world and its resources, copied), and `hash/`: the stable hash
+//!    ([`StableHash`], [`HashComponents`]), the plain-bytes hash ([`PlainBytes`]), the chunk
+//!    hasher ([`DigestHasher`]) and the per-column hash functions;
+//! 2. `hashable` (the component types a registry hashes without being told each time);
+//! 3. `digest/`: the per-chunk [`WorldDigest`], its row digests and [`diff`];
 //! 4. `persist/` (feature `persist`): `error`, `ops` (how a column is encoded), `format` (the
 //!    header and the body layout), then `mod.rs`.
 
@@ -30,9 +31,8 @@ pub mod persist;
 pub mod snapshot;
 
 pub use crate::digest::{
-    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes,
-    RowDigests, WorldDigest, diff,
+    ArchetypeDigest, ChunkAddress, Divergence, DivergenceKind, RowDigests, WorldDigest, diff,
 };
-pub use crate::hash::{HashComponents, StableHash, StableHasher, mix};
+pub use crate::hash::{DigestHasher, HashComponents, PlainBytes, StableHash, StableHasher, mix};
 pub use crate::hashable::UnhashedComponents;
 pub use crate::snapshot::{Snapshot, SnapshotError};

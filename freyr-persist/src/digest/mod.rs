@@ -98,21 +98,17 @@
 //! ```
 
 mod build;
-mod column;
 mod diff;
-mod hasher;
-mod plain;
 mod rows;
 
 #[cfg(feature = "serde")]
 use serde::{Deserialize, Serialize};
 
 pub use self::build::{row_digests, world_digest};
-pub(crate) use self::column::ColumnFns;
 pub use self::diff::{Divergence, DivergenceKind, diff};
-pub use self::hasher::DigestHasher;
-pub use self::plain::PlainBytes;
 pub use self::rows::RowDigests;
+pub(crate) use crate::hash::ColumnFns;
+pub use crate::hash::{DigestHasher, PlainBytes};
 
 #[cfg(doc)]
 use freyr_core::Entity;

@@ -12,6 +12,14 @@ use freyr_core::{Component, Entity, World};
 use freyr_query::access::{Access, AccessKind, TypeAccess};
 use freyr_query::tuples::tuples_up_to_12;
 
+mod column;
+mod hasher;
+mod plain;
+
+pub(crate) use self::column::ColumnFns;
+pub use self::hasher::DigestHasher;
+pub use self::plain::PlainBytes;
+
 /// SplitMix64's finaliser (Steele, Lea and Flood, "Fast splittable pseudorandom number
 /// generators", 2014): a bijection of `u64` in which every output bit depends on every input
 /// bit. It is the deterministic randomness of a simulation: fold what a random choice is about
@@ -49,8 +57,6 @@ pub const fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
     z ^ (z >> 31)
 }
-
-use crate::digest::PlainBytes;
 
 /// FNV-1a, 64-bit: a fixed, portable hash for comparing worlds.
 ///
