@@ -18,7 +18,7 @@ macro_rules! tuple_prefixes {
         $crate::tuples::tuple_prefixes!(@step $m; [$($done $di,)* $name $idx]; $($rest $ri),*);
     };
 }
-pub use crate::tuple_prefixes;
+pub use tuple_prefixes;
 
 /// Calls `$m!` for tuples of 0 to 12 elements: the arities of
 /// [`QueryData`](crate::QueryData), [`QueryFilter`](crate::QueryFilter) and
@@ -32,7 +32,7 @@ macro_rules! tuples_up_to_12 {
         );
     };
 }
-pub use crate::tuples_up_to_12;
+pub use tuples_up_to_12;
 
 /// Calls `$m!` for tuples of 0 to 8 elements: the arities of [`ViewSet`](crate::ViewSet).
 macro_rules! tuples_up_to_8 {

@@ -405,4 +405,4 @@ macro_rules! row_loop {
     };
 }
 
-pub use crate::row_loop;
+pub use row_loop;
