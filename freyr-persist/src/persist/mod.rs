@@ -3,7 +3,8 @@
 //! [`EntityMap`], and the errors [`SaveError`] and [`LoadError`]. This module knows columns,
 //! values and the [`World`](freyr_core::World), not the registry: the registry's methods and
 //! its table of persistent types live in `freyr-registry`'s `registry/persist.rs` and its
-//! `save`, `load` and `handoff` modules.
+//! `save`, `load` and `handoff` modules. The body layout described below is coded in
+//! [`body`], the header and checksum in `format`.
 //!
 //! # Format
 //!
@@ -18,6 +19,7 @@
 //! as the values' little-endian bytes, the whole column at once. Padding bytes are never
 //! written either way.
 
+pub mod body;
 mod error;
 pub mod format;
 pub mod ops;

@@ -1,8 +1,8 @@
 //! Persistence of a registry: [`Registry::register_persistent`] and
-//! [`Registry::register_persistent_pod`], the registry's table of persistent types, and the
-//! pieces a save and an export both write. Saves are in `save`, loads (a loaded world is built
-//! like a restored snapshot) in `load`, [`Registry::export`] / [`Registry::import`] in
-//! `handoff`.
+//! [`Registry::register_persistent_pod`] and the registry's table of persistent types. Saves
+//! are in `save`, loads (a loaded world is built like a restored snapshot) in `load`,
+//! [`Registry::export`] / [`Registry::import`] in `handoff`; the bytes they write and read are
+//! laid out by freyr-persist's `persist::body`, beside the format's description.
 
 mod handoff;
 mod load;
@@ -12,7 +12,7 @@ use freyr_core::{Component, Entity};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use freyr_persist::persist::format::{Reader, Writer};
+use freyr_persist::persist::format::Reader;
 use freyr_persist::persist::ops::{Codec, SerdeCodec, decoded};
 use freyr_persist::persist::{ColumnEncoding, ColumnOps, Decoded, LoadError, RemapAny, RemapFn};
 
@@ -92,9 +92,6 @@ impl PersistTypes {
         self.ops.iter().find(|o| o.name == name)
     }
 }
-
-/// The magic of a whole-registry save.
-const SAVE_MAGIC: &[u8; 8] = b"FREYRSAV";
 
 impl Registry {
     /// Registers component `T` for saves and exports under the stable `name` and `version`
@@ -271,28 +268,4 @@ impl Registry {
         }
         Ok(ops)
     }
-}
-
-fn write_type(w: &mut Writer, o: &ColumnOps) {
-    w.bytes(o.name.as_bytes());
-    w.u32(o.version);
-    w.u32(o.encoding.code());
-    w.u64(o.layout.size() as u64);
-    w.u64(o.layout.align() as u64);
-}
-
-fn write_entities(w: &mut Writer, entities: &[Entity]) {
-    w.u64(entities.len() as u64);
-    freyr_core::parts::append_entity_bits(entities, &mut w.out);
-}
-
-fn read_entities(r: &mut Reader<'_>) -> Result<Vec<Entity>, LoadError> {
-    let n = r.count(8, "the entities")?;
-    r.words::<8>(n, "the entities")?
-        .map(|bits| {
-            Entity::from_bits(u64::from_le_bytes(bits)).ok_or(LoadError::Corrupt {
-                what: "an entity id is invalid",
-            })
-        })
-        .collect()
 }

@@ -7,7 +7,9 @@ use freyr_persist::persist::format::{Reader, Writer, open};
 use freyr_persist::persist::ops::Row;
 use freyr_persist::persist::{Decoded, EntityMap, LoadError, SaveError};
 
-use super::{PersistOps, read_entities, write_entities, write_type};
+use freyr_persist::persist::body::{read_entities, write_entities, write_type};
+
+use super::PersistOps;
 use crate::registry::Registry;
 
 /// The magic of an entity export.

@@ -4,14 +4,13 @@
 use std::path::Path;
 
 use freyr_core::World;
-use freyr_core::parts::{AllocatorParts, ArchetypeParts, ENTITY_BYTES, SpareSlabs, WorldParts};
+use freyr_core::parts::SpareSlabs;
 
 use crate::registry::Registry;
 use freyr_persist::persist::LoadError;
+use freyr_persist::persist::body::{SAVE_MAGIC, read_world_parts};
 use freyr_persist::persist::format::{Framed, Reader, Verifier, frame};
 use freyr_persist::snapshot::SnapshotError;
-
-use super::{PersistOps, SAVE_MAGIC};
 
 impl Registry {
     /// Replaces this registry's world and tick with the save in `bytes`: the same world hash,
@@ -109,25 +108,7 @@ impl Registry {
         let mut r = Reader { rest: framed.body };
         let tick = r.u64("the tick")?;
         let ops = self.read_types(&mut r)?;
-        let allocator = AllocatorParts {
-            slots: r.u32s("the entity slots")?,
-            free: r.u32s("the free entities")?,
-            len: r.u64("the live count")? as usize,
-            chunk_ids: r.u64("the chunk id count")? as usize,
-            free_chunks: r.u32s("the free chunks")?,
-        };
-        let count = r.count(1, "the archetype count")?;
-        let mut archetypes = Vec::new();
-        for _ in 0..count {
-            archetypes.push(read_archetype(&mut r, &ops)?);
-        }
-        r.end()?;
-        let components = ops.iter().enumerate().map(|(i, o)| (o.info)(i)).collect();
-        let parts = WorldParts {
-            components,
-            allocator,
-            archetypes,
-        };
+        let parts = read_world_parts(&mut r, &ops)?;
         let world = World::from_parts_reading(parts, &mut |piece| verifier.read(piece), spare)
             .map_err(|e| LoadError::Corrupt { what: e.0 })?;
         Ok((world, tick))
@@ -156,35 +137,4 @@ impl Registry {
         let bytes = std::fs::read(path).map_err(LoadError::Io)?;
         self.load_into(&bytes)
     }
-}
-
-fn read_archetype<'a>(
-    r: &mut Reader<'a>,
-    ops: &[PersistOps],
-) -> Result<ArchetypeParts<'a>, LoadError> {
-    let ids = r.u32s("an archetype's components")?;
-    let slabs = r.u32s("an archetype's slabs")?;
-    let chunk_ids = r.u32s("an archetype's chunks")?;
-    let len = r.count(ENTITY_BYTES, "the entities")?;
-    let entities = r.take(len * ENTITY_BYTES, "the entities")?;
-    let mut components = Vec::with_capacity(ids.len());
-    let mut columns = Vec::with_capacity(ids.len());
-    for &id in &ids {
-        let o = ops.get(id as usize).ok_or(LoadError::Corrupt {
-            what: "an archetype names an unknown type",
-        })?;
-        let blob = r.bytes("a column")?;
-        let values = (o.decode_column)(blob, len).ok_or(LoadError::Corrupt {
-            what: "a column does not decode",
-        })?;
-        components.push(freyr_core::parts::component_info::<()>(id as usize).id());
-        columns.push(values);
-    }
-    Ok(ArchetypeParts {
-        components,
-        slabs,
-        chunk_ids,
-        entities,
-        columns,
-    })
 }

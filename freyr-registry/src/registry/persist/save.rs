@@ -4,16 +4,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use freyr_core::parts::ENTITY_BYTES;
-use freyr_core::{Archetype, World};
-
 use crate::registry::Registry;
 use freyr_persist::persist::SaveError;
-use freyr_persist::persist::format::Writer;
-use freyr_persist::persist::ops::ColumnEncoder;
+use freyr_persist::persist::body::write_save;
 use freyr_query::launch::inflight::OpAccess;
-
-use super::{PersistOps, SAVE_MAGIC, write_type};
 
 impl Registry {
     /// The registry saved to bytes: the world (component table, archetypes in creation order,
@@ -71,7 +65,7 @@ impl Registry {
         let mut missing = Vec::new();
         for info in world.component_infos() {
             match self.persist_types.by_type(info.type_id()) {
-                Some(o) => ops.push(o),
+                Some(o) => ops.push(&o.column),
                 None => missing.push(info.name()),
             }
         }
@@ -82,23 +76,7 @@ impl Registry {
         // As a snapshot at this tick would: deadline results from it on are kept, so loading
         // this save back into this registry delivers them again.
         self.note_snapshot_tick(tick);
-        let a = world.allocator_view();
-        let mut w = Writer::reuse(SAVE_MAGIC, core::mem::take(out), save_size(world, &ops));
-        w.u64(tick);
-        w.u32(ops.len() as u32);
-        for o in &ops {
-            write_type(&mut w, o);
-        }
-        w.u32s(a.slots);
-        w.u32s(a.free);
-        w.u64(a.len as u64);
-        w.u64(a.chunk_ids as u64);
-        w.u32s(a.free_chunks);
-        w.u64(world.archetypes().len() as u64);
-        for archetype in world.archetypes() {
-            write_archetype(&mut w, archetype, &ops);
-        }
-        *out = w.finish();
+        *out = write_save(core::mem::take(out), world, tick, &ops);
         Ok(())
     }
 
@@ -128,59 +106,6 @@ impl Registry {
     pub fn save(&self, path: impl AsRef<Path>) -> Result<(), SaveError> {
         let bytes = self.save_to_vec()?;
         write_atomically(path.as_ref(), &bytes).map_err(SaveError::Io)
-    }
-}
-
-/// A guess of a save's size, so its buffer is allocated once: every row's entity and values
-/// at their in-memory size, and the allocator.
-fn save_size(world: &World, ops: &[&PersistOps]) -> usize {
-    let values: usize = world
-        .archetypes()
-        .iter()
-        .map(|archetype| {
-            let row: usize = archetype
-                .components()
-                .iter()
-                .map(|id| ops[id.index()].layout.size())
-                .sum();
-            archetype.len() * (row + ENTITY_BYTES) + 64
-        })
-        .sum();
-    values + world.allocator_view().slots.len() * 4 + 1024
-}
-
-/// One archetype: its component ids, slabs, chunk ids, entities and one blob per column.
-fn write_archetype(w: &mut Writer, archetype: &Archetype, ops: &[&PersistOps]) {
-    let ids: Vec<u32> = archetype
-        .components()
-        .iter()
-        .map(|c| c.index() as u32)
-        .collect();
-    w.u32s(&ids);
-    w.u32s(&archetype.slab_sizes().collect::<Vec<_>>());
-    w.u32s(&archetype.chunk_ids().collect::<Vec<_>>());
-    // Pieces of known length go chunk by chunk, each fed to the checksum while in cache.
-    w.u64(archetype.len() as u64);
-    for chunk in archetype.chunks() {
-        freyr_core::parts::append_entity_bits(chunk.entities(), &mut w.out);
-        w.absorb();
-    }
-    for &id in archetype.components() {
-        let o = ops[id.index()];
-        match o.encoder {
-            ColumnEncoder::Chunks(encode) => {
-                w.u64((archetype.len() * o.layout.size()) as u64);
-                for chunk in archetype.chunks() {
-                    encode(&chunk, id, &mut w.out);
-                    w.absorb();
-                }
-            }
-            ColumnEncoder::Whole(encode) => w.blob(|out| {
-                if !archetype.is_empty() {
-                    encode(archetype, id, out);
-                }
-            }),
-        }
     }
 }
 
