@@ -3,7 +3,8 @@
 //! - [`snapshot`]: a copy of a world and its registered resources for rollback ([`Snapshot`]);
 //! - [`hash`](StableHash) and [`digest`]: the stable hash of component values, and the per-chunk
 //!   [`WorldDigest`] that locates where two servers' worlds diverge;
-//! - `persist` (feature `persist`): the save format, its description and its body layout.
+//! - `persist` (feature `persist`): the save format, its description and its body layout
+//!   (`persist/body.rs`).
 //!
 //! The registry's methods over them (`Registry::snapshot`, `Registry::save`,
 //! `Registry::world_digest`, ...) live in `freyr-registry`; a program uses them through the
@@ -19,7 +20,8 @@
 //! 2. `hashable` (the component types a registry hashes without being told each time);
 //! 3. `digest/`: the per-chunk [`WorldDigest`], its row digests and [`diff`];
 //! 4. `persist/` (feature `persist`): `error`, `ops` (how a column is encoded), `format` (the
-//!    header and the body layout), then `mod.rs`.
+//!    header, the checksum and the readers and writers), `body` (the body layout: world to
+//!    bytes, bytes to world parts), then `mod.rs` (the format's description).
 
 pub mod digest;
 #[doc(hidden)]
