@@ -131,7 +131,16 @@ pub struct SyncedWorld {
 }
 
 impl SyncedWorld {
-    pub fn new(world: World, pool: Arc<ThreadPool>) -> Self {
+    /// The wait-before-access world over `world`, launching on `pool`.
+    ///
+    /// # Safety
+    ///
+    /// The owner keeps the discipline of the points above, which its methods cannot check
+    /// alone: a `&World` from [`read`](SyncedWorld::read) and its siblings is used only for
+    /// what the [`OpAccess`] it was asked with names, and a launch's access covers what its
+    /// kernel touches. The registry is that owner; this type is public only so that it can sit
+    /// in `freyr-registry`, a crate above this one.
+    pub unsafe fn new(world: World, pool: Arc<ThreadPool>) -> Self {
         SyncedWorld {
             inflight: InFlight::default(),
             pool,

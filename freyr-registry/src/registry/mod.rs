@@ -446,7 +446,10 @@ impl Registry {
     pub fn from_world_on_pool(world: World, pool: Arc<ThreadPool>) -> Self {
         let profiler = Profiler::new(pool.metrics());
         Registry {
-            sync: SyncedWorld::new(world, pool),
+            // SAFETY: the registry is the owner `SyncedWorld::new` asks for: every `read*` call
+            // here uses the world only for the access it names, and every launch declares its
+            // kernel's access (the soundness argument in freyr-query's `world.rs`).
+            sync: unsafe { SyncedWorld::new(world, pool) },
             pending: Vec::new(),
             queries: QueryCache::default(),
             systems: Default::default(),
