@@ -152,7 +152,7 @@ run_model() {
 DIRTY=$CARGO_TARGET_DIR/mutant-artifacts
 if [[ -e $DIRTY ]]; then
     echo "::: loom: a previous run stopped inside the mutant loop; rebuilding the workspace crates"
-    cargo clean --release --quiet -p freyr-sync -p freyr-sched -p freyr-query -p freyr-loom-tests
+    cargo clean --release --quiet -p freyr-sync -p freyr-sched -p freyr-profile -p freyr-query -p freyr-loom-tests
     rm -f "$DIRTY"
 fi
 

@@ -18,8 +18,10 @@
 //! | [`hooks`] | component hooks: when `on_add` / `on_insert` / `on_remove` run, the bound on their rounds |
 //! | [`hash`] | deterministic world hashes: [`StableHash`], [`StableHasher`](hash::StableHasher), component sets |
 //!
-//! The crates underneath (`freyr-core` storage, `freyr-sched` the pool, `freyr-time` the time
-//! tools, `freyr-query` queries and the registry, `freyr-derive` the derive) are an
+//! The crates underneath (`freyr-core` storage, `freyr-sync` the synchronisation primitives,
+//! `freyr-sched` the pool, `freyr-time` the time tools, `freyr-profile` the profilers,
+//! `freyr-query` queries and launches, `freyr-persist` saves, snapshots and the digest,
+//! `freyr-registry` the registry and its systems, `freyr-derive` the derive) are an
 //! implementation detail: use these paths.
 //!
 //! # Names
@@ -52,13 +54,12 @@
 pub use freyr_core::{
     Bundle, CommandBuffer, Component, ComponentError, Entity, NoSuchEntity, World,
 };
-pub use freyr_query::mix;
-pub use freyr_query::{
-    AsyncSystem, Commands, EachContext, Phase, QueryError, Reduction, Registry, Res, StableHash,
-    System, View, With, Without,
-};
+pub use freyr_persist::{StableHash, mix};
+pub use freyr_profile::Phase;
+pub use freyr_query::{Commands, EachContext, QueryError, Res, View, With, Without};
 /// Events sent from callbacks and systems, read with a cursor (see [`Registry::read_events`]).
 pub use freyr_query::{EventCursor, Events};
+pub use freyr_registry::{AsyncSystem, Reduction, Registry, System};
 pub use freyr_sched::ThreadPool;
 
 /// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world
@@ -79,9 +80,10 @@ pub mod storage {
 pub mod query {
     pub use freyr_query::access;
     pub use freyr_query::{
-        Commands, ComponentView, EachContext, Query, QueryData, QueryError, QueryFilter, QueryItem,
-        QueryState, ROW_PATH_ENV, Reduction, Res, RowPath, View, ViewSet, With, Without,
+        Commands, ComponentView, EachContext, QueryData, QueryError, QueryFilter, QueryItem,
+        QueryState, ROW_PATH_ENV, Res, RowPath, View, ViewSet, With, Without,
     };
+    pub use freyr_registry::{Query, Reduction};
 }
 
 /// The work-stealing thread pool: [`ThreadPool`] and its builder, task groups, scopes, the
@@ -99,7 +101,8 @@ pub mod sched {
 /// catch-up clamp), clocks, gates, the overrun governor's load factor, and in submodules the
 /// deadline jobs, the async pump, work budgets and the budgeted A*.
 pub mod time {
-    pub use freyr_query::{BoxedClock, TickTiming, TimeStats};
+    pub use freyr_profile::TimeStats;
+    pub use freyr_registry::{BoxedClock, TickTiming};
     pub use freyr_time::{
         Clock, DEFAULT_MAX_CATCHUP_TICKS, FixedStep, FixedStepError, FrameReport, Gate, GateId,
         Gates, GovernorError, GovernorParams, JobPanic, MAX_FIXED_DT, ManualClock, MonotonicClock,
@@ -118,7 +121,7 @@ pub mod time {
     /// thread, drained by its owner in launch order; and the parts of an
     /// [`AsyncSystem`](crate::AsyncSystem), the system that owns one.
     pub mod pump {
-        pub use freyr_query::{AsyncProgress, Launched, Process};
+        pub use freyr_registry::{AsyncProgress, Launched, Process};
         pub use freyr_time::{
             AsyncPump, Completer, Discard, JobPanic, Launch, PumpError, PumpStats,
         };
@@ -143,7 +146,7 @@ pub mod time {
 /// profiler ([`TickProfile`](profile::TickProfile): per-tick records, window statistics,
 /// reports, traces).
 pub mod profile {
-    pub use freyr_query::{
+    pub use freyr_profile::{
         CALLER_ROW, LabelMs, LabelStats, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs,
         PhaseStats, PhaseSummary, ProfileReport, Summary, TICK_ROW, TickExtras, TickJson,
         TickProfile, TickProfileConfig, TickRecord, TickReport, TraceEvent, TraceKind, WindowStats,
@@ -156,7 +159,7 @@ pub mod profile {
 pub mod hash {
     #[cfg(feature = "derive")]
     pub use freyr_derive::StableHash;
-    pub use freyr_query::{
+    pub use freyr_persist::{
         ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, HashComponents,
         PlainBytes, RowDigests, StableHash, StableHasher, UnhashedComponents, WorldDigest, diff,
     };
@@ -166,7 +169,7 @@ pub mod hash {
 /// they run, and [`MAX_HOOK_ROUNDS`](hooks::MAX_HOOK_ROUNDS), the bound on rounds of commands
 /// that hooks record and that trigger hooks again.
 pub mod hooks {
-    pub use freyr_query::hooks::MAX_HOOK_ROUNDS;
+    pub use freyr_registry::hooks::MAX_HOOK_ROUNDS;
 }
 
 /// Snapshots and rollback: [`Registry::snapshot`] / [`Registry::restore`], the per-tick
@@ -175,7 +178,8 @@ pub mod snapshot {
     pub use freyr_core::snapshot::{
         MissingSnapshotTypes, ParallelFor, Sequential, SnapshotTypes, WorldSnapshot,
     };
-    pub use freyr_query::{JobsRefusal, Snapshot, SnapshotError, SnapshotRing};
+    pub use freyr_persist::{JobsRefusal, Snapshot, SnapshotError};
+    pub use freyr_registry::SnapshotRing;
 }
 
 /// Saves, loads and entity export/import between registries (feature `persist`): the errors
@@ -183,7 +187,7 @@ pub mod snapshot {
 /// of [`Registry::import`]. See the guide's "Saves and handoff".
 #[cfg(feature = "persist")]
 pub mod persist {
-    pub use freyr_query::persist::{
+    pub use freyr_persist::persist::{
         ColumnEncoding, EntityMap, LoadError, RemapFn, SaveError, bytemuck,
     };
 }
@@ -235,9 +239,9 @@ pub use freyr_derive::StableHash;
 /// ```
 pub mod prelude {
     pub use freyr_core::{Bundle, CommandBuffer, Component, Entity, World};
-    pub use freyr_query::{
-        Commands, ComponentView, EachContext, Phase, Registry, Res, System, View, With, Without,
-    };
+    pub use freyr_profile::Phase;
+    pub use freyr_query::{Commands, ComponentView, EachContext, Res, View, With, Without};
+    pub use freyr_registry::{Registry, System};
     pub use freyr_sched::ThreadPool;
 }
 

@@ -82,7 +82,7 @@ enum Partly {
 
 /// The path a sub-crate of Freyr would use, which does not depend on the facade.
 #[derive(StableHash)]
-#[stable_hash(crate = "freyr_query")]
+#[stable_hash(crate = "freyr_registry")]
 struct OtherPath(u8);
 
 #[test]

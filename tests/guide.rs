@@ -250,7 +250,14 @@ fn examples_use_the_facade_paths_and_no_unexplained_words() {
     for file in chapter_files() {
         let text = read(&src_dir().join(&file));
         for (i, line) in text.lines().enumerate() {
-            for sub in ["freyr_core::", "freyr_query::", "freyr_sched::"] {
+            for sub in [
+                "freyr_core::",
+                "freyr_query::",
+                "freyr_sched::",
+                "freyr_registry::",
+                "freyr_persist::",
+                "freyr_profile::",
+            ] {
                 assert!(
                     !line.contains(sub),
                     "docs/src/{file}:{}: `{sub}` — a dependent writes `freyr::`",

@@ -1,5 +1,5 @@
-//! Change filters ([`Query::filter_changed`](crate::Query::filter_changed),
-//! [`Query::filter_added`](crate::Query::filter_added)) and the stamping of write access: which
+//! Change filters (`Query::filter_changed`,
+//! `Query::filter_added`) and the stamping of write access: which
 //! chunks of a matched archetype a run visits, and the change tick it stamps on the columns it
 //! writes there.
 //!
@@ -15,7 +15,7 @@ use freyr_core::{Archetype, ComponentId};
 
 /// What a change term compares.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) enum TickKind {
+pub enum TickKind {
     /// The tick write access was last granted.
     Changed,
     /// The tick a row last arrived.
@@ -25,14 +25,14 @@ pub(crate) enum TickKind {
 /// One change condition: component `id` (`None`: never registered, so no archetype has it)
 /// stamped after `since`.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct TickTerm {
-    pub(crate) id: Option<ComponentId>,
-    pub(crate) kind: TickKind,
-    pub(crate) since: u64,
+pub struct TickTerm {
+    pub id: Option<ComponentId>,
+    pub kind: TickKind,
+    pub since: u64,
 }
 
 /// The chunk selection and stamping of one run of a query over one archetype.
-pub(crate) struct ArchetypeTicks<'a> {
+pub struct ArchetypeTicks<'a> {
     archetype: &'a Archetype,
     /// `(column, kind, since)` per term.
     terms: Vec<(usize, TickKind, u64)>,
@@ -44,7 +44,7 @@ impl<'a> ArchetypeTicks<'a> {
     /// The selection for `archetype` whose written columns are `written`, stamping `tick`; `None`
     /// when a term names a component the archetype lacks (no chunk of it passes).
     #[inline]
-    pub(crate) fn new(
+    pub fn new(
         archetype: &'a Archetype,
         terms: &[TickTerm],
         written: &'a [usize],
@@ -65,7 +65,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Whether chunk `chunk` passes every term.
     #[inline]
-    pub(crate) fn passes(&self, chunk: usize) -> bool {
+    pub fn passes(&self, chunk: usize) -> bool {
         self.terms.iter().all(|&(column, kind, since)| {
             let stamp = match kind {
                 TickKind::Changed => self.archetype.changed_tick(chunk, column),
@@ -77,7 +77,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Stamps the written columns of chunk `chunk` changed: the run was granted write access.
     #[inline]
-    pub(crate) fn stamp(&self, chunk: usize) {
+    pub fn stamp(&self, chunk: usize) {
         for &column in self.written {
             self.archetype.mark_changed(chunk, column, self.tick);
         }
@@ -85,7 +85,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Checks chunk `chunk` and, when it passes, stamps it: what a run does before visiting it.
     #[inline]
-    pub(crate) fn select(&self, chunk: usize) -> bool {
+    pub fn select(&self, chunk: usize) -> bool {
         let pass = self.passes(chunk);
         if pass {
             self.stamp(chunk);

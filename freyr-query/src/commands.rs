@@ -13,7 +13,7 @@
 //! # Panics in callbacks
 //!
 //! If a callback panics, the buffer of the task it was processing (its chunk, or its piece of one
-//! with [`Query::rows_per_task`](crate::Query::rows_per_task)) is cleared: its commands (and
+//! with `Query::rows_per_task`) is cleared: its commands (and
 //! the events it sent, see [`EachContext::send`]) are discarded, never half-applied. The other tasks' commands are still applied at the sync point,
 //! and then the panic is re-raised there.
 //!
@@ -21,7 +21,7 @@
 //!
 //! A command naming an entity that no longer exists when it is applied (despawned by an earlier
 //! command, or never valid) is skipped and counted in
-//! [`ProfileReport::stale_commands`](crate::ProfileReport::stale_commands); it never touches the
+//! `ProfileReport::stale_commands`; it never touches the
 //! slot's new occupant.
 
 use freyr_core::{Bundle, CommandBuffer, Entity};
@@ -59,7 +59,7 @@ pub struct Commands<'a> {
 }
 
 impl<'a> Commands<'a> {
-    pub(crate) fn new(buffer: &'a mut CommandBuffer) -> Self {
+    pub fn new(buffer: &'a mut CommandBuffer) -> Self {
         Commands { buffer }
     }
 
@@ -78,8 +78,8 @@ impl<'a> Commands<'a> {
     }
 
     /// Records a despawn of `entity`, applied at the next sync point. Outside a callback,
-    /// [`Registry::despawn`](crate::Registry::despawn) despawns now and
-    /// [`Registry::destroy_entity`](crate::Registry::destroy_entity) queues for the sync point.
+    /// `Registry::despawn` despawns now and
+    /// `Registry::destroy_entity` queues for the sync point.
     pub fn despawn(&mut self, entity: Entity) {
         self.buffer.despawn(entity);
     }
@@ -136,7 +136,7 @@ pub struct EachContext<'a, V: ViewSet = ()> {
 }
 
 impl<'a, V: ViewSet> EachContext<'a, V> {
-    pub(crate) fn new(views: V::Item<'a>, output: &'a mut TaskOutput) -> Self {
+    pub fn new(views: V::Item<'a>, output: &'a mut TaskOutput) -> Self {
         EachContext {
             views,
             commands: Commands::new(&mut output.commands),
@@ -144,7 +144,7 @@ impl<'a, V: ViewSet> EachContext<'a, V> {
         }
     }
 
-    /// The views named by [`Query::views`](crate::Query::views), as a tuple.
+    /// The views named by `Query::views`, as a tuple.
     #[inline]
     pub fn views(&self) -> V::Item<'a> {
         self.views
@@ -158,7 +158,7 @@ impl<'a, V: ViewSet> EachContext<'a, V> {
 
     /// Sends `event` through this task's buffer: it is stored at the next sync point in
     /// (launch, chunk, row, send) order, the order commands apply in, whatever the worker count,
-    /// and read with [`Registry::read_events`](crate::Registry::read_events). If the task
+    /// and read with `Registry::read_events`. If the task
     /// panics, its events are discarded with its commands. See [`Events`](crate::Events).
     ///
     /// # Examples

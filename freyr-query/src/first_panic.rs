@@ -8,7 +8,7 @@ use freyr_sched::drop_payload;
 /// [`drop_payload`], which lets no panic of the payload's own `Drop` escape (one would
 /// otherwise replace the panic being kept, or abort the process if it happened during an
 /// unwind).
-pub(crate) fn keep_first(first: &mut Option<Box<dyn Any + Send>>, payload: Box<dyn Any + Send>) {
+pub fn keep_first(first: &mut Option<Box<dyn Any + Send>>, payload: Box<dyn Any + Send>) {
     match first {
         None => *first = Some(payload),
         Some(_) => drop_payload(payload),

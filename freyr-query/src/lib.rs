@@ -1,5 +1,6 @@
-//! Freyr queries: `each` / `each_async` over archetype chunks, the [`Registry`], phases, sync
-//! points and deterministic commands.
+//! Freyr queries and launches: `each` / `each_async` over archetype chunks, the launch hand-off,
+//! the wait-before-access world and deterministic commands. The `Registry` that owns them is in
+//! `freyr-registry`; a program uses both through the `freyr` facade.
 //!
 //! Goals, in order:
 //!
@@ -56,48 +57,50 @@
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:
 //!
-//! 1. leaves: `access/kind` ([`AccessKind`](access::AccessKind)), `access/sets`, `phase`,
-//!    `resources`, `row_path`, `tuples` (the tuple arities), `first_panic`, `launch/callback`,
-//!    `launch/handoff`, `launch/reduce`, `tick/record` and `tick/trace`;
-//! 2. `error`, `filter`, `profiler` (with [`TimeStats`]), `tick/report`, then `access/mod.rs`
-//!    and `tick/mod.rs`;
-//! 3. `fetch`, `view`, `hash`, then `commands`, `hashable`, `state` (with the layout stamp its
-//!    cached pointers are read under) and `iter/rows` (the one row walk);
-//! 4. `iter/each`, `launch/spans`, `registry/cache`, then `launch/job`, `launch/inflight` and
-//!    `launch/mod.rs`;
-//! 5. `registry/world` (the wait-before-access world), then `registry/mod.rs`: [`Registry`] and
-//!    the types it is made of that name it back ([`System`], the time state and the deadline
-//!    appliers);
-//! 6. the files that add [`Registry`] methods (`registry/*` and `query/reduction`), then
-//!    `query/mod.rs` and `query/build`.
+//! 1. leaves: `access/kind` ([`AccessKind`](access::AccessKind)), `access/sets`, `resources`
+//!    (the resource map), `row_path` (the AVX2 + FMA row loops), `tuples` (the tuple arities),
+//!    `first_panic`, `launch/callback`, `launch/handoff`, `launch/reduce`, and `events/` (the
+//!    event stores and the per-task output buffer);
+//! 2. `error`, `filter`, then `access/mod.rs` (the access sets a query declares);
+//! 3. `fetch` (what a query reads), `view` (other entities' components), `changed` (change
+//!    ticks), then `commands`, `state` (the cached matches, with the layout stamp its pointers are
+//!    read under) and `iter/rows` (the one row walk);
+//! 4. `iter/each` (the serial walks), `launch/spans`, `cache` (the registry's query states), then
+//!    `launch/job`, `launch/inflight` and `launch/mod.rs` (the parallel launches);
+//! 5. `world`: the wait-before-access world every registry operation goes through.
 
 pub mod access;
-mod changed;
-mod commands;
-pub mod digest;
-mod error;
+#[doc(hidden)]
+pub mod cache;
+#[doc(hidden)]
+pub mod changed;
+#[doc(hidden)]
+pub mod commands;
+#[doc(hidden)]
+pub mod error;
 pub mod events;
-mod fetch;
-mod filter;
-mod first_panic;
-mod hash;
-mod hashable;
-pub mod hooks;
-mod iter;
-mod launch;
-#[cfg(feature = "persist")]
-pub mod persist;
-mod phase;
-mod profiler;
-mod query;
-mod registry;
-mod resources;
-mod row_path;
-mod snapshot;
-mod state;
-mod tick;
-mod tuples;
-mod view;
+#[doc(hidden)]
+pub mod fetch;
+#[doc(hidden)]
+pub mod filter;
+#[doc(hidden)]
+pub mod first_panic;
+#[doc(hidden)]
+pub mod iter;
+#[doc(hidden)]
+pub mod launch;
+#[doc(hidden)]
+pub mod resources;
+#[doc(hidden)]
+pub mod row_path;
+#[doc(hidden)]
+pub mod state;
+#[doc(hidden)]
+pub mod tuples;
+#[doc(hidden)]
+pub mod view;
+#[doc(hidden)]
+pub mod world;
 
 /// The launch hand-off (task slots and the end-stamp countdown), for the loom models in
 /// `loom-tests/`. Exists only under `--cfg freyr_loom`; not part of the API.
@@ -108,10 +111,6 @@ pub mod loom_handoff {
 }
 
 pub use crate::commands::{Commands, EachContext};
-pub use crate::digest::{
-    ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, PlainBytes,
-    RowDigests, WorldDigest, diff,
-};
 pub use crate::error::QueryError;
 pub use crate::events::{EventCursor, Events};
 pub use crate::fetch::{QueryData, QueryItem};
@@ -121,26 +120,12 @@ pub use crate::fetch::{QueryData, QueryItem};
 #[doc(hidden)]
 pub use crate::fetch::ColumnPtr;
 pub use crate::filter::{QueryFilter, With, Without};
-pub use crate::hash::{HashComponents, StableHash, StableHasher, mix};
-pub use crate::hashable::UnhashedComponents;
-pub use crate::phase::Phase;
-pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport, TimeStats};
-pub use crate::query::{Query, Reduction};
-pub use crate::registry::{AsyncProgress, AsyncSystem, Launched, Process, TickTiming};
-pub use crate::registry::{BoxedClock, Registry, System};
 #[doc(hidden)]
 pub use crate::resources::Resources;
 pub use crate::row_path::{ROW_PATH_ENV, RowPath};
-pub use crate::snapshot::{JobsRefusal, Snapshot, SnapshotError, SnapshotRing};
 pub use crate::state::QueryState;
-pub use crate::tick::{
-    CALLER_ROW, LabelMs, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs, PhaseSummary,
-    Summary, TICK_ROW, TickExtras, TickJson, TickProfile, TickProfileConfig, TickRecord,
-    TickReport, TraceEvent, TraceKind, WindowStats,
-};
 #[doc(hidden)]
 pub use crate::view::SharedPtr;
 pub use crate::view::{ComponentView, Res, View, ViewSet};
 
 pub use freyr_core::Entity;
-pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};

@@ -34,7 +34,7 @@ pub struct Resources {
 }
 
 /// A resource value, type-erased.
-pub(crate) type AnyResource = Box<dyn Any + Send + Sync>;
+pub type AnyResource = Box<dyn Any + Send + Sync>;
 
 impl Resources {
     /// An empty map.
@@ -93,13 +93,13 @@ impl Resources {
     }
 
     /// Every stored resource's type id and type name (in no particular order).
-    pub(crate) fn types(&self) -> impl Iterator<Item = (TypeId, &'static str)> + '_ {
+    pub fn types(&self) -> impl Iterator<Item = (TypeId, &'static str)> + '_ {
         self.map.iter().map(|(&id, &(_, name))| (id, name))
     }
 
     /// Stores a type-erased value under `type_id` (which must be the value's own type id),
     /// returning the previous one.
-    pub(crate) fn insert_any(
+    pub fn insert_any(
         &mut self,
         type_id: TypeId,
         name: &'static str,
@@ -110,9 +110,58 @@ impl Resources {
     }
 
     /// Removes the value stored under `type_id`.
-    pub(crate) fn remove_any(&mut self, type_id: TypeId) -> Option<AnyResource> {
+    pub fn remove_any(&mut self, type_id: TypeId) -> Option<AnyResource> {
         self.map.remove(&type_id).map(|(old, _)| old)
     }
+}
+
+/// How one resource type is copied into a snapshot (the snapshot registry keeps one per
+/// registered type).
+#[derive(Copy, Clone)]
+pub struct ResourceOps {
+    /// The resource type.
+    pub type_id: TypeId,
+    /// Its name, for the errors that name a type neither registered nor excluded.
+    pub name: &'static str,
+    /// Copies the resource (or its absence) into a snapshot's slot, reusing the slot's box.
+    pub save: fn(&Resources, &mut Option<AnyResource>),
+    /// A clone of a value `save` stored.
+    pub clone_out: fn(&(dyn Any + Send + Sync)) -> AnyResource,
+}
+
+impl ResourceOps {
+    /// The copy functions of resource type `R`.
+    pub fn of<R: Clone + Send + Sync + 'static>() -> Self {
+        ResourceOps {
+            type_id: TypeId::of::<R>(),
+            name: core::any::type_name::<R>(),
+            save: save_resource::<R>,
+            clone_out: clone_resource::<R>,
+        }
+    }
+}
+
+fn save_resource<R: Clone + Send + Sync + 'static>(
+    resources: &Resources,
+    slot: &mut Option<AnyResource>,
+) {
+    match (
+        resources.get::<R>(),
+        slot.as_mut().and_then(|b| b.downcast_mut::<R>()),
+    ) {
+        (Some(value), Some(kept)) => kept.clone_from(value),
+        (Some(value), None) => *slot = Some(Box::new(value.clone())),
+        (None, _) => *slot = None,
+    }
+}
+
+fn clone_resource<R: Clone + Send + Sync + 'static>(
+    value: &(dyn Any + Send + Sync),
+) -> AnyResource {
+    let value = value
+        .downcast_ref::<R>()
+        .expect("a snapshot slot holds its own resource type");
+    Box::new(value.clone())
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use crate::filter::QueryFilter;
 /// `SyncedWorld::read_with_layout`, the one caller of [`LayoutStamp::new`]; it lives here, below
 /// the registry, because [`QueryState`] keeps the stamp its cached pointers were read under.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(crate) struct LayoutStamp {
+pub struct LayoutStamp {
     world: WorldId,
     epoch: u64,
 }
@@ -25,16 +25,16 @@ impl LayoutStamp {
     /// The stamp of `world` after `epoch` exclusive borrows. Only `SyncedWorld`, which counts
     /// those borrows, may call this: a stamp made anywhere else could make stale pointers look
     /// valid.
-    pub(crate) fn new(world: WorldId, epoch: u64) -> LayoutStamp {
+    pub fn new(world: WorldId, epoch: u64) -> LayoutStamp {
         LayoutStamp { world, epoch }
     }
 }
 
 /// One archetype a query matched, with the column indices its fetch needs.
 #[derive(Copy, Clone, Debug)]
-pub(crate) struct MatchedArchetype<C> {
-    pub(crate) id: ArchetypeId,
-    pub(crate) columns: C,
+pub struct MatchedArchetype<C> {
+    pub id: ArchetypeId,
+    pub columns: C,
 }
 
 /// One run of consecutive chunks of a matched archetype ([`Archetype::runs`]): the fetch's
@@ -42,10 +42,10 @@ pub(crate) struct MatchedArchetype<C> {
 ///
 /// [`Archetype::runs`]: freyr_core::Archetype::runs
 #[derive(Copy, Clone)]
-pub(crate) struct RunPtrs<P> {
-    pub(crate) ptrs: P,
-    pub(crate) entities: ColumnPtr<Entity>,
-    pub(crate) len: usize,
+pub struct RunPtrs<P> {
+    pub ptrs: P,
+    pub entities: ColumnPtr<Entity>,
+    pub len: usize,
 }
 
 /// The runs of every matched archetype, in (archetype creation, run) order, read under the
@@ -69,8 +69,9 @@ struct RunCache<P> {
 }
 
 /// What [`QueryState::runs`] hands `each`: the runs, the changed ticks of their written columns
-/// to stamp, and the row count, all read under one layout.
-pub(crate) struct Runs<'a, P> {
+/// to stamp, and the row count, all read under one layout. Opaque outside this crate: only
+/// `each`'s row walk reads it.
+pub struct Runs<'a, P> {
     pub(crate) runs: &'a [RunPtrs<P>],
     pub(crate) written: &'a [ChangedEntry],
     pub(crate) rows: usize,
@@ -262,9 +263,9 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     ///
     /// The pointers are only computed here, never dereferenced. They point at the rows and the
     /// change ticks of `world` for as long as `stamp` is the registry's current layout stamp
-    /// (the argument is point 7 of `registry/world.rs`): the ticks, like the rows, move or
+    /// (the argument is point 7 of `world.rs`): the ticks, like the rows, move or
     /// change in number only under `&mut World`.
-    pub(crate) fn runs(&mut self, world: &World, stamp: LayoutStamp) -> Runs<'_, Q::Ptrs> {
+    pub fn runs(&mut self, world: &World, stamp: LayoutStamp) -> Runs<'_, Q::Ptrs> {
         if self.runs.stamp != Some(stamp) {
             // Unset first: if reading panics, a half-filled list is never taken for complete.
             self.runs.stamp = None;
@@ -310,16 +311,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         &self.access
     }
 
-    pub(crate) fn shared_access(&self) -> Arc<Access> {
+    pub fn shared_access(&self) -> Arc<Access> {
         Arc::clone(&self.access)
     }
 
-    pub(crate) fn matched(&self) -> &[MatchedArchetype<Q::Columns>] {
+    pub fn matched(&self) -> &[MatchedArchetype<Q::Columns>] {
         &self.matched
     }
 
     /// The column indices `Q` writes in the `i`-th matched archetype.
-    pub(crate) fn written(&self, i: usize) -> &[usize] {
+    pub fn written(&self, i: usize) -> &[usize] {
         &self.written[i]
     }
 }

@@ -4,6 +4,8 @@
 
 /// Calls `$m!(...)` for the empty list and for every prefix of the `(TypeName index)` pairs
 /// given, shortest first: `$m!()`, `$m!(A 0)`, `$m!(A 0, B 1)`, ...
+#[macro_export]
+#[doc(hidden)]
 macro_rules! tuple_prefixes {
     ($m:ident; $($name:ident $idx:tt),*) => {
         $crate::tuples::tuple_prefixes!(@step $m; []; $($name $idx),*);
@@ -16,11 +18,13 @@ macro_rules! tuple_prefixes {
         $crate::tuples::tuple_prefixes!(@step $m; [$($done $di,)* $name $idx]; $($rest $ri),*);
     };
 }
-pub(crate) use tuple_prefixes;
+pub use tuple_prefixes;
 
 /// Calls `$m!` for tuples of 0 to 12 elements: the arities of
 /// [`QueryData`](crate::QueryData), [`QueryFilter`](crate::QueryFilter) and
 /// [`HashComponents`](crate::HashComponents).
+#[macro_export]
+#[doc(hidden)]
 macro_rules! tuples_up_to_12 {
     ($m:ident) => {
         $crate::tuples::tuple_prefixes!(
@@ -28,7 +32,7 @@ macro_rules! tuples_up_to_12 {
         );
     };
 }
-pub(crate) use tuples_up_to_12;
+pub use tuples_up_to_12;
 
 /// Calls `$m!` for tuples of 0 to 8 elements: the arities of [`ViewSet`](crate::ViewSet).
 macro_rules! tuples_up_to_8 {

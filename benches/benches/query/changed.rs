@@ -6,8 +6,8 @@
 
 use std::hint::black_box;
 
+use freyr::Registry;
 use freyr_benches::{Position, pos_vel};
-use freyr_query::Registry;
 
 use crate::Group;
 

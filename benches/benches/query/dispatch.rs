@@ -3,8 +3,8 @@
 
 use std::hint::black_box;
 
+use freyr::Registry;
 use freyr_benches::{Position, Velocity, pos_vel};
-use freyr_query::Registry;
 use rayon::prelude::*;
 
 use crate::{BIG, CHUNK_TASKS, Group, rayon_pool};

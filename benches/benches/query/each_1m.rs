@@ -2,8 +2,8 @@
 
 use std::hint::black_box;
 
+use freyr::Registry;
 use freyr_benches::{Position, Velocity, pos_vel};
-use freyr_query::Registry;
 
 use crate::{BIG, DT, Group};
 

@@ -3,7 +3,7 @@
 
 use std::hint::black_box;
 
-use freyr_query::Registry;
+use freyr::Registry;
 
 use crate::Group;
 

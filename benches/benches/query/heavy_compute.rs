@@ -8,9 +8,9 @@
 
 use std::hint::black_box;
 
+use freyr::Registry;
 use freyr_benches::heavy::{entity, work};
 use freyr_benches::{Position, Transform};
-use freyr_query::Registry;
 
 use crate::Group;
 

@@ -3,8 +3,8 @@
 
 use std::hint::black_box;
 
+use freyr::Registry;
 use freyr_benches::{Position, Rotation, Transform, Velocity, pos_vel};
-use freyr_query::Registry;
 
 use crate::Group;
 

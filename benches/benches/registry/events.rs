@@ -9,7 +9,7 @@
 
 use std::hint::black_box;
 
-use freyr_query::{EventCursor, Phase, Registry};
+use freyr::{EventCursor, Phase, Registry};
 
 use crate::Group;
 

@@ -4,7 +4,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use freyr_query::{Phase, Registry};
+use freyr::{Phase, Registry};
 
 use crate::Group;
 

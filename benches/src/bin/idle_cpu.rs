@@ -18,7 +18,7 @@
 
 use std::time::{Duration, Instant};
 
-use freyr_query::Registry;
+use freyr::Registry;
 use rayon::prelude::*;
 
 /// Entities per tick.

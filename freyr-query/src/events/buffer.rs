@@ -5,16 +5,22 @@ use core::any::{Any, TypeId};
 
 use freyr_core::CommandBuffer;
 
+use crate::resources::{ResourceOps, Resources};
+
+use super::Events;
+
 /// What one task (or one `each_with` call, or a run of direct sends) leaves for the sync point.
 #[derive(Default)]
-pub(crate) struct TaskOutput {
-    pub(crate) commands: CommandBuffer,
-    pub(crate) events: EventBuffer,
+pub struct TaskOutput {
+    /// The commands the task recorded.
+    pub commands: CommandBuffer,
+    /// The events the task sent.
+    pub events: EventBuffer,
 }
 
 impl TaskOutput {
     /// Whether the task recorded nothing.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.commands.is_empty() && self.events.is_empty()
     }
 }
@@ -22,7 +28,7 @@ impl TaskOutput {
 /// The events one task sent, per event type in send order. Types are kept in first-send order,
 /// found by a linear search (a task sends few event types); the last type used is checked first.
 #[derive(Default)]
-pub(crate) struct EventBuffer {
+pub struct EventBuffer {
     lists: Vec<(TypeId, Box<dyn EventList>)>,
     last: usize,
 }
@@ -30,7 +36,7 @@ pub(crate) struct EventBuffer {
 impl EventBuffer {
     /// Appends `event` to the list of its type.
     #[inline]
-    pub(crate) fn send<E: Clone + Send + Sync + 'static>(&mut self, event: E) {
+    pub fn send<E: Clone + Send + Sync + 'static>(&mut self, event: E) {
         let id = TypeId::of::<E>();
         let index = match self.lists.get(self.last) {
             Some((t, _)) if *t == id => self.last,
@@ -58,15 +64,15 @@ impl EventBuffer {
     }
 
     /// Whether no event was sent.
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.lists.iter().all(|(_, l)| l.is_empty())
     }
 
-    /// Moves every list into its store in `registry` (made on first use), in type order of
+    /// Moves every list into its store in `stores` (made on first use), in type order of
     /// first send; the buffer is left empty.
-    pub(crate) fn flush_into(&mut self, registry: &mut crate::Registry) {
+    pub fn flush_into(&mut self, stores: &mut dyn EventStores) {
         for (_, list) in &mut self.lists {
-            list.flush_into(registry);
+            list.flush_into(stores);
         }
         self.lists.clear();
         self.last = 0;
@@ -74,11 +80,24 @@ impl EventBuffer {
 }
 
 /// A type-erased `Vec<E>` of sent events.
-pub(crate) trait EventList: Send {
+pub trait EventList: Send {
+    /// Whether the list holds no event.
     fn is_empty(&self) -> bool;
+    /// The list, for the typed downcast of `send`.
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Appends the events to the registry's `Events<E>` (added if missing), emptying the list.
-    fn flush_into(&mut self, registry: &mut crate::Registry);
+    /// Appends the events to the store `Events<E>` (added if missing), emptying the list.
+    fn flush_into(&mut self, stores: &mut dyn EventStores);
+}
+
+/// Where a sync point stores the tasks' events: the registry, whose resources hold one
+/// [`Events<E>`] per event type, made (and registered for snapshots) on first use.
+pub trait EventStores {
+    /// The tick the events are stored at.
+    fn tick(&self) -> u64;
+    /// The resources, after waiting for the launches that read resource `store`.
+    fn resources_for_write(&mut self, store: TypeId) -> &mut Resources;
+    /// Registers a store made on first use for snapshots.
+    fn register_snapshot_resource(&mut self, ops: ResourceOps);
 }
 
 impl<E: Clone + Send + Sync + 'static> EventList for Vec<E> {
@@ -90,8 +109,20 @@ impl<E: Clone + Send + Sync + 'static> EventList for Vec<E> {
         self
     }
 
-    fn flush_into(&mut self, registry: &mut crate::Registry) {
-        registry.store_events(self.drain(..));
+    fn flush_into(&mut self, stores: &mut dyn EventStores) {
+        let tick = stores.tick();
+        let store = TypeId::of::<Events<E>>();
+        if !stores.resources_for_write(store).contains::<Events<E>>() {
+            stores
+                .resources_for_write(store)
+                .insert(Events::<E>::default());
+            stores.register_snapshot_resource(ResourceOps::of::<Events<E>>());
+        }
+        stores
+            .resources_for_write(store)
+            .get_mut::<Events<E>>()
+            .expect("added above")
+            .extend_at(tick, self.drain(..));
     }
 }
 

@@ -4,27 +4,27 @@
 //! # Sending
 //!
 //! A callback sends with [`EachContext::send`](crate::EachContext::send) (in `each_with` and
-//! `each_async_with`), a system with [`Registry::send_event`](crate::Registry::send_event).
+//! `each_async_with`), a system with `Registry::send_event`.
 //! Events travel with the commands of the same task: each task of an `each_async_with` call has
 //! its own buffer, and at the next sync point the buffers are moved into the store in
 //! (launch number, chunk index) order, each in send order — that is (launch, chunk, row, record)
 //! order, the order commands apply in, whatever the worker count. A direct
-//! [`send_event`](crate::Registry::send_event) takes the next launch number like an `each_with`
+//! `send_event` takes the next launch number like an `each_with`
 //! call. Events become readable at that sync point (never while their task may still run).
 //!
 //! # Reading and retention
 //!
 //! A reader keeps its own [`EventCursor`] and reads with
-//! [`Registry::read_events`](crate::Registry::read_events): every event stored since its last
+//! `Registry::read_events`: every event stored since its last
 //! read, in order, then the cursor moves past them. Events are double-buffered by tick: an event
-//! stored at a sync point of tick `T` ([`Registry::tick`](crate::Registry::tick)) can be read
+//! stored at a sync point of tick `T` (`Registry::tick`) can be read
 //! during ticks `T` and `T + 1` and is gone from tick `T + 2` on — a reader that runs every tick
 //! (in any phase) misses nothing. A reader that skipped ticks skips what expired.
 //!
 //! # Snapshots
 //!
 //! The store of `E` is the resource [`Events<E>`]; it is registered for snapshots when it is
-//! made (by [`Registry::add_event`](crate::Registry::add_event) or the first sync point that
+//! made (by `Registry::add_event` or the first sync point that
 //! stores an `E`), which is why an event type is `Clone`. A restore brings back the unread events
 //! and the sequence numbers with them; keep reader cursors in a snapshot resource to rewind them
 //! too.
@@ -34,7 +34,7 @@
 //! A task that panics loses its events with its commands (the panic rule of
 //! [`commands`](crate::Commands)); the events of the other tasks are stored.
 
-pub(crate) mod buffer;
+pub mod buffer;
 
 /// Where a reader is in the stream of one event type: the sequence number of the next event it
 /// reads. [`EventCursor::default`] reads everything still kept.
@@ -138,7 +138,7 @@ impl<E> Events<E> {
 
     /// Appends `events`, stored at tick `tick`: the older half is dropped when `tick` is two or
     /// more past it, and the newer half becomes the older one when `tick` moves on.
-    pub(crate) fn extend_at(&mut self, tick: u64, events: impl IntoIterator<Item = E>) {
+    pub fn extend_at(&mut self, tick: u64, events: impl IntoIterator<Item = E>) {
         if tick > self.newer_tick {
             let next = self.sent();
             if tick == self.newer_tick + 1 {

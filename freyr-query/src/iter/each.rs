@@ -32,7 +32,7 @@ use crate::view::ViewSet;
 /// - no in-flight work conflicts with `Q`'s access, and nothing else touches the written columns
 ///   until this returns (the caller holds the registry mutably).
 #[inline]
-pub(crate) unsafe fn each_row<Q, C>(runs: Runs<'_, Q::Ptrs>, tick: u64, f: &mut C)
+pub unsafe fn each_row<Q, C>(runs: Runs<'_, Q::Ptrs>, tick: u64, f: &mut C)
 where
     Q: QueryData,
     C: for<'w> FnMut(Entity, Q::Item<'w>),
@@ -90,7 +90,7 @@ row_loop! {
 ///
 /// As for [`each_row`] (the world is the one `state` was refreshed against).
 #[inline]
-pub(crate) unsafe fn each_row_selected<Q, F, C>(
+pub unsafe fn each_row_selected<Q, F, C>(
     world: &World,
     state: &QueryState<Q, F>,
     (terms, tick): (&[TickTerm], u64),
@@ -149,7 +149,7 @@ row_loop! {
 ///
 /// As for [`each_row`].
 #[inline]
-pub(crate) unsafe fn each_chunk<Q, F, C>(
+pub unsafe fn each_chunk<Q, F, C>(
     world: &World,
     state: &QueryState<Q, F>,
     (terms, tick): (&[TickTerm], u64),
@@ -206,7 +206,7 @@ row_loop! {
 /// As for [`each_row`], and `views` came from `V::fetch` on `world` and the registry's resources,
 /// with `V`'s access checked too.
 #[inline]
-pub(crate) unsafe fn each_row_with<Q, F, V, C>(
+pub unsafe fn each_row_with<Q, F, V, C>(
     world: &World,
     state: &QueryState<Q, F>,
     views: V::Fetch,

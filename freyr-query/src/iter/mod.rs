@@ -1,4 +1,4 @@
 //! Synchronous iteration on the calling thread, and the row walk all per-row loops share.
 
-pub(crate) mod each;
-pub(crate) mod rows;
+pub mod each;
+pub mod rows;

@@ -15,13 +15,13 @@ thread_local! {
 
 /// Marks this thread as running a callback of registry `id` until dropped (restoring the previous
 /// marker, so a callback that drives a different registry nests correctly).
-pub(crate) struct CallbackScope {
+pub struct CallbackScope {
     previous: u64,
 }
 
 impl CallbackScope {
     #[inline]
-    pub(crate) fn enter(id: u64) -> Self {
+    pub fn enter(id: u64) -> Self {
         CallbackScope {
             previous: CURRENT.with(|c| c.replace(id)),
         }
@@ -36,7 +36,7 @@ impl Drop for CallbackScope {
 }
 
 /// Whether a callback of registry `id` is running on this thread.
-pub(crate) fn inside_callback_of(id: u64) -> bool {
+pub fn inside_callback_of(id: u64) -> bool {
     CURRENT.with(|c| c.get()) == id
 }
 

@@ -28,9 +28,7 @@
 //!
 //! Waiting for a launch that was not waited for before is an *implicit sync point*; the profiler
 //! counts them. Disjoint work never waits. A launch's panic, caught when it is waited for, is kept
-//! with the launch and re-raised by the next explicit sync point (or [`Reduction::join`]).
-//!
-//! [`Reduction::join`]: crate::Reduction::join
+//! with the launch and re-raised by the next explicit sync point (or `Reduction::join`).
 
 use core::any::{Any, TypeId};
 use core::cell::Cell;
@@ -45,10 +43,10 @@ use freyr_sched::ThreadPool;
 use crate::access::Access;
 use crate::first_panic::keep_first;
 use crate::launch::job::ErasedJob;
-use crate::profiler::Profiler;
+use freyr_profile::profiler::Profiler;
 
 /// What a registry operation is about to do, for the conflict check.
-pub(crate) enum OpAccess<'a> {
+pub enum OpAccess<'a> {
     /// Reads and writes the components in the access set.
     Components(&'a Access),
     /// Reads one component type, of an entity in the given archetype.
@@ -86,7 +84,7 @@ impl OpAccess<'_> {
 }
 
 /// One registered launch.
-pub(crate) struct Launch {
+pub struct Launch {
     pub(crate) seq: u64,
     access: Arc<Access>,
     /// Owned `Box<dyn ErasedJob>`, held as a raw pointer so that moving the registry never
@@ -111,7 +109,7 @@ impl Launch {
     ///
     /// `job` must come from `Box::leak` (ownership passes to the launch, which frees it in
     /// `retire` or on drop after its group completed).
-    pub(crate) unsafe fn new(
+    pub unsafe fn new(
         seq: u64,
         access: Arc<Access>,
         job: NonNull<dyn ErasedJob>,
@@ -180,45 +178,40 @@ impl Launch {
 }
 
 /// What a retired launch leaves behind.
-pub(crate) struct Retired {
-    pub(crate) seq: u64,
+pub struct Retired {
+    pub seq: u64,
     /// The tasks' commands and events, in task order.
-    pub(crate) commands: Vec<crate::events::buffer::TaskOutput>,
-    pub(crate) wall: Duration,
-    pub(crate) tasks: usize,
-    pub(crate) label: Option<&'static str>,
-    pub(crate) panic: Option<Box<dyn Any + Send>>,
+    pub commands: Vec<crate::events::buffer::TaskOutput>,
+    pub wall: Duration,
+    pub tasks: usize,
+    pub label: Option<&'static str>,
+    pub panic: Option<Box<dyn Any + Send>>,
     /// The batch stamps of a traced launch (empty otherwise).
-    pub(crate) trace: Vec<crate::tick::trace::TaskSpan>,
+    pub trace: Vec<freyr_profile::tick::trace::TaskSpan>,
 }
 
 /// The in-flight launches, in launch order.
 #[derive(Default)]
-pub(crate) struct InFlight {
+pub struct InFlight {
     launches: Vec<Launch>,
 }
 
 impl InFlight {
-    pub(crate) fn push(&mut self, launch: Launch) {
+    pub fn push(&mut self, launch: Launch) {
         self.launches.push(launch);
     }
 
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.launches.len()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.launches.is_empty()
     }
 
     /// Waits for every launch that conflicts with `op` (an implicit sync point when any of them
     /// had not been waited for yet). Disjoint launches keep running.
-    pub(crate) fn wait_conflicting(
-        &self,
-        pool: &ThreadPool,
-        op: &OpAccess<'_>,
-        profiler: &Profiler,
-    ) {
+    pub fn wait_conflicting(&self, pool: &ThreadPool, op: &OpAccess<'_>, profiler: &Profiler) {
         let mut start = None;
         for launch in &self.launches {
             if !launch.waited.get() && op.conflicts_with(&launch.access) {
@@ -232,7 +225,7 @@ impl InFlight {
     }
 
     /// Retires every launch in launch order.
-    pub(crate) fn retire_all(&mut self, pool: &ThreadPool) -> Vec<Retired> {
+    pub fn retire_all(&mut self, pool: &ThreadPool) -> Vec<Retired> {
         // Wait for all first, so a slow early launch does not delay helping with later ones.
         for launch in &self.launches {
             launch.wait(pool);
@@ -241,7 +234,7 @@ impl InFlight {
     }
 
     /// Retires the launch numbered `seq`, if it is still in flight.
-    pub(crate) fn retire_one(&mut self, pool: &ThreadPool, seq: u64) -> Option<Retired> {
+    pub fn retire_one(&mut self, pool: &ThreadPool, seq: u64) -> Option<Retired> {
         let index = self.launches.iter().position(|l| l.seq == seq)?;
         Some(self.launches.remove(index).retire(pool))
     }

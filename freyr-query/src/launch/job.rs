@@ -38,11 +38,11 @@ use crate::launch::handoff::{Countdown, TaskSlots};
 use crate::launch::reduce::ReduceSlot;
 use crate::launch::spans::{Spans, TaskRun};
 use crate::row_path::row_loop;
-use crate::tick::trace::{TaskSpan, nanos_since, row_of};
 use crate::view::ViewSet;
+use freyr_profile::tick::trace::{TaskSpan, nanos_since, row_of};
 
 /// What a task run's kernel gets: the run's column pointers and its entity ids, at its row 0.
-pub(crate) type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);
+pub type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);
 
 /// The entities of rows `start..end` of a run.
 ///
@@ -60,7 +60,7 @@ unsafe fn task_entities<'a>(
 }
 
 /// What a launch does with each task, and what it leaves behind per task.
-pub(crate) trait Kernel<Q: QueryData, V: ViewSet>: Send + Sync + 'static {
+pub trait Kernel<Q: QueryData, V: ViewSet>: Send + Sync + 'static {
     /// Per-task output. `Default` is also what an unwinding task leaves behind.
     type Slot: Default + Send;
 
@@ -120,7 +120,7 @@ unsafe fn for_each_task<P, S: Default>(
 }
 
 /// `each_async`: a plain per-row callback, no outputs.
-pub(crate) struct Plain<F>(pub(crate) F);
+pub struct Plain<F>(pub F);
 
 impl<Q, V, F> Kernel<Q, V> for Plain<F>
 where
@@ -149,7 +149,7 @@ where
 }
 
 /// `each_async_with`: a per-row callback with a [`EachContext`] (views + per-task commands).
-pub(crate) struct WithContext<F>(pub(crate) F);
+pub struct WithContext<F>(pub F);
 
 impl<Q, V, F> Kernel<Q, V> for WithContext<F>
 where
@@ -179,11 +179,11 @@ where
 
 /// `each_async_reduce`: fold each task from `identity`, combine the task results in task order
 /// at retirement.
-pub(crate) struct Reduce<A, I, Fo, C> {
-    pub(crate) identity: I,
-    pub(crate) fold: Fo,
-    pub(crate) combine: C,
-    pub(crate) out: std::sync::Arc<ReduceSlot<A>>,
+pub struct Reduce<A, I, Fo, C> {
+    pub identity: I,
+    pub fold: Fo,
+    pub combine: C,
+    pub out: std::sync::Arc<ReduceSlot<A>>,
 }
 
 impl<Q, V, A, I, Fo, C> Kernel<Q, V> for Reduce<A, I, Fo, C>
@@ -349,13 +349,13 @@ impl<A> Drop for LostOnUnwind<'_, A> {
 }
 
 /// Wall time of a labelled launch: the last task to finish stamps the end ([`Countdown`]).
-pub(crate) struct Timing {
+pub struct Timing {
     start: Instant,
     countdown: Countdown,
 }
 
 impl Timing {
-    pub(crate) fn new(tasks: usize) -> Self {
+    pub fn new(tasks: usize) -> Self {
         Timing {
             start: Instant::now(),
             countdown: Countdown::new(tasks),
@@ -369,7 +369,7 @@ impl Timing {
     }
 
     /// Launch-to-last-task time, or launch-to-now when a task panicked before stamping.
-    pub(crate) fn wall(&self) -> Duration {
+    pub fn wall(&self) -> Duration {
         match self.countdown.end() {
             None => self.start.elapsed(),
             Some(n) => Duration::from_nanos(n),
@@ -380,7 +380,7 @@ impl Timing {
 /// A traced launch's batch stamps: `spans[i]` describes the batch of tasks that started at
 /// task `i` (each task index starts at most one batch), written only by the thread that ran
 /// that batch and read only at retirement, after the group completed.
-pub(crate) struct TaskTrace {
+pub struct TaskTrace {
     epoch: Instant,
     spans: TaskSlots<TaskSpan>,
 }
@@ -413,7 +413,7 @@ impl TaskTrace {
 }
 
 /// The shared job of one launch. Tasks only ever get `&Job`.
-pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
+pub struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     pub(crate) group: TaskGroup,
     registry_id: u64,
     /// Per matched archetype: where it lives in the registry's world (tasks only create shared
@@ -445,7 +445,7 @@ unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Send for Job<Q, V, K> {}
 
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
-    pub(crate) fn new(
+    pub fn new(
         registry_id: u64,
         spans: Spans<Q::Columns>,
         views: V::Fetch,
@@ -472,7 +472,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
     /// per task, so launching does not cost O(chunks) and a batch of cheap tasks costs about one
     /// kernel call.
     #[inline]
-    pub(crate) fn run_tasks(job: &Self, next: &mut usize, end: usize) {
+    pub fn run_tasks(job: &Self, next: &mut usize, end: usize) {
         let _scope = CallbackScope::enter(job.registry_id);
         while *next < end {
             let index = *next;
@@ -548,7 +548,7 @@ impl<S: Default> Drop for ResetOnUnwind<'_, S> {
 }
 
 /// A launch's job with its types erased, as stored in the registry's in-flight list.
-pub(crate) trait ErasedJob: Send {
+pub trait ErasedJob: Send {
     /// The launch's task group.
     fn group(&self) -> &TaskGroup;
     /// Wall time from launch to the last task, if labelled.

@@ -11,12 +11,12 @@
 //! - this file: [`launch`], which builds a job and registers it; it imports from the files
 //!   above, and none of them imports from it.
 
-pub(crate) mod callback;
-pub(crate) mod handoff;
-pub(crate) mod inflight;
-pub(crate) mod job;
-pub(crate) mod reduce;
-pub(crate) mod spans;
+pub mod callback;
+pub mod handoff;
+pub mod inflight;
+pub mod job;
+pub mod reduce;
+pub mod spans;
 
 use core::ptr::NonNull;
 use std::sync::Arc;
@@ -28,11 +28,11 @@ use crate::fetch::QueryData;
 use crate::launch::inflight::{InFlight, Launch};
 use crate::launch::job::{ErasedJob, Job, Kernel};
 use crate::launch::spans::Spans;
-use crate::profiler::Profiler;
 use crate::view::ViewSet;
+use freyr_profile::profiler::Profiler;
 
 /// Everything a launch needs from the registry, borrowed field by field.
-pub(crate) struct LaunchCtx<'a> {
+pub struct LaunchCtx<'a> {
     pub(crate) registry_id: u64,
     pub(crate) pool: &'a ThreadPool,
     pub(crate) inflight: &'a mut InFlight,
@@ -55,7 +55,7 @@ pub(crate) struct LaunchCtx<'a> {
 ///   the launch is retired: the caller registers it in `ctx.inflight`, and every registry path
 ///   that mutates the world waits for all in-flight launches first (`OpAccess::Exclusive`, see
 ///   [`inflight`]), as does the registry's `Drop` before the world is freed.
-pub(crate) unsafe fn launch<Q, V, K>(
+pub unsafe fn launch<Q, V, K>(
     ctx: LaunchCtx<'_>,
     access: Arc<Access>,
     spans: Option<Spans<Q::Columns>>,

@@ -1,6 +1,6 @@
 //! Deterministic reductions: the slot a retired reduction leaves its result in, read by
-//! [`Reduction`](crate::Reduction), the handle returned by
-//! [`Query::each_async_reduce`](crate::Query::each_async_reduce).
+//! `Reduction`, the handle returned by
+//! `Query::each_async_reduce`.
 //!
 //! Each chunk folds its rows in row order starting from `identity()`; the chunk results are
 //! combined in chunk order (`combine(combine(c0, c1), c2)…`) on the thread that retires the
@@ -18,18 +18,18 @@ enum Outcome<A> {
 }
 
 /// Where a retired reduction leaves its result.
-pub(crate) struct ReduceSlot<A> {
+pub struct ReduceSlot<A> {
     outcome: Mutex<Outcome<A>>,
 }
 
 impl<A> ReduceSlot<A> {
-    pub(crate) fn pending() -> Arc<Self> {
+    pub fn pending() -> Arc<Self> {
         Arc::new(ReduceSlot {
             outcome: Mutex::new(Outcome::Pending),
         })
     }
 
-    pub(crate) fn set(&self, value: Option<A>) {
+    pub fn set(&self, value: Option<A>) {
         let mut outcome = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
         *outcome = match value {
             Some(v) => Outcome::Ready(v),
@@ -37,14 +37,14 @@ impl<A> ReduceSlot<A> {
         };
     }
 
-    pub(crate) fn is_ready(&self) -> bool {
+    pub fn is_ready(&self) -> bool {
         matches!(
             *self.outcome.lock().unwrap_or_else(|e| e.into_inner()),
             Outcome::Ready(_)
         )
     }
 
-    pub(crate) fn take(&self) -> Option<Option<A>> {
+    pub fn take(&self) -> Option<Option<A>> {
         let mut outcome = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
         match core::mem::replace(&mut *outcome, Outcome::Taken) {
             Outcome::Ready(v) => Some(Some(v)),

@@ -18,7 +18,7 @@ use crate::state::QueryState;
 /// `archetype` points into the world the spans were built from; it is only dereferenced by the
 /// launch's tasks, while the launch is registered (see [`launch`](crate::launch::launch)'s safety contract).
 #[derive(Copy, Clone)]
-pub(crate) struct Span<C> {
+pub struct Span<C> {
     pub(crate) archetype: NonNull<Archetype>,
     pub(crate) columns: C,
     pub(crate) first_chunk: usize,
@@ -31,16 +31,16 @@ pub(crate) struct Span<C> {
 /// order commands are applied and reductions combined in.
 ///
 /// Building it resolves no chunk pointer: those are resolved by the tasks on the workers
-/// ([`Job::run_tasks`](job::Job::run_tasks)). It visits every chunk once, on the launching
+/// (`Job::run_tasks`). It visits every chunk once, on the launching
 /// thread, to grant write access (one relaxed store per chunk and written column) and, with a
 /// change filter, to select the chunks (one comparison per chunk and term). The first span is
 /// stored inline, so a single-span launch allocates nothing here.
 ///
-/// With a row split ([`Query::rows_per_task`](crate::Query::rows_per_task)) every chunk is cut
+/// With a row split (`Query::rows_per_task`) every chunk is cut
 /// into `parts` tasks of at most `rows` rows, of near-equal length (a short last chunk's last
 /// ones empty), still in (chunk, row) order. The layout depends only on the chunk lengths and
 /// `rows`, never on the worker count.
-pub(crate) struct Spans<C> {
+pub struct Spans<C> {
     first: Span<C>,
     rest: Vec<Span<C>>,
     /// Tasks per chunk: `CHUNK_CAPACITY.div_ceil(rows)`.
@@ -54,7 +54,7 @@ impl<C: Copy> Spans<C> {
     /// `CHUNK_CAPACITY` or more means one task per chunk), keeping only the chunks that pass the
     /// change filter `terms` and stamping `tick` on the written columns of those; `None` when no
     /// chunk is left.
-    pub(crate) fn new<Q, F>(
+    pub fn new<Q, F>(
         world: &World,
         state: &QueryState<Q, F>,
         rows: usize,
@@ -134,13 +134,13 @@ impl<C: Copy> Spans<C> {
     }
 
     /// Total number of tasks.
-    pub(crate) fn tasks(&self) -> usize {
+    pub fn tasks(&self) -> usize {
         self.rest.last().unwrap_or(&self.first).end
     }
 
     /// The chunk (of `span`'s archetype) that task `index` of `span` runs (a part of).
     #[inline(always)]
-    pub(crate) fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
+    pub fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
         let local = index - span.start;
         span.first_chunk
             + if self.parts == 1 {
@@ -153,13 +153,7 @@ impl<C: Copy> Spans<C> {
     /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
     /// rows starting at row 0 of `chunk`, with `ptrs` pointing there (see [`TaskRun`]).
     #[inline(always)]
-    pub(crate) fn task_run<P>(
-        &self,
-        span: &Span<C>,
-        chunk: usize,
-        len: usize,
-        ptrs: P,
-    ) -> TaskRun<P> {
+    pub fn task_run<P>(&self, span: &Span<C>, chunk: usize, len: usize, ptrs: P) -> TaskRun<P> {
         TaskRun {
             ptrs,
             len,
@@ -175,7 +169,7 @@ impl<C: Copy> Spans<C> {
     ///
     /// If `index >= self.tasks()`.
     #[inline]
-    pub(crate) fn find(&self, index: usize) -> &Span<C> {
+    pub fn find(&self, index: usize) -> &Span<C> {
         if index < self.first.end {
             return &self.first;
         }
@@ -190,7 +184,7 @@ impl<C: Copy> Spans<C> {
 /// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: the `k`-th of the chunk's
 /// near-equal parts of at most `rows` rows (see [`task_rows`](TaskRun::task_rows); chunks are
 /// full except the archetype's last, cut at `len`).
-pub(crate) struct TaskRun<P> {
+pub struct TaskRun<P> {
     pub(crate) ptrs: P,
     /// Rows in the run.
     pub(crate) len: usize,
@@ -203,7 +197,7 @@ pub(crate) struct TaskRun<P> {
 impl<P> TaskRun<P> {
     /// The task index one past the run's last task.
     #[inline(always)]
-    pub(crate) fn end(&self) -> usize {
+    pub fn end(&self) -> usize {
         self.first + self.len.div_ceil(CHUNK_CAPACITY) * self.parts
     }
 
@@ -216,7 +210,7 @@ impl<P> TaskRun<P> {
     /// rows, 64 per task) gives 8 tasks of 64 and 8 of 61 rows, which two workers split 500 and
     /// 500, where 15 tasks of 64 and one of 40 split at best 512 and 488.
     #[inline(always)]
-    pub(crate) fn task_rows(&self, index: usize) -> (usize, usize) {
+    pub fn task_rows(&self, index: usize) -> (usize, usize) {
         let local = index - self.first;
         if self.parts == 1 {
             let start = local * CHUNK_CAPACITY;
@@ -249,7 +243,7 @@ impl<P> TaskRun<P> {
         allow(dead_code)
     )]
     #[inline(always)]
-    pub(crate) fn rows_of(&self, from: usize, stop: usize) -> usize {
+    pub fn rows_of(&self, from: usize, stop: usize) -> usize {
         if from >= stop {
             return 0;
         }

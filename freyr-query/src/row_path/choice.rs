@@ -27,7 +27,7 @@ use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Measured calls per copy before a loop decides.
-pub(crate) const PROBES: u32 = 8;
+pub const PROBES: u32 = 8;
 /// Slots in the table (distinct row loops that can be measured).
 const SLOTS: usize = 512;
 /// Slots tried from a loop's home slot before it gives up and runs the AVX2 copy.
@@ -76,9 +76,9 @@ impl Slot {
 static TABLE: [Slot; SLOTS] = [const { Slot::free() }; SLOTS];
 
 /// Which copy one call runs, and the measurement to finish after it if it is a probe.
-pub(crate) struct Pick {
+pub struct Pick {
     /// Run the AVX2 copy (else the baseline one).
-    pub(crate) avx2: bool,
+    pub avx2: bool,
     /// Set for a measured call.
     probe: Option<Probe>,
 }
@@ -95,7 +95,7 @@ struct Probe {
 impl Pick {
     /// Records the call's time if it was a probe.
     #[inline(always)]
-    pub(crate) fn finish(self) {
+    pub fn finish(self) {
         if let Some(probe) = self.probe {
             let ns = u64::try_from(probe.start.elapsed().as_nanos()).unwrap_or(u64::MAX);
             record(probe.slot, probe.copy, probe.units, ns);
@@ -105,7 +105,7 @@ impl Pick {
 
 /// The copy for one call of the loop at `key` that does `units` of work.
 #[inline(always)]
-pub(crate) fn pick(key: usize, units: usize) -> Pick {
+pub fn pick(key: usize, units: usize) -> Pick {
     let Some(slot) = find(key) else {
         return Pick {
             avx2: true,

@@ -244,7 +244,7 @@ impl RowPath {
 /// the CPU was found to have AVX2 and FMA. One relaxed load once chosen; the atomic carries no
 /// other data.
 #[inline(always)]
-pub(crate) fn mode() -> u8 {
+pub fn mode() -> u8 {
     match PATH.load(Ordering::Relaxed) {
         UNSET => choose(),
         path => path,
@@ -261,7 +261,7 @@ pub(crate) fn mode() -> u8 {
     allow(dead_code)
 )]
 #[inline(always)]
-pub(crate) fn is_avx2(mode: u8) -> bool {
+pub fn is_avx2(mode: u8) -> bool {
     mode == AVX2_FMA
 }
 
@@ -275,7 +275,7 @@ pub(crate) fn is_avx2(mode: u8) -> bool {
     allow(dead_code)
 )]
 #[inline(always)]
-pub(crate) fn is_adaptive(mode: u8) -> bool {
+pub fn is_adaptive(mode: u8) -> bool {
     mode == ADAPTIVE
 }
 
@@ -286,7 +286,7 @@ pub(crate) fn is_adaptive(mode: u8) -> bool {
     )),
     allow(unused_imports)
 )]
-pub(crate) use choice::pick;
+pub use choice::pick;
 
 /// The first row loop's choice: adaptive on a CPU with both copies, unless `FREYR_ROW_PATH`
 /// says `baseline` or `avx2`. A racing [`RowPath::force`] wins over it.
@@ -327,6 +327,8 @@ fn choose() -> u8 {
 /// with `body`, so the user's callback inlines into each and, as a function of its own with
 /// `noalias` reference arguments, the loop vectorises. `name` inherits the copies' `# Safety`
 /// contract, which the caller's docs must give.
+#[macro_export]
+#[doc(hidden)]
 macro_rules! row_loop {
     (
         $(#[$meta:meta])*
@@ -403,4 +405,4 @@ macro_rules! row_loop {
     };
 }
 
-pub(crate) use row_loop;
+pub use row_loop;

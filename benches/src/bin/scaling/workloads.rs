@@ -5,9 +5,9 @@
 //! systems, or anything else that implements [`Ticking`]), and the sweep, table, CSV and plots
 //! pick it up.
 
+use freyr::{Phase, Registry};
 use freyr_benches::heavy::{self, work};
 use freyr_benches::{Position, Transform, Velocity, pos_vel};
-use freyr_query::{Phase, Registry};
 
 use crate::server::{Server, Settings};
 

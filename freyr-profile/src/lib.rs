@@ -1,0 +1,29 @@
+//! Freyr profiling: what a tick cost. The per-launch profiler ([`ProfileReport`]: wall time per
+//! label and per [`Phase`], tasks, steals, implicit sync points) and the tick profile
+//! ([`TickProfile`]: per-tick records, window summaries, the JSON report and the Chrome trace).
+//! The `Registry` (in `freyr-registry`) owns both; a program reads them through the `freyr`
+//! facade (`freyr::profile`).
+//!
+//! # Layout
+//!
+//! Each file imports only from files above it in this list, so the imports have no cycle:
+//!
+//! 1. `phase` (the [`Phase`]s of a tick, which the reports are keyed by), `tick/record` (one
+//!    tick's record) and `tick/trace` (the trace spans a launch's tasks stamp);
+//! 2. `profiler` (the per-launch profiler and [`TimeStats`]), `tick/report` (window summaries);
+//! 3. `tick/mod.rs`: the tick profile.
+
+#[doc(hidden)]
+pub mod phase;
+#[doc(hidden)]
+pub mod profiler;
+#[doc(hidden)]
+pub mod tick;
+
+pub use crate::phase::Phase;
+pub use crate::profiler::{LabelStats, PhaseStats, ProfileReport, TimeStats};
+pub use crate::tick::{
+    CALLER_ROW, LabelMs, LabelSummary, LabelTick, LoadFactorSummary, PhaseMs, PhaseSummary,
+    Summary, TICK_ROW, TickExtras, TickJson, TickProfile, TickProfileConfig, TickRecord,
+    TickReport, TraceEvent, TraceKind, WindowStats,
+};

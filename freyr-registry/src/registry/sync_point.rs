@@ -1,0 +1,169 @@
+//! Sync points: retiring launches, applying their commands in (launch, chunk, row, record)
+//! order, destroying queued entities, and re-raising the first panic.
+
+use core::any::Any;
+use std::panic::{self, AssertUnwindSafe};
+
+use freyr_core::{AppliedCommand, NoSuchEntity};
+
+use freyr_query::first_panic::keep_first;
+use freyr_query::launch::inflight::Retired;
+
+use super::Registry;
+
+impl Registry {
+    /// The explicit sync point: waits for all launched work, applies every recorded command in
+    /// (launch, chunk, row, record) order, then destroys the entities queued by
+    /// [`destroy_entity`](Registry::destroy_entity), then runs the component
+    /// [hooks](crate::hooks) those operations triggered (and applies their commands), then
+    /// stores the sent [events](crate::Events) in the same order.
+    ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of user code — a callback or a reduction's `combine` of the
+    /// retired launches (launch order), then a component's `Drop` while commands apply or
+    /// entities are destroyed, or a command that would pass one of the world's [capacity
+    /// limits](freyr_core::World#capacity-limits) — after applying the commands of every task
+    /// that did not panic and
+    /// running every queued destruction. The registry stays usable. See
+    /// [the panic contract](Registry#panics-in-user-code).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Registry;
+    ///
+    /// struct Seed;
+    /// struct Tree;
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.spawn((Seed,));
+    /// registry.query::<&Seed>().each_async_with(|e, _, ctx| {
+    ///     ctx.commands().remove::<(Seed,)>(e);
+    ///     ctx.commands().insert(e, (Tree,));
+    /// });
+    /// registry.execute_tasks();
+    /// assert_eq!(registry.query::<&Tree>().count(), 1);
+    /// assert_eq!(registry.query::<&Seed>().count(), 0);
+    /// ```
+    #[doc(alias = "apply_deferred")]
+    #[doc(alias = "flush")]
+    #[doc(alias = "maintain")]
+    pub fn execute_tasks(&mut self) {
+        self.guard("Registry::execute_tasks");
+        if let Some(panic) = self.sync_point() {
+            panic::resume_unwind(panic);
+        }
+    }
+
+    /// Retires everything, applies deferred changes; returns the first panic (see the panic
+    /// contract on [`Registry`]): of the retired launches' callbacks and reductions in launch
+    /// order, then of the commands in the order they apply, then of the destructions. Later
+    /// panics are dropped without letting their payload's `Drop` unwind.
+    pub(super) fn sync_point(&mut self) -> Option<Box<dyn Any + Send>> {
+        let traced = self
+            .traced_tick()
+            .map(|tick| (tick, std::time::Instant::now()));
+        let retired = self.sync.retire_all();
+        let mut first_panic = None;
+        for r in retired {
+            if let Some(p) = self.absorb(r) {
+                keep_first(&mut first_panic, p);
+            }
+        }
+        if let Some(p) = self.apply_deferred() {
+            keep_first(&mut first_panic, p);
+        }
+        self.profiler.record_sync_point();
+        if let Some((tick, start)) = traced {
+            self.trace_sync(tick, start);
+        }
+        first_panic
+    }
+
+    /// Books a retired launch: profile, pending commands; returns its panic.
+    fn absorb(&mut self, retired: Retired) -> Option<Box<dyn Any + Send>> {
+        if let Some(label) = retired.label {
+            self.profiler
+                .record_label(label, retired.tasks, retired.wall);
+        }
+        if !retired.commands.is_empty() {
+            self.pending.push((retired.seq, retired.commands));
+        }
+        if retired.panic.is_some() {
+            self.profiler.record_panic();
+        }
+        if !retired.trace.is_empty() {
+            self.trace_launch(retired.label, retired.seq, &retired.trace);
+        }
+        retired.panic
+    }
+
+    /// Retires one launch (for [`Reduction::join`](crate::Reduction::join)); re-raises its panic.
+    pub(crate) fn retire_launch(&mut self, seq: u64) {
+        self.guard("Reduction::join");
+        if let Some(retired) = self.sync.retire_one(seq)
+            && let Some(panic) = self.absorb(retired)
+        {
+            panic::resume_unwind(panic);
+        }
+    }
+
+    /// Applies pending commands in launch order, then queued destructions, then the hooks they
+    /// triggered (in that order), then stores the events. A panic (a component's `Drop`, a hook)
+    /// stops none of it: everything remaining still runs, and the first panic is returned.
+    fn apply_deferred(&mut self) -> Option<Box<dyn Any + Send>> {
+        debug_assert_eq!(self.sync.in_flight(), 0);
+        let mut pending = core::mem::take(&mut self.pending);
+        pending.sort_by_key(|(seq, _)| *seq);
+        let world = self.sync.write(&self.profiler);
+        let mut first_panic = None;
+        let (mut applied, mut stale) = (0, 0);
+        let hooks = &self.hooks;
+        let mut log = crate::hooks::HookLog::new();
+        let mut observe = |w: &freyr_core::World, a: &AppliedCommand| hooks.observe(&mut log, w, a);
+        for (_, buffers) in &mut pending {
+            for buffer in buffers.iter_mut() {
+                let (report, panic) = if hooks.is_empty() {
+                    buffer.commands.try_apply(world)
+                } else {
+                    buffer.commands.try_apply_observed(world, &mut observe)
+                };
+                applied += report.applied;
+                stale += report.skipped_stale + report.skipped_missing;
+                if let Some(p) = panic {
+                    keep_first(&mut first_panic, p);
+                }
+            }
+        }
+        self.profiler.record_commands(applied, stale);
+        let (mut destroyed, mut stale) = (0, 0);
+        for entity in self.destroy_queue.drain(..) {
+            let before = world
+                .entity_location(entity)
+                .filter(|_| !hooks.is_empty())
+                .map(|l| l.0);
+            let outcome = panic::catch_unwind(AssertUnwindSafe(|| world.despawn(entity)));
+            if let Some(before) = before {
+                observe(world, &AppliedCommand::Despawn { entity, before });
+            }
+            match outcome {
+                Ok(Ok(())) => destroyed += 1,
+                Ok(Err(NoSuchEntity(_))) => stale += 1,
+                // The entity is gone (a panicking `Drop` does not keep it alive).
+                Err(p) => {
+                    destroyed += 1;
+                    keep_first(&mut first_panic, p);
+                }
+            }
+        }
+        self.profiler.record_destroyed(destroyed, stale);
+        if !log.is_empty()
+            && let Some(p) = self.hooks.run(&mut log, world)
+        {
+            keep_first(&mut first_panic, p);
+        }
+        self.store_pending_events(&mut pending);
+        first_panic
+    }
+}
