@@ -34,8 +34,8 @@ pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};
 pub use freyr_persist::persist;
 pub use freyr_persist::{
     ArchetypeDigest, ChunkAddress, DigestHasher, Divergence, DivergenceKind, HashComponents,
-    JobsRefusal, PlainBytes, RowDigests, Snapshot, SnapshotError, StableHash, StableHasher, UnhashedComponents,
-    WorldDigest, diff, mix,
+    JobsRefusal, PlainBytes, RowDigests, Snapshot, SnapshotError, StableHash, StableHasher,
+    UnhashedComponents, WorldDigest, diff, mix,
 };
 pub use freyr_profile::{
     CALLER_ROW, LabelMs, LabelStats, LabelSummary, LabelTick, LoadFactorSummary, Phase, PhaseMs,

@@ -46,10 +46,7 @@ pub fn read_stamps(
 
 /// Puts the stamps read by [`read_stamps`] into the world built from the same file (whose
 /// archetypes are the file's, in its order).
-pub fn restore_stamps(
-    world: &mut World,
-    stamps: &[ArchetypeStamps],
-) -> Result<(), LoadError> {
+pub fn restore_stamps(world: &mut World, stamps: &[ArchetypeStamps]) -> Result<(), LoadError> {
     let ids: Vec<ArchetypeId> = world.archetypes().iter().map(|a| a.id()).collect();
     if ids.len() != stamps.len() {
         return Err(LoadError::Corrupt {

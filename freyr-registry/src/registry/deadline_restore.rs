@@ -6,8 +6,8 @@
 
 use std::panic::{self, AssertUnwindSafe};
 
-use freyr_query::first_panic::keep_first;
 use freyr_persist::snapshot::{JobsImage, JobsRefusal, SnapshotError};
+use freyr_query::first_panic::keep_first;
 
 use super::{Payload, Registry};
 

@@ -10,8 +10,8 @@ use freyr_time::{
     DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket, JobsInFlight,
 };
 
-use freyr_query::first_panic::keep_first;
 use freyr_persist::snapshot::JobsImage;
+use freyr_query::first_panic::keep_first;
 
 use super::{ErasedApply, ErasedScheduler, Payload, Registry};
 

@@ -312,7 +312,10 @@ trait ErasedScheduler: Send {
     /// result type, replaced otherwise).
     fn capture_into(&self, now: u64, image: &mut freyr_persist::snapshot::JobsImage);
     /// Whether `restore` would accept `image` (of this result type).
-    fn check_restore(&self, image: &freyr_persist::snapshot::JobsImage) -> Result<(), DeadlineError>;
+    fn check_restore(
+        &self,
+        image: &freyr_persist::snapshot::JobsImage,
+    ) -> Result<(), DeadlineError>;
     /// Puts the scheduler at the start of tick `tick` with the jobs of `image` (of this result
     /// type) in flight, or none; returns how many pending jobs were discarded.
     fn restore(

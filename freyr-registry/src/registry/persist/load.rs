@@ -10,8 +10,8 @@ use crate::registry::Registry;
 use freyr_persist::persist::LoadError;
 use freyr_persist::persist::body::{SAVE_MAGIC, read_world_parts};
 use freyr_persist::persist::format::{Framed, Reader, Verifier, frame};
-use freyr_persist::snapshot::SnapshotError;
 use freyr_persist::persist::stamps::restore_stamps;
+use freyr_persist::snapshot::SnapshotError;
 
 impl Registry {
     /// Replaces this registry's world and tick with the save in `bytes`: the same world hash,
