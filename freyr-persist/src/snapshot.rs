@@ -281,7 +281,7 @@ pub enum SnapshotError {
         tick: u64,
     },
     /// The snapshot (or the save) is of a tick before one passed to
-    /// [`confirm_tick`](crate::Registry::confirm_tick): the registry promised that no restore
+    /// `Registry::confirm_tick`: the registry promised that no restore
     /// or load goes back before it.
     BeforeConfirmed {
         /// The snapshot's (or save's) tick.

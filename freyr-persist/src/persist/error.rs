@@ -22,7 +22,7 @@ pub enum SaveError {
     /// Deadline jobs are in flight (requested and not yet delivered): a save cannot hold
     /// their closures, and a load of it would never deliver them. Save at a tick with none in
     /// flight (a tick at least K after the last request), or after
-    /// [`settle_jobs`](crate::Registry::settle_jobs).
+    /// `Registry::settle_jobs`.
     JobsInFlight {
         /// `(result type, jobs in flight)` for every result type with any, in registration
         /// order.

@@ -148,7 +148,7 @@ impl Registry {
     /// A job that panicked is delivered as `Err(JobPanic)` in its place. K never adapts to the
     /// machine's speed.
     ///
-    /// `R: Clone` so that a snapshot can share a job in flight: a [`Snapshot`](crate::snapshot::Snapshot)
+    /// `R: Clone` so that a snapshot can share a job in flight: a [`Snapshot`](crate::Snapshot)
     /// holds every job in flight when it is taken (without waiting for it), and the registry
     /// that delivers such a job while a snapshot still holds it delivers a copy of its result;
     /// see [`restore`](Registry::restore). (Wrap a result that is costly to copy in an `Arc`.)
