@@ -331,7 +331,7 @@ mod tests {
     // Timed indices: Miri's clock is virtual, so the pace means nothing there.
     #[cfg_attr(miri, ignore = "times real sleeps")]
     fn with_a_spinning_thread_a_range_of_slow_indices_returns_early() {
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let _spinner = sleep.searching();
         // Slow indices: returns early after a few, leaving the rest to split.
         let mut next = 0;
@@ -351,7 +351,7 @@ mod tests {
     #[test]
     #[cfg_attr(miri, ignore = "times real sleeps")]
     fn without_an_idle_thread_a_range_of_slow_indices_runs_to_the_end() {
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let mut next = 0;
         run_indices(
             &mut next,
@@ -366,7 +366,7 @@ mod tests {
 
     #[test]
     fn progress_is_written_back_on_completion_and_on_unwind() {
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let mut next = 2;
         let mut seen = Vec::new();
         run_indices(&mut next, 40, &sleep, per_index(|i| seen.push(i)));
@@ -446,7 +446,7 @@ mod tests {
 
     #[test]
     fn batches_double_up_to_the_cap() {
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let mut next = 0;
         let mut batches = Vec::new();
         run_indices(&mut next, 100, &sleep, |next, stop| {
@@ -466,7 +466,7 @@ mod tests {
 
     #[test]
     fn a_faulty_batch_cannot_make_an_index_run_twice() {
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         // Returns without advancing: the batch still counts as done.
         let mut next = 0;
         let mut calls = 0;

@@ -9,7 +9,7 @@ use std::panic::{self, AssertUnwindSafe};
 use crate::group_inner::GroupInner;
 use crate::lcg::Lcg;
 use crate::metrics::{BusyClock, CachePadded, Counters, PoolMetrics};
-use crate::sleep::{Sleep, Sleeper};
+use crate::sleep::{Sleep, Sleeper, awake_cap};
 use crate::spin::{Backoff, IdleMark, Spin};
 use crate::task::{RunBatch, RunIndex, Task};
 use freyr_sync::{
@@ -130,13 +130,14 @@ impl Shared {
     /// State for a pool of `workers` (>= 1) total threads: `workers - 1`
     /// queues.
     pub(crate) fn new(workers: usize) -> Self {
+        let cores = sync::available_parallelism();
         Shared {
             queues: (1..workers)
                 .map(|_| CachePadded(Queue::new(QUEUE_CAPACITY)))
                 .collect(),
             overflow: Injector::new(),
-            sleep: Sleep::new(),
-            spin: Spin::new(workers, sync::available_parallelism()),
+            sleep: Sleep::new(workers - 1, awake_cap(workers, cores)),
+            spin: Spin::new(workers, cores),
             shutdown: AtomicBool::new(false),
             counters: (0..workers).map(|_| CachePadded::default()).collect(),
             start_latch: StartLatch::new(),
@@ -487,6 +488,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             !shared.has_work() && !shared.is_shut_down()
         });
     }
+    shared.sleep.worker_exited();
     CONTEXT.with(|cell| {
         cell.set(Context {
             pool: ptr::null(),

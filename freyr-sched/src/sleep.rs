@@ -15,8 +15,24 @@ pub(crate) enum Sleeper {
     GroupWaiter,
 }
 
+/// The most background workers that should be awake at once in a pool of
+/// `threads` (the caller included) on `cores` cores: all of them, unless the
+/// pool has more threads than cores; then as many as there are cores besides
+/// the caller's, at least one (PROTOCOL.md "Awake cap").
+pub(crate) fn awake_cap(threads: usize, cores: usize) -> usize {
+    let background = threads.saturating_sub(1);
+    if threads > cores.max(1) {
+        cores.saturating_sub(1).clamp(1, background.max(1))
+    } else {
+        background
+    }
+}
+
 /// The state under the sleep lock.
 struct State {
+    /// Background workers that have not exited: the awake ones are those not
+    /// blocked on `workers_cv`, plus those granted a token.
+    workers: usize,
     /// Workers blocked on `workers_cv`.
     waiting_workers: usize,
     /// Wake-ups granted to waiting workers and not yet taken.
@@ -54,15 +70,21 @@ pub(crate) struct Sleep {
     state: Mutex<State>,
     workers_cv: Condvar,
     waiters_cv: Condvar,
+    /// At most this many workers are woken to be awake at once (see
+    /// [`awake_cap`]); a submission wakes sleepers only up to it.
+    max_awake: usize,
 }
 
 impl Sleep {
-    pub(crate) fn new() -> Self {
+    /// The sleep state of a pool with `workers` background workers, of which
+    /// new work wakes sleepers until `max_awake` are awake.
+    pub(crate) fn new(workers: usize, max_awake: usize) -> Self {
         Sleep {
             sleepers: AtomicUsize::new(0),
             wakeable: AtomicUsize::new(0),
             searching: AtomicUsize::new(0),
             state: Mutex::new(State {
+                workers,
                 waiting_workers: 0,
                 worker_tokens: 0,
                 waiting_waiters: 0,
@@ -71,11 +93,14 @@ impl Sleep {
             }),
             workers_cv: Condvar::new(),
             waiters_cv: Condvar::new(),
+            max_awake,
         }
     }
 
-    /// Whether some thread sleeps without a pending wake-up: then splitting
-    /// work is worthwhile. A relaxed hint, never used for correctness.
+    /// Whether new work would wake some sleeper now (one without a pending
+    /// wake-up, and, for a worker, with room under the awake cap): then
+    /// splitting work is worthwhile. A relaxed hint, never used for
+    /// correctness.
     #[inline]
     pub(crate) fn has_sleepers(&self) -> bool {
         self.wakeable.load(Ordering::Relaxed) != 0
@@ -98,15 +123,27 @@ impl Sleep {
         Searching(&self.searching)
     }
 
+    /// Sleeping workers that a wake may grant a token now: those without one,
+    /// no more than the awake cap has room for. Workers not blocked (running,
+    /// searching, spinning, or on their way to park, where they re-check the
+    /// queues under the lock) and those holding a token count as awake.
+    fn wakeable_workers(&self, state: &State) -> usize {
+        let idle = state.waiting_workers.saturating_sub(state.worker_tokens);
+        // MUTANT `cap_counts_sleepers_awake` takes `awake` as every worker:
+        // with all of them asleep, a push wakes nobody (model 11).
+        let awake = state.workers - idle;
+        idle.min(self.max_awake.saturating_sub(awake))
+    }
+
     fn publish_wakeable(&self, state: &State) {
-        let waiting = state.waiting_workers + state.waiting_waiters;
-        let tokens = state.worker_tokens + state.waiter_tokens;
+        let waiters = state.waiting_waiters.saturating_sub(state.waiter_tokens);
         self.wakeable
-            .store(waiting.saturating_sub(tokens), Ordering::Relaxed);
+            .store(self.wakeable_workers(state) + waiters, Ordering::Relaxed);
     }
 
     /// Submit step 3: called after `tasks` new tasks were pushed. Grants up
-    /// to `tasks` wake-ups to sleepers that have none yet, workers first.
+    /// to `tasks` wake-ups to sleepers that have none yet, workers first (no
+    /// more of them than bring the awake workers up to the cap).
     /// Costs one fence and one load when nobody sleeps.
     #[inline]
     pub(crate) fn new_work(&self, tasks: usize) {
@@ -124,7 +161,7 @@ impl Sleep {
     fn wake(&self, tasks: usize) {
         let mut state = sync::lock(&self.state);
         let idle_workers = state.waiting_workers.saturating_sub(state.worker_tokens);
-        let to_workers = tasks.min(idle_workers);
+        let to_workers = tasks.min(self.wakeable_workers(&state));
         let idle_waiters = state.waiting_waiters.saturating_sub(state.waiter_tokens);
         let to_waiters = (tasks - to_workers).min(idle_waiters);
         state.worker_tokens += to_workers;
@@ -132,9 +169,20 @@ impl Sleep {
         self.publish_wakeable(&state);
         notify(&self.workers_cv, to_workers, idle_workers);
         notify(&self.waiters_cv, to_waiters, idle_waiters);
-        // Nobody without a token is waiting: every announced sleeper either
-        // re-checks after this critical section (and sees the work) or
-        // already holds a token and will search when it wakes.
+        // Every announced sleeper either re-checks after this critical
+        // section (and sees the work), already holds a token and will search
+        // when it wakes, or is a worker left asleep because the cap counts
+        // enough awake workers: each of those is not blocked now, so it
+        // searches again, or re-checks under this lock before it blocks.
+    }
+
+    /// A worker leaves its loop for good (shutdown): it no longer counts as
+    /// awake, so the cap never waits on it.
+    #[cold]
+    pub(crate) fn worker_exited(&self) {
+        let mut state = sync::lock(&self.state);
+        state.workers -= 1;
+        self.publish_wakeable(&state);
     }
 
     /// Group completion step 2: wakes every sleeping group waiter (each
@@ -248,6 +296,15 @@ fn notify(condvar: &Condvar, n: usize, idle: usize) {
     }
 }
 
+impl Sleep {
+    /// `(blocked workers, tokens granted to them)`, read under the lock.
+    #[cfg(all(test, not(freyr_loom)))]
+    fn worker_state(&self) -> (usize, usize) {
+        let state = sync::lock(&self.state);
+        (state.waiting_workers, state.worker_tokens)
+    }
+}
+
 #[cfg(all(test, not(freyr_loom)))]
 mod tests {
     use super::*;
@@ -256,7 +313,7 @@ mod tests {
 
     #[test]
     fn a_re_check_that_finds_work_does_not_park() {
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let counters = Counters::default();
         sleep.sleep(Sleeper::Worker, &counters, || false);
         assert_eq!(counters.snapshot().parks, 0);
@@ -265,7 +322,7 @@ mod tests {
 
     #[test]
     fn new_work_wakes_a_sleeper() {
-        let sleep = Arc::new(Sleep::new());
+        let sleep = Arc::new(Sleep::new(1, 1));
         let work = Arc::new(AtomicBool::new(false));
         let sleeper = {
             let (sleep, work) = (Arc::clone(&sleep), Arc::clone(&work));
@@ -283,5 +340,87 @@ mod tests {
         let metrics = sleeper.join().unwrap();
         assert_eq!(metrics.parks, metrics.wakeups);
         assert!(!sleep.has_sleepers());
+    }
+
+    /// Parks `n` worker threads on `sleep` until `work` is set, and returns
+    /// them once all `n` are blocked.
+    fn park_workers(
+        sleep: &Arc<Sleep>,
+        work: &Arc<AtomicBool>,
+        n: usize,
+    ) -> Vec<std::thread::JoinHandle<()>> {
+        let threads = (0..n)
+            .map(|_| {
+                let (sleep, work) = (Arc::clone(sleep), Arc::clone(work));
+                std::thread::spawn(move || {
+                    let counters = Counters::default();
+                    while !work.load(Ordering::SeqCst) {
+                        sleep.sleep(Sleeper::Worker, &counters, || !work.load(Ordering::SeqCst));
+                    }
+                })
+            })
+            .collect();
+        while sleep.worker_state().0 < n {
+            std::thread::yield_now();
+        }
+        threads
+    }
+
+    #[test]
+    fn awake_cap_is_the_cores_besides_the_callers_when_oversubscribed() {
+        assert_eq!(awake_cap(2, 2), 1);
+        assert_eq!(awake_cap(8, 2), 1);
+        assert_eq!(awake_cap(16, 2), 1);
+        assert_eq!(awake_cap(16, 4), 3);
+        assert_eq!(awake_cap(3, 2), 1);
+        assert_eq!(awake_cap(4, 1), 1);
+        assert_eq!(awake_cap(4, 0), 1);
+        // Not oversubscribed: no cap below the pool's workers.
+        assert_eq!(awake_cap(8, 8), 7);
+        assert_eq!(awake_cap(4, 16), 3);
+        assert_eq!(awake_cap(1, 2), 0);
+    }
+
+    #[test]
+    fn a_submission_wakes_sleepers_only_up_to_the_awake_cap() {
+        // Three workers, at most one awake: all three asleep, so a batch of
+        // three ranges wakes one of them, not three, and no split is asked for.
+        let sleep = Arc::new(Sleep::new(3, 1));
+        let work = Arc::new(AtomicBool::new(false));
+        let threads = park_workers(&sleep, &work, 3);
+        assert!(sleep.has_sleepers());
+        sleep.new_work(3);
+        let (waiting, tokens) = sleep.worker_state();
+        assert_eq!(tokens, 1, "{waiting} waiting");
+        assert!(!sleep.has_sleepers(), "one awake is the cap");
+        work.store(true, Ordering::SeqCst);
+        sleep.wake_all();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(sleep.worker_state(), (0, 0));
+    }
+
+    #[test]
+    fn with_a_worker_awake_at_the_cap_a_submission_wakes_none() {
+        // Two of three workers asleep: the third (not blocked) is awake and
+        // will search, so the cap of one wakes nobody.
+        let sleep = Arc::new(Sleep::new(3, 1));
+        let work = Arc::new(AtomicBool::new(false));
+        let threads = park_workers(&sleep, &work, 2);
+        assert!(!sleep.has_sleepers());
+        sleep.new_work(2);
+        assert_eq!(sleep.worker_state(), (2, 0));
+        // Once that worker exits, it no longer counts: a sleeper is woken.
+        sleep.worker_exited();
+        assert!(sleep.has_sleepers());
+        work.store(true, Ordering::SeqCst);
+        sleep.new_work(1);
+        // The woken one leaves; the other one needs the broadcast.
+        sleep.wake_all();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(sleep.worker_state(), (0, 0));
     }
 }

@@ -199,7 +199,7 @@ mod tests {
     #[test]
     fn a_worker_beyond_the_limit_does_not_spin_and_a_waiter_always_does() {
         let spin = Spin::new(3, 2); // one spinner allowed
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let mut waiter_rounds = 0;
         let outer = spin.spin(Sleeper::Worker, &sleep, None, || {
             // While this worker spins, a second worker gets no slot...
@@ -223,7 +223,7 @@ mod tests {
     #[test]
     fn phases_that_run_out_shorten_the_next_and_a_soon_submission_restores_it() {
         let spin = Spin::new(2, 2);
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let mut backoff = Backoff::default();
         for expected in 1..=MAX_HALVINGS + 2 {
             let found = spin.spin(
@@ -265,7 +265,7 @@ mod tests {
     #[test]
     fn the_spin_ends_when_the_budget_is_spent() {
         let spin = Spin::new(2, 2);
-        let sleep = Sleep::new();
+        let sleep = Sleep::new(1, 1);
         let mut rounds = 0u64;
         let found = spin.spin(Sleeper::Worker, &sleep, None, || -> Option<()> {
             assert!(

@@ -64,3 +64,39 @@ fn shutdown_racing_a_parked_worker_drains_and_joins_every_thread() {
         tally.assert_each_ran_once();
     });
 }
+
+/// Model 11. An oversubscribed pool (three threads on loom's two cores) keeps
+/// at most one worker awake: a submission wakes a sleeper only while none is
+/// awake. Whatever the two workers are doing when the task is pushed (both
+/// asleep, one running or on its way to park while the other sleeps), the
+/// task runs (the submitter does not help, so a lost wake-up is a deadlock),
+/// and dropping the pool drains and joins both. Mutant
+/// `cap_counts_sleepers_awake` makes it fail.
+#[test]
+fn an_oversubscribed_pool_with_one_worker_awake_runs_every_push_and_drains() {
+    check(|| {
+        let job = Signal {
+            runs: AtomicUsize::new(0),
+            done: AtomicBool::new(false),
+            submitter: loom::thread::current(),
+        };
+        let group = TaskGroup::new();
+        let pool = ThreadPool::new(3);
+        // Yields are free switches for loom (not preemptions): they let both
+        // workers reach their park, or one of them, before the push, within
+        // the preemption bound.
+        loom::thread::yield_now();
+        loom::thread::yield_now();
+        // SAFETY: `job` and `group` outlive the wait below.
+        unsafe { pool.submit_indexed(&group, &job, 1, signal) };
+        while !job.done.load(Ordering::Acquire) {
+            loom::thread::park();
+        }
+        group.wait(&pool);
+        drop(pool);
+        let runs = job.runs.load(Ordering::Relaxed);
+        require(runs == 1, || {
+            format!("the task must run exactly once, ran {runs} times")
+        });
+    });
+}
