@@ -42,7 +42,7 @@ fn with_lookahead_one_two_and_three_zones_compute_the_single_world() {
 }
 
 #[test]
-fn merged_digest_is_the_same_for_1_2_and_8_workers_threads_or_lockstep() {
+fn merged_digest_is_the_same_for_1_2_3_8_and_16_workers_threads_or_lockstep() {
     for zones in [2, 3] {
         let l = layout(zones, 3);
         let (reference, stats, hashes) = run_lockstep(l, 1);
@@ -55,7 +55,7 @@ fn merged_digest_is_the_same_for_1_2_and_8_workers_threads_or_lockstep() {
         );
         // With K = 3, aircraft in flight at the end miss a tick or two: not the single world.
         assert_ne!(reference.value(), single_world(l));
-        for workers in [1, 2, 8] {
+        for workers in [1, 2, 3, 8, 16] {
             let (threads, stats, threads_hashes) = run_threads(l, workers);
             // Each zone's world, ids and row order included, whatever the arrival order.
             assert_eq!(threads_hashes, hashes, "{zones} zones, {workers} workers");
