@@ -99,7 +99,7 @@ pub struct JobsImage {
 }
 
 impl JobsImage {
-    /// A placeholder that the first capture replaces.
+    /// An image of no jobs (of the unit type), overwritten by the first capture into it.
     pub fn empty() -> JobsImage {
         JobsImage {
             type_id: TypeId::of::<()>(),
