@@ -436,8 +436,11 @@ pub struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
 /// What a batch's `tasks` span names (feature `tracing`): its launch's span, label and number.
 #[cfg(feature = "tracing")]
 pub struct LaunchSpan {
+    /// The `launch` span.
     pub span: freyr_profile::spans::Span,
+    /// The launch's label (`with_label`), if any.
     pub label: Option<&'static str>,
+    /// The launch's number.
     pub seq: u64,
 }
 
