@@ -43,6 +43,7 @@
 //! | `json` | off | the tick profiler's JSON report and Chrome trace (`write_json`, `write_chrome_trace`; serde derives on the report types). Off by default so serde_json's impls (`impl PartialEq<Value> for u64`, ...) never reach a dependent's code |
 //! | `serde` | off | serde derives on the world digest ([`WorldDigest`](hash::WorldDigest), [`RowDigests`](hash::RowDigests)), to send it to another server |
 //! | `persist` | off | saves, loads and entity export/import (`Registry::save`, `Registry::load_into`, `Registry::export`, `Registry::import`; the `persist` module), values encoded with serde and postcard |
+//! | `tracing` | off | [`tracing`](https://docs.rs/tracing) spans of ticks, phases, systems, query calls, launches and their task batches, and sync points, named as the profilers name the same work, for `tracing-subscriber`, `tracing-tracy` or `tracing-chrome` (see the guide's "A game-server tick") |
 //!
 //! The guide (`docs/` in the repository, an mdBook) starts from a new crate that depends on
 //! `freyr`; every example in it is compiled and run as a doctest of this crate.

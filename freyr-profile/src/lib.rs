@@ -11,12 +11,17 @@
 //! 1. `phase` (the [`Phase`]s of a tick, which the reports are keyed by), `tick/record` (one
 //!    tick's record) and `tick/trace` (the trace spans a launch's tasks stamp);
 //! 2. `profiler` (the per-launch profiler and [`TimeStats`]), `tick/report` (window summaries);
-//! 3. `tick/mod.rs`: the tick profile.
+//! 3. `tick/mod.rs`: the tick profile;
+//! 4. `spans` (feature `tracing`): the `tracing` spans of a tick, named as the profilers name
+//!    the same work.
 
 #[doc(hidden)]
 pub mod phase;
 #[doc(hidden)]
 pub mod profiler;
+#[cfg(feature = "tracing")]
+#[doc(hidden)]
+pub mod spans;
 #[doc(hidden)]
 pub mod tick;
 

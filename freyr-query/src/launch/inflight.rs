@@ -213,9 +213,13 @@ impl InFlight {
     /// had not been waited for yet). Disjoint launches keep running.
     pub fn wait_conflicting(&self, pool: &ThreadPool, op: &OpAccess<'_>, profiler: &Profiler) {
         let mut start = None;
+        #[cfg(feature = "tracing")]
+        let mut span = None;
         for launch in &self.launches {
             if !launch.waited.get() && op.conflicts_with(&launch.access) {
                 start.get_or_insert_with(Instant::now);
+                #[cfg(feature = "tracing")]
+                span.get_or_insert_with(|| freyr_profile::spans::implicit_sync().entered());
                 launch.wait(pool);
             }
         }

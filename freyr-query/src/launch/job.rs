@@ -427,6 +427,21 @@ pub struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     timing: Option<Timing>,
     /// Batch stamps, when the launch is traced (`None`: no clock read, nothing allocated).
     trace: Option<TaskTrace>,
+    /// The launch's `tracing` span, the parent of its batches' `tasks` spans (feature
+    /// `tracing`); closed when the job is dropped at retirement.
+    #[cfg(feature = "tracing")]
+    span: LaunchSpan,
+}
+
+/// What a batch's `tasks` span names (feature `tracing`): its launch's span, label and number.
+#[cfg(feature = "tracing")]
+pub struct LaunchSpan {
+    /// The `launch` span.
+    pub span: freyr_profile::spans::Span,
+    /// The launch's label (`with_label`), if any.
+    pub label: Option<&'static str>,
+    /// The launch's number.
+    pub seq: u64,
 }
 
 // SAFETY: tasks on several threads share `&Job`:
@@ -437,7 +452,8 @@ pub struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
 //   retiring thread only after `group` reports completion (acquire), so no two threads touch one
 //   slot at once; moving slot values between threads needs `K::Slot: Send`;
 // - `trace.spans[i]` follows the same rule as `slots[i]`: written only by the thread that ran
-//   task `i` (when a batch starts there), read only after the group completed.
+//   task `i` (when a batch starts there), read only after the group completed;
+// - `span` (feature `tracing`) is `Sync` itself and tasks only read it.
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
 // SAFETY: every field is `Send` (`TaskSlots<T>` holds `T`s, `Send` for `T: Send`; pointers are
 // wrapped in `Send` types) except the archetype pointers in `spans`, which are shared pointers to `Sync`
@@ -452,6 +468,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
         kernel: K,
         timed: bool,
         trace: Option<Instant>,
+        #[cfg(feature = "tracing")] span: LaunchSpan,
     ) -> Self {
         let n = spans.tasks();
         Job {
@@ -463,6 +480,8 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
             kernel,
             timing: timed.then(|| Timing::new(n)),
             trace: trace.map(|epoch| TaskTrace::new(epoch, n)),
+            #[cfg(feature = "tracing")]
+            span,
         }
     }
 
@@ -501,6 +520,13 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
             // the slab run does.
             let stop = end.min(run.end()).min(span.end);
             let traced = job.trace.as_ref().map(|t| (t, Instant::now()));
+            // Exited when the batch ends, or while unwinding from a panicking callback.
+            #[cfg(feature = "tracing")]
+            let _batch = {
+                let launch = &job.span;
+                freyr_profile::spans::tasks(&launch.span, launch.label, launch.seq, index, stop)
+                    .entered()
+            };
             // SAFETY: `run.first <= index < stop <= run.end()`; this thread owns the indices
             // `index..stop` (each runs exactly once); the launch is registered until retired, and
             // retirement waits for these tasks; its access was checked against every other piece

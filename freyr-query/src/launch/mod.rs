@@ -75,6 +75,11 @@ where
     let tasks = spans.tasks();
     let seq = *ctx.next_seq;
     *ctx.next_seq += 1;
+    // Entered while the launch is submitted; the job keeps it open until retirement.
+    #[cfg(feature = "tracing")]
+    let span = freyr_profile::spans::launch(ctx.label, seq, tasks);
+    #[cfg(feature = "tracing")]
+    let _entered = span.enter();
     let job: &'static mut Job<Q, V, K> = Box::leak(Box::new(Job::new(
         ctx.registry_id,
         spans,
@@ -82,6 +87,12 @@ where
         kernel,
         ctx.label.is_some(),
         ctx.trace,
+        #[cfg(feature = "tracing")]
+        job::LaunchSpan {
+            span: span.clone(),
+            label: ctx.label,
+            seq,
+        },
     )));
     let job = NonNull::from(job);
     let erased: NonNull<dyn ErasedJob> = job;

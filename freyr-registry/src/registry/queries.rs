@@ -95,6 +95,8 @@ impl Registry {
         // The clock is read only for a label: an unlabelled `each` over a few small archetypes
         // costs about as much as two clock reads.
         let start = label.map(|_| Instant::now());
+        #[cfg(feature = "tracing")]
+        let _each = freyr_profile::spans::each(label).entered();
         self.guard(what);
         let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
         let (world, stamp) = self
@@ -122,6 +124,8 @@ impl Registry {
         body: impl FnOnce(&World, &QueryState<Q, F>, V::Fetch, &mut TaskOutput),
     ) {
         let start = Instant::now();
+        #[cfg(feature = "tracing")]
+        let _each = freyr_profile::spans::each(label).entered();
         self.guard("Query::each_with");
         let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
         let access = query_access::<Q, F, V>(&self.sync, state);

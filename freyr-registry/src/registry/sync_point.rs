@@ -61,6 +61,8 @@ impl Registry {
     /// order, then of the commands in the order they apply, then of the destructions. Later
     /// panics are dropped without letting their payload's `Drop` unwind.
     pub(super) fn sync_point(&mut self) -> Option<Box<dyn Any + Send>> {
+        #[cfg(feature = "tracing")]
+        let _sync = freyr_profile::spans::sync().entered();
         let traced = self
             .traced_tick()
             .map(|tick| (tick, std::time::Instant::now()));

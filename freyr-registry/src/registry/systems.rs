@@ -160,13 +160,19 @@ impl Registry {
         );
         self.in_update = true;
         let start = Instant::now();
+        #[cfg(feature = "tracing")]
+        let _tick = freyr_profile::spans::tick(self.tick()).entered();
         // With the tick profiler on and no tick opened by the caller, the update is the tick.
         let own_tick = self.begin_update_tick();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             if own_tick {
                 self.profile_tick_phase("deadlines");
             }
-            self.open_tick();
+            {
+                #[cfg(feature = "tracing")]
+                let _deadlines = freyr_profile::spans::deadlines().entered();
+                self.open_tick();
+            }
             self.run_phases(dt, own_tick);
         }));
         self.in_update = false;
@@ -189,11 +195,15 @@ impl Registry {
                 self.profile_tick_phase(phase.name());
             }
             let start = Instant::now();
+            #[cfg(feature = "tracing")]
+            let _phase = freyr_profile::spans::phase(phase).entered();
             self.phase = Some(phase);
             let mut systems = core::mem::take(&mut self.systems[phase.index()]);
             self.running_systems = systems.len();
             let ran = panic::catch_unwind(AssertUnwindSafe(|| {
                 for system in systems.iter_mut() {
+                    #[cfg(feature = "tracing")]
+                    let _system = freyr_profile::spans::system(system.name()).entered();
                     system.update(self, dt);
                 }
             }));

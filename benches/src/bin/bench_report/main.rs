@@ -8,7 +8,16 @@
 //!
 //! With `--run` it runs `cargo bench -p freyr-benches --features compare` (benches `core`,
 //! `query`, `registry`, `sched`) first, then reports the medians that run wrote. Without it, it
-//! reports what criterion's directory already holds.
+//! reports what criterion's directory already holds; with `--report FILE`, a report it wrote
+//! before (to splice into the documents again without rerunning anything).
+//!
+//! `--docs FILE` writes the report into FILE's GENERATED sections: the whole report into the
+//! guide's Benchmarks chapter, a short headline table into the README (see `splice`):
+//!
+//! ```text
+//! cargo run --release -p freyr-benches --bin bench_report -- --run --generic --docs README.md --docs docs/src/benchmarks.md
+//! cargo run --release -p freyr-benches --bin bench_report -- --run --docs docs/src/benchmarks.md
+//! ```
 //!
 //! Two builds. By default the comparison is built for x86-64-v3 (AVX2, FMA):
 //! `RUSTFLAGS="-C target-cpu=x86-64-v3"` unless `RUSTFLAGS` is set already. A crate that depends
@@ -40,10 +49,14 @@ OPTIONS:
   --filter REGEX   only benchmarks whose id matches (passed to criterion)
   --out FILE       where to write the report
                    (default target/bench-report.md, target/bench-report-generic.md)
+  --report FILE    splice FILE, a report written before (by --out), instead of reading
+                   criterion's results; FILE's build must be the one asked for
   --docs FILE      also write it into FILE's GENERATED sections (repeatable):
-                   `bench-report` (the whole report) and `bench-summary` (the summary
-                   table), `-generic` appended for the generic build; e.g.
-                   --docs README.md --docs docs/src/benchmarks.md
+                   `bench-report` (the whole report), `bench-summary` (the summary
+                   table) and `bench-headline` (the short table of the headline rows),
+                   `-generic` appended for the generic build; the README holds
+                   `bench-headline-generic`, the Benchmarks chapter both full reports:
+                   --generic --docs README.md --docs docs/src/benchmarks.md
   -h, --help       this text
 
 Parallel rows run at the machine's thread count, or at each of FREYR_BENCH_THREADS=1,2,8.";
@@ -59,6 +72,7 @@ struct Args {
     benches: Vec<String>,
     filter: Option<String>,
     out: Option<PathBuf>,
+    report: Option<PathBuf>,
     docs: Vec<PathBuf>,
     help: bool,
 }
@@ -80,10 +94,14 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
             }
             "--filter" => parsed.filter = Some(value("--filter")?),
             "--out" => parsed.out = Some(value("--out")?.into()),
+            "--report" => parsed.report = Some(value("--report")?.into()),
             "--docs" => parsed.docs.push(value("--docs")?.into()),
             "-h" | "--help" => parsed.help = true,
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
+    }
+    if parsed.report.is_some() && (parsed.run || parsed.out.is_some()) {
+        return Err("--report splices a report written before: not with --run or --out".into());
     }
     Ok(parsed)
 }
@@ -183,26 +201,31 @@ fn utc(time: SystemTime) -> String {
     )
 }
 
-fn main() -> ExitCode {
-    let args = match parse(env::args().skip(1)) {
-        Ok(args) => args,
-        Err(e) => {
-            eprintln!("bench_report: {e}");
-            return ExitCode::from(2);
-        }
-    };
-    if args.help {
-        println!("{HELP}");
-        return ExitCode::SUCCESS;
+/// A report written before, for `--report`: its header must name the build asked for.
+fn stored_report(path: &Path, generic: bool) -> Result<String, String> {
+    let report = fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let build = report
+        .lines()
+        .find_map(|l| l.strip_prefix("- Build: "))
+        .ok_or("not a bench_report report (no `- Build:` line)")?;
+    if build.starts_with("generic") != generic {
+        return Err(format!(
+            "its build is {build}; pass --generic exactly when it is the generic build"
+        ));
     }
-    let generic = args.generic || env::var("FREYR_BENCH_GENERIC").is_ok_and(|v| v == "1");
+    Ok(report)
+}
+
+/// Runs the comparison if asked, reads criterion's results, prints the report and writes it to
+/// `--out`; `None` after printing why it could not.
+fn measure(args: &Args, generic: bool) -> Option<String> {
     let target = target_dir(generic);
     let started = SystemTime::now();
     if args.run
-        && let Err(e) = run_benches(&args, &target)
+        && let Err(e) = run_benches(args, &target)
     {
         eprintln!("bench_report: {e}");
-        return ExitCode::FAILURE;
+        return None;
     }
     let criterion = target.join("criterion");
     let measurements = match collect::collect(&criterion, args.run.then_some(started)) {
@@ -212,11 +235,11 @@ fn main() -> ExitCode {
                 "bench_report: no results under {} (run with --run)",
                 criterion.display()
             );
-            return ExitCode::FAILURE;
+            return None;
         }
         Err(e) => {
             eprintln!("bench_report: reading {}: {e}", criterion.display());
-            return ExitCode::FAILURE;
+            return None;
         }
     };
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -241,9 +264,38 @@ fn main() -> ExitCode {
     });
     if let Err(e) = fs::write(&out, &report) {
         eprintln!("bench_report: writing {}: {e}", out.display());
-        return ExitCode::FAILURE;
+        return None;
     }
     eprintln!("bench_report: wrote {}", out.display());
+    Some(report)
+}
+
+fn main() -> ExitCode {
+    let args = match parse(env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("bench_report: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if args.help {
+        println!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
+    let generic = args.generic || env::var("FREYR_BENCH_GENERIC").is_ok_and(|v| v == "1");
+    let report = match &args.report {
+        Some(path) => match stored_report(path, generic) {
+            Ok(report) => report,
+            Err(e) => {
+                eprintln!("bench_report: {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+        },
+        None => match measure(&args, generic) {
+            Some(report) => report,
+            None => return ExitCode::FAILURE,
+        },
+    };
     let sections = splice::sections(&report, generic);
     for doc in &args.docs {
         let spliced = fs::read_to_string(doc)
@@ -251,11 +303,11 @@ fn main() -> ExitCode {
             .and_then(|text| splice::splice(&text, &sections));
         match spliced {
             Ok((_, 0)) => {
+                let names: Vec<&str> = sections.iter().map(|(n, _)| n.as_str()).collect();
                 eprintln!(
-                    "bench_report: {} has no GENERATED section for this build ({} or {})",
+                    "bench_report: {} has no GENERATED section for this build ({})",
                     doc.display(),
-                    sections[0].0,
-                    sections[1].0
+                    names.join(", ")
                 );
                 return ExitCode::FAILURE;
             }
@@ -299,6 +351,43 @@ mod tests {
                 .unwrap_err()
                 .contains("not one of")
         );
+    }
+
+    #[test]
+    fn a_stored_report_is_spliced_alone_and_only_for_its_own_build() {
+        let parsed = args(&["--report", "r.md", "--generic", "--docs", "README.md"]).unwrap();
+        assert_eq!(parsed.report, Some(PathBuf::from("r.md")));
+        for clash in [
+            &["--report", "r.md", "--run"][..],
+            &["--report", "r.md", "--out", "x"],
+        ] {
+            assert!(args(clash).unwrap_err().contains("not with --run or --out"));
+        }
+        let dir = env::temp_dir().join(format!("bench_report_{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("report.md");
+        fs::write(
+            &file,
+            "# Freyr benchmark report\n\n- Build: generic x86-64\n",
+        )
+        .unwrap();
+        assert!(
+            stored_report(&file, true)
+                .unwrap()
+                .contains("- Build: generic")
+        );
+        assert!(
+            stored_report(&file, false)
+                .unwrap_err()
+                .contains("pass --generic")
+        );
+        fs::write(&file, "no header").unwrap();
+        assert!(
+            stored_report(&file, true)
+                .unwrap_err()
+                .contains("not a bench_report")
+        );
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -3,11 +3,71 @@
 //! report, so the README's table and the guide's Benchmarks chapter are produced, not typed.
 //!
 //! Section names, per build (`-generic` appended for the generic build):
-//! - `bench-report`: the whole report, headings one level down;
-//! - `bench-summary`: the summary table alone.
+//! - `bench-report`: the whole report, headings one level down (the Benchmarks chapter);
+//! - `bench-summary`: the summary table and the million rows' spread;
+//! - `bench-headline`: a short table of the [`HEADLINE`] rows, and one sentence saying which
+//!   build, machine and date they come from (the README's first screen).
+
+/// The rows of the headline, in its order: (group, workload). ecs_bench_suite's rows and the
+/// million rows, whichever side of 1.00x they fall on.
+pub const HEADLINE: [(&str, &str); 8] = [
+    ("query", "each_1m"),
+    ("query", "each_async_1m"),
+    ("query", "simple_iter"),
+    ("query", "frag_iter"),
+    ("query", "heavy_compute"),
+    ("registry", "schedule"),
+    ("core", "simple_insert_10k"),
+    ("core", "add_remove_ab_10k"),
+];
+
+/// The value of the report header's `- {key}: ` line, if it has one.
+fn header<'a>(report: &'a str, key: &str) -> Option<&'a str> {
+    let prefix = format!("- {key}: ");
+    report.lines().find_map(|l| l.strip_prefix(prefix.as_str()))
+}
+
+/// The headline: the [`HEADLINE`] rows of the report's summary table (the first table whose
+/// header starts with `| group | workload |`), as workload, threads, Freyr's median, the
+/// fastest peer and the ratio, under one sentence naming the build, machine and date.
+pub fn headline(report: &str) -> String {
+    let summary = report
+        .split("\n## Every measurement")
+        .next()
+        .unwrap_or(report);
+    // Cells of the summary rows: group, workload, threads, Freyr, peer, Freyr / peer, ...
+    let rows: Vec<Vec<&str>> = summary
+        .lines()
+        .skip_while(|l| !l.starts_with("| group | workload |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+        .filter(|cells: &Vec<&str>| cells.len() >= 6)
+        .collect();
+    let build = header(report, "Build").unwrap_or("unnamed build");
+    let machine = header(report, "Machine").unwrap_or("unnamed machine");
+    let date = header(report, "Date").unwrap_or("undated");
+    let mut out = format!(
+        "Criterion medians of one run: {build}; {machine}; {date}. Freyr's fastest form \
+         against the fastest of hecs, bevy_ecs and legion; below 1.00x Freyr is faster.\n\n\
+         | workload | threads | Freyr | fastest peer | Freyr / peer |\n\
+         |---|---:|---:|---|---:|\n"
+    );
+    for (group, workload) in HEADLINE {
+        for cells in rows.iter().filter(|c| c[0] == group && c[1] == workload) {
+            // Freyr's cell names its form (`863 µs (freyr_each)`); the headline keeps the time.
+            let freyr = cells[3].split(" (").next().unwrap_or(cells[3]);
+            out.push_str(&format!(
+                "| `{workload}` | {} | {freyr} | {} | {} |\n",
+                cells[2], cells[4], cells[5]
+            ));
+        }
+    }
+    out
+}
 
 /// The sections of one build: (name, body).
-pub fn sections(report: &str, generic: bool) -> [(String, String); 2] {
+pub fn sections(report: &str, generic: bool) -> [(String, String); 3] {
     let suffix = if generic { "-generic" } else { "" };
     let whole = report
         .lines()
@@ -32,6 +92,7 @@ pub fn sections(report: &str, generic: bool) -> [(String, String); 2] {
     [
         (format!("bench-report{suffix}"), whole),
         (format!("bench-summary{suffix}"), summary),
+        (format!("bench-headline{suffix}"), headline(report)),
     ]
 }
 
@@ -81,7 +142,7 @@ mod tests {
 
     #[test]
     fn the_summary_section_holds_the_summary_table_only() {
-        let [(whole_name, whole), (summary_name, summary)] = sections(REPORT, false);
+        let [(whole_name, whole), (summary_name, summary), _] = sections(REPORT, false);
         assert_eq!(
             (whole_name.as_str(), summary_name.as_str()),
             ("bench-report", "bench-summary")
@@ -103,6 +164,40 @@ mod tests {
         assert!(out.contains("<!-- END GENERATED: bench-summary -->") && out.ends_with("end\n"));
         // Splicing twice gives the same text: the markers survive.
         assert_eq!(splice(&out, &sections(REPORT, false)).unwrap().0, out);
+    }
+
+    #[test]
+    fn the_headline_holds_the_headline_rows_in_order_with_their_source() {
+        let report = "# Freyr benchmark report\n\n- Build: generic x86-64\n- Machine: Xeon, 2 \
+                      hardware threads\n- Date: 2026-12-05 23:39 UTC\n\n## Summary\n\n\
+                      | group | workload | threads | Freyr | fastest peer | Freyr / peer | floor | Freyr / floor |\n\
+                      |---|---|---:|---|---|---:|---:|---:|\n\
+                      | core | spawn_10k | 1 | 154 µs (freyr) | 529 µs (hecs) | 0.29x | — | — |\n\
+                      | query | each_1m | 1 | 863 µs (freyr_each) | 1.59 ms (hecs) | 0.54x | 908 µs | 0.95x |\n\
+                      | query | frag_iter | 1 | 316 ns (freyr) | 294 ns (legion) | 1.07x | — | — |\n\
+                      \n## Every measurement\n\n\
+                      | group | workload | threads | implementation | median | / fastest peer | / floor | samples |\n\
+                      |---|---|---:|---|---:|---:|---:|---:|\n\
+                      | query | each_1m | 1 | hecs | 1.59 ms | 1.00x | 1.75x | — |\n";
+        let [_, _, (name, headline)] = sections(report, true);
+        assert_eq!(name, "bench-headline-generic");
+        assert!(
+            headline.starts_with(
+                "Criterion medians of one run: generic x86-64; Xeon, 2 hardware threads; \
+                 2026-12-05 23:39 UTC."
+            ),
+            "{headline}"
+        );
+        // Headline rows only, in HEADLINE's order (each_1m before frag_iter), forms dropped;
+        // a row that is not a headline row (spawn_10k) and the full table stay out.
+        let rows: Vec<&str> = headline.lines().filter(|l| l.starts_with("| `")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| `each_1m` | 1 | 863 µs | 1.59 ms (hecs) | 0.54x |",
+                "| `frag_iter` | 1 | 316 ns | 294 ns (legion) | 1.07x |",
+            ]
+        );
     }
 
     #[test]
