@@ -89,6 +89,18 @@ pub mod query {
 /// The work-stealing thread pool: [`ThreadPool`] and its builder, task groups, scopes, the
 /// allocation-free [`IndexedJob`](sched::IndexedJob) path, pool metrics, worker counts and
 /// the panic-payload helpers.
+/// Function systems: functions and closures whose parameters declare what they read and write
+/// ([`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut),
+/// [`Commands`](crate::Commands), [`EventWriter`](system::EventWriter),
+/// [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick)),
+/// added with [`Registry::add_fn_system`] and run in parallel when their access is disjoint.
+pub mod system {
+    pub use freyr_registry::systems::{
+        EventReader, EventWriter, IntoFnSystem, Local, ParamItem, Query, QueryParamData, Res,
+        ResMut, ScheduleError, SystemAccess, SystemConfig, SystemParam, Tick,
+    };
+}
+
 pub mod sched {
     pub use freyr_sched::{
         GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,

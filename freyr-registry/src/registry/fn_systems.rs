@@ -1,0 +1,486 @@
+//! Function systems on the registry: registration ([`Registry::add_fn_system`]) and the
+//! executor that runs a phase's segments (see `crate::systems::graph` for the graph).
+//!
+//! # The soundness argument
+//!
+//! While a segment's systems run, the registry is borrowed mutably by `update` and does
+//! nothing else, and before they start every in-flight launch was waited for
+//! (`read_with_layout(Exclusive)`): so no task and no registry operation touches the world or
+//! the resources meanwhile, and no `&mut World` exists, so every chunk stays in place (the
+//! layout stamp is current for the whole segment). Each system reaches only what its
+//! parameters declared (the parameters are sealed); two systems whose declared access
+//! conflicts are joined by an edge, so they never run at the same time, and an edge is a
+//! happens-before (the successor's start is published through the ready list's lock, after
+//! the predecessor's count-down). A system runs on one thread at a time (a node is popped
+//! from the ready list exactly once), so its state, its command buffer and its parameters'
+//! borrows are its own. A panicking system is caught on its worker before its borrows end, so
+//! no borrow outlives the segment; every runner returns before `scope` does.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use freyr_core::World;
+use freyr_profile::phase::Phase;
+use freyr_query::events::buffer::TaskOutput;
+use freyr_query::launch::inflight::OpAccess;
+use freyr_query::state::LayoutStamp;
+use freyr_sched::Scope;
+use hashbrown::HashMap;
+
+use crate::systems::graph::{self, FnNode, PhaseSchedule, Segment};
+use crate::systems::param::{Prepare, SystemContext};
+use crate::systems::{IntoFnSystem, ScheduleError, SystemAccess, SystemConfig};
+
+use super::{Registry, System};
+
+type Payload = Box<dyn core::any::Any + Send>;
+
+impl Registry {
+    /// Adds a function system named `name` to `phase`: a function or closure whose
+    /// parameters ([`Query`](crate::systems::Query), [`Res`](crate::systems::Res),
+    /// [`ResMut`](crate::systems::ResMut), [`Commands`](crate::Commands),
+    /// [`EventWriter`](crate::systems::EventWriter), [`EventReader`](crate::systems::EventReader),
+    /// [`Local`](crate::systems::Local), [`Tick`](crate::systems::Tick)) declare what it reads and
+    /// writes. See [`add_fn_system_with`](Registry::add_fn_system_with) for `before`/`after`.
+    ///
+    /// Within the phase, two systems whose access conflicts (one writes a component or
+    /// resource type the other reads or writes) run in registration order; systems with
+    /// disjoint access run at the same time on the registry's pool. An exclusive system
+    /// ([`add_system`](Registry::add_system), `&mut Registry`) is a barrier: the function
+    /// systems added before it finish before it starts, those added after start after it ends.
+    /// Commands and events apply at the phase's sync point in registration order, so the world
+    /// is the same for every worker count.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is added, and the registry is unchanged, on a [`ScheduleError`]: the parameters
+    /// conflict among themselves, the name is taken, the declared order has a cycle or points
+    /// back across an exclusive system, or an update is running.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Commands, Phase, Registry};
+    /// use freyr::system::{Query, Tick};
+    ///
+    /// struct Pos(f32);
+    /// struct Vel(f32);
+    /// struct Age(u32);
+    ///
+    /// fn integrate(mut q: Query<(&mut Pos, &Vel)>, t: Tick) {
+    ///     q.each(|_, (p, v)| p.0 += v.0 * t.dt);
+    /// }
+    /// fn age(mut q: Query<(freyr::Entity, &mut Age)>, mut cmds: Commands) {
+    ///     q.each(|e, a| {
+    ///         a.0 += 1;
+    ///         if a.0 == 2 {
+    ///             cmds.despawn(e);
+    ///         }
+    ///     });
+    /// }
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// let e = registry.spawn((Pos(0.0), Vel(2.0)));
+    /// registry.spawn((Age(0),));
+    /// registry.add_fn_system(Phase::Update, "integrate", integrate).unwrap();
+    /// registry.add_fn_system(Phase::Update, "age", age).unwrap(); // disjoint: runs beside it
+    /// registry.update(0.5);
+    /// registry.update(0.5);
+    /// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
+    /// assert_eq!(registry.len(), 1);
+    /// ```
+    pub fn add_fn_system<M, F: IntoFnSystem<M>>(
+        &mut self,
+        phase: Phase,
+        name: impl Into<String>,
+        system: F,
+    ) -> Result<(), ScheduleError>
+    where
+        M: 'static,
+    {
+        self.add_fn_system_with(phase, SystemConfig::new(name), system)
+    }
+
+    /// [`add_fn_system`](Registry::add_fn_system) with a [`SystemConfig`]: the name, `before`
+    /// and `after` (naming systems or sets of the phase), and the sets the system is in.
+    ///
+    /// # Errors
+    ///
+    /// As [`add_fn_system`](Registry::add_fn_system).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{ScheduleError, SystemConfig};
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("a").after("b"), || {})
+    ///     .unwrap();
+    /// let err = registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("b").after("a"), || {})
+    ///     .unwrap_err();
+    /// assert!(matches!(err, ScheduleError::Cycle { .. }));
+    /// assert_eq!(registry.system_count(Phase::Update), 1);
+    /// ```
+    pub fn add_fn_system_with<M, F: IntoFnSystem<M>>(
+        &mut self,
+        phase: Phase,
+        config: SystemConfig,
+        system: F,
+    ) -> Result<(), ScheduleError>
+    where
+        M: 'static,
+    {
+        self.guard("Registry::add_fn_system");
+        if self.in_update {
+            return Err(ScheduleError::DuringUpdate);
+        }
+        let schedule = &mut self.fn_systems[phase.index()];
+        if schedule.nodes.iter().any(|n| n.config.name == config.name) {
+            return Err(ScheduleError::DuplicateName { name: config.name });
+        }
+        let mut access = SystemAccess::default();
+        let system = crate::systems::function::FnSystem::new(system, &mut access);
+        graph::check_access(&config.name, &access)?;
+        schedule.nodes.push(FnNode {
+            config,
+            access,
+            system: Box::new(system),
+            segment: self.systems[phase.index()].len(),
+            output: TaskOutput::default(),
+            last_run: None,
+        });
+        if let Err(e) = graph::check_declared(&schedule.nodes) {
+            schedule.nodes.pop();
+            return Err(e);
+        }
+        schedule.segments = None;
+        Ok(())
+    }
+
+    /// Checks that every `before`/`after` of `phase`'s function systems names a system or a
+    /// set of the phase, and resolves the phase's graph (which [`update`](Registry::update)
+    /// would otherwise do on its first run, panicking on the same error).
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownName`] for the first name that matches nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{ScheduleError, SystemConfig};
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("a").before("typo"), || {})
+    ///     .unwrap();
+    /// assert!(matches!(
+    ///     registry.check_schedule(Phase::Update),
+    ///     Err(ScheduleError::UnknownName { .. })
+    /// ));
+    /// ```
+    pub fn check_schedule(&mut self, phase: Phase) -> Result<(), ScheduleError> {
+        let exclusive = self.system_count(phase) - self.fn_systems[phase.index()].nodes.len();
+        let schedule = &mut self.fn_systems[phase.index()];
+        if schedule.segments.is_none() || schedule.exclusive != exclusive {
+            schedule.segments = Some(graph::resolve(&schedule.nodes, exclusive)?);
+            schedule.exclusive = exclusive;
+        }
+        Ok(())
+    }
+
+    /// The declared access of `phase`'s function system `name`.
+    pub fn system_access(&self, phase: Phase, name: &str) -> Option<&SystemAccess> {
+        self.fn_systems[phase.index()]
+            .nodes
+            .iter()
+            .find(|n| n.config.name == name)
+            .map(|n| &n.access)
+    }
+
+    /// Number of function systems in `phase` (also counted by
+    /// [`system_count`](Registry::system_count)).
+    pub(super) fn fn_system_count(&self, phase: Phase) -> usize {
+        self.fn_systems[phase.index()].nodes.len()
+    }
+
+    /// Runs `phase`'s systems: each segment of function systems, then the exclusive system
+    /// that ends it. Called by `run_phases` inside its catch; a panic propagates after the
+    /// segment it happened in finished.
+    pub(super) fn run_phase_systems(
+        &mut self,
+        phase: Phase,
+        systems: &mut [Box<dyn System>],
+        dt: f32,
+    ) {
+        if self.fn_systems[phase.index()].nodes.is_empty() {
+            for system in systems.iter_mut() {
+                system.update(self, dt);
+            }
+            return;
+        }
+        let mut schedule = core::mem::take(&mut self.fn_systems[phase.index()]);
+        let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+            if schedule.segments.is_none() || schedule.exclusive != systems.len() {
+                match graph::resolve(&schedule.nodes, systems.len()) {
+                    Ok(segments) => schedule.segments = Some(segments),
+                    Err(e) => panic!("freyr: {e}"),
+                }
+                schedule.exclusive = systems.len();
+            }
+            for k in 0..=systems.len() {
+                self.run_segment(&mut schedule, k, dt);
+                if let Some(system) = systems.get_mut(k) {
+                    system.update(self, dt);
+                }
+            }
+        }));
+        // `add_fn_system` refuses during an update, so nothing was added meanwhile.
+        self.fn_systems[phase.index()] = schedule;
+        if let Err(payload) = ran {
+            panic::resume_unwind(payload);
+        }
+    }
+
+    fn run_segment(&mut self, schedule: &mut PhaseSchedule, k: usize, dt: f32) {
+        let PhaseSchedule {
+            nodes, segments, ..
+        } = schedule;
+        let segment = &segments.as_ref().expect("resolved before the segments run")[k];
+        if segment.nodes.is_empty() {
+            return;
+        }
+        // Every launch waited for: nothing else touches the world while the segment runs.
+        let (world, stamp) = self
+            .sync
+            .read_with_layout(&OpAccess::Exclusive, &self.profiler);
+        let world = NonNull::from(world);
+        let tick = self.tick();
+        let mut resources = HashMap::new();
+        for &i in &segment.nodes {
+            let node = &mut nodes[i];
+            let mut prepare = Prepare {
+                // SAFETY: the world lives in the registry's box, which no `&mut World` reaches
+                // until the segment ends (see the module's argument); `sync` below is used only
+                // for the resources.
+                world: unsafe { world.as_ref() },
+                sync: &mut self.sync,
+                profiler: &self.profiler,
+                resources: &mut resources,
+                system: &node.config.name,
+            };
+            node.system.prepare(&mut prepare);
+        }
+        let ptrs: Vec<NodePtr> = segment
+            .nodes
+            .iter()
+            .map(|&i| NodePtr(NonNull::from(&mut nodes[i])))
+            .collect();
+        let exec = Exec {
+            nodes: ptrs,
+            segment,
+            world,
+            stamp,
+            tick,
+            dt,
+            left: segment.preds.iter().map(|&p| AtomicU32::new(p)).collect(),
+            poisoned: segment
+                .nodes
+                .iter()
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+            status: segment
+                .nodes
+                .iter()
+                .map(|_| AtomicU8::new(SKIPPED))
+                .collect(),
+            panics: Mutex::new(Vec::new()),
+            ready: Mutex::new(Vec::new()),
+            active: AtomicUsize::new(0),
+            workers: self.workers(),
+        };
+        if exec.workers == 1 || segment.nodes.len() == 1 {
+            for &v in &segment.topo {
+                exec.run_node(v);
+                exec.finish(v);
+            }
+        } else {
+            {
+                let mut ready = exec.ready.lock().unwrap_or_else(|p| p.into_inner());
+                // Reversed: the list is popped from the end, lowest index first.
+                ready.extend(
+                    (0..segment.nodes.len() as u32)
+                        .rev()
+                        .filter(|&v| exec.preds(v) == 0),
+                );
+            }
+            let roots = segment.preds.iter().filter(|&&p| p == 0).count();
+            let exec = &exec;
+            self.sync.pool().scope(|s| {
+                let helpers = roots.min(exec.workers) - 1;
+                exec.active.fetch_add(helpers + 1, Ordering::Relaxed);
+                for _ in 0..helpers {
+                    s.spawn(move |s| runner(exec, s));
+                }
+                runner(exec, s);
+            });
+        }
+        // Outputs in registration order: the order commands apply in.
+        let mut first_panic: Option<Payload> = None;
+        let mut panics = exec.panics.into_inner().unwrap_or_else(|p| p.into_inner());
+        panics.sort_by_key(|(v, _)| *v);
+        for (_, payload) in panics {
+            if first_panic.is_none() {
+                first_panic = Some(payload);
+            } else {
+                freyr_sched::drop_payload(payload);
+            }
+        }
+        for (v, &i) in segment.nodes.iter().enumerate() {
+            let node = &mut nodes[i];
+            match exec.status[v].load(Ordering::Relaxed) {
+                RAN => {
+                    node.last_run = Some(tick);
+                    if !node.output.is_empty() {
+                        let seq = self.next_seq;
+                        self.next_seq += 1;
+                        self.pending
+                            .push((seq, vec![core::mem::take(&mut node.output)]));
+                    }
+                }
+                PANICKED => {
+                    // A panicking system's commands and events are discarded whole; a value's
+                    // `Drop` panicking here is dropped too (the system's panic goes first).
+                    let output = core::mem::take(&mut node.output);
+                    if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| drop(output))) {
+                        freyr_sched::drop_payload(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+    }
+}
+
+const SKIPPED: u8 = 0;
+const RAN: u8 = 1;
+const PANICKED: u8 = 2;
+
+/// A pointer to one node of the running segment.
+struct NodePtr(NonNull<FnNode>);
+
+/// One segment's run, shared by its runners.
+struct Exec<'a> {
+    nodes: Vec<NodePtr>,
+    segment: &'a Segment,
+    world: NonNull<World>,
+    stamp: LayoutStamp,
+    tick: u64,
+    dt: f32,
+    /// Per node: predecessors not finished yet.
+    left: Vec<AtomicU32>,
+    /// Per node: a predecessor panicked or was skipped; the node is skipped.
+    poisoned: Vec<AtomicBool>,
+    status: Vec<AtomicU8>,
+    panics: Mutex<Vec<(u32, Payload)>>,
+    /// Nodes whose predecessors all finished, not started yet.
+    ready: Mutex<Vec<u32>>,
+    /// Runners running.
+    active: AtomicUsize,
+    workers: usize,
+}
+
+// SAFETY: the node pointers are disjoint (one per segment member), and a node is dereferenced
+// only by the runner that popped it from `ready`, which happens once (its count reached zero
+// once); the world pointer is only read, under the module's argument. The rest is atomics and
+// locks.
+unsafe impl Sync for Exec<'_> {}
+
+impl Exec<'_> {
+    fn preds(&self, v: u32) -> u32 {
+        self.segment.preds[v as usize]
+    }
+
+    /// Runs node `v` unless a predecessor failed, catching its panic.
+    fn run_node(&self, v: u32) {
+        let v = v as usize;
+        if self.poisoned[v].load(Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: node `v` is run once, by this thread (see `Sync` above).
+        let node = unsafe { &mut *self.nodes[v].0.as_ptr() };
+        let ctx = SystemContext {
+            // SAFETY: the world is alive and not mutably borrowed for the segment.
+            world: unsafe { self.world.as_ref() },
+            stamp: self.stamp,
+            tick: self.tick,
+            dt: self.dt,
+            last_run: node.last_run,
+            output: NonNull::from(&mut node.output),
+        };
+        let system = &mut node.system;
+        // SAFETY: `prepare` ran for this segment; the graph orders every system whose access
+        // conflicts with this one's, so none runs meanwhile.
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| unsafe { system.run(&ctx) }));
+        match outcome {
+            Ok(()) => self.status[v].store(RAN, Ordering::Relaxed),
+            Err(payload) => {
+                self.status[v].store(PANICKED, Ordering::Relaxed);
+                self.poisoned[v].store(true, Ordering::Relaxed);
+                self.panics
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((v as u32, payload));
+            }
+        }
+    }
+
+    /// Counts `v`'s successors down; returns how many became ready (pushed on `ready`).
+    fn finish(&self, v: u32) -> usize {
+        let failed = self.poisoned[v as usize].load(Ordering::Relaxed);
+        let mut readied = 0;
+        for (w, _) in &self.segment.succ[v as usize] {
+            if failed {
+                self.poisoned[*w as usize].store(true, Ordering::Relaxed);
+            }
+            // AcqRel: the last predecessor to count down sees every earlier one's writes, and
+            // publishes them with the push below.
+            if self.left[*w as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                readied += 1;
+                if self.workers > 1 && self.segment.nodes.len() > 1 {
+                    self.ready
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(*w);
+                }
+            }
+        }
+        readied
+    }
+}
+
+/// Pops ready nodes and runs them until none is left, starting more runners when several
+/// became ready and workers are idle.
+fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>) {
+    loop {
+        let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let Some(v) = next else { break };
+        exec.run_node(v);
+        let mut readied = exec.finish(v);
+        while readied > 1 && exec.active.load(Ordering::Relaxed) < exec.workers {
+            exec.active.fetch_add(1, Ordering::Relaxed);
+            scope.spawn(move |s| runner(exec, s));
+            readied -= 1;
+        }
+    }
+    exec.active.fetch_sub(1, Ordering::Relaxed);
+}
