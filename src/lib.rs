@@ -86,9 +86,6 @@ pub mod query {
     pub use freyr_registry::{Query, Reduction};
 }
 
-/// The work-stealing thread pool: [`ThreadPool`] and its builder, task groups, scopes, the
-/// allocation-free [`IndexedJob`](sched::IndexedJob) path, pool metrics, worker counts and
-/// the panic-payload helpers.
 /// Function systems: functions and closures whose parameters declare what they read and write
 /// ([`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut),
 /// [`Commands`](crate::Commands), [`EventWriter`](system::EventWriter),
@@ -101,6 +98,9 @@ pub mod system {
     };
 }
 
+/// The work-stealing thread pool: [`ThreadPool`] and its builder, task groups, scopes, the
+/// allocation-free [`IndexedJob`](sched::IndexedJob) path, pool metrics, worker counts and
+/// the panic-payload helpers.
 pub mod sched {
     pub use freyr_sched::{
         GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,

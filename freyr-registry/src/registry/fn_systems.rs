@@ -204,6 +204,44 @@ impl Registry {
             .map(|n| &n.access)
     }
 
+    /// The shuffled-start test mode: with `Some(seed)`, the function systems of every phase
+    /// that are free to start (all their predecessors done) start in a random order drawn from
+    /// `seed`, the tick and the segment, on one worker as on many; `None` (the default) turns
+    /// it off. The graph is unchanged, so a schedule whose systems keep all their shared
+    /// state in the registry gives the same world for every seed: state shared outside the ECS
+    /// (a captured `Arc<Mutex<_>>`, a global) shows up as a difference between seeds in a
+    /// test that compares world hashes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use freyr::{Phase, Registry};
+    ///
+    /// // Two systems with no declared access share a Vec behind the registry's back.
+    /// let run = |seed: u64| {
+    ///     let hidden = Arc::new(Mutex::new(Vec::new()));
+    ///     let mut registry = Registry::with_workers(1);
+    ///     registry.shuffle_system_starts(Some(seed));
+    ///     for name in ["a", "b", "c", "d"] {
+    ///         let hidden = hidden.clone();
+    ///         registry
+    ///             .add_fn_system(Phase::Update, name, move || hidden.lock().unwrap().push(name))
+    ///             .unwrap();
+    ///     }
+    ///     registry.update(0.0);
+    ///     let order = hidden.lock().unwrap().clone();
+    ///     order
+    /// };
+    /// let orders: std::collections::HashSet<_> = (0..16).map(run).collect();
+    /// assert!(orders.len() > 1); // the hidden order dependence shows up
+    /// ```
+    pub fn shuffle_system_starts(&mut self, seed: Option<u64>) {
+        for schedule in &mut self.fn_systems {
+            schedule.shuffle = seed;
+        }
+    }
+
     /// Number of function systems in `phase` (also counted by
     /// [`system_count`](Registry::system_count)).
     pub(super) fn fn_system_count(&self, phase: Phase) -> usize {
@@ -250,8 +288,12 @@ impl Registry {
 
     fn run_segment(&mut self, schedule: &mut PhaseSchedule, k: usize, dt: f32) {
         let PhaseSchedule {
-            nodes, segments, ..
+            nodes,
+            segments,
+            shuffle,
+            ..
         } = schedule;
+        let shuffle = *shuffle;
         let segment = &segments.as_ref().expect("resolved before the segments run")[k];
         if segment.nodes.is_empty() {
             return;
@@ -301,20 +343,37 @@ impl Registry {
                 .map(|_| AtomicU8::new(SKIPPED))
                 .collect(),
             panics: Mutex::new(Vec::new()),
-            ready: Mutex::new(Vec::new()),
+            ready: Mutex::new(Ready {
+                list: Vec::new(),
+                rng: None,
+            }),
             active: AtomicUsize::new(0),
             workers: self.workers(),
         };
+        let rng = shuffle.map(|seed| {
+            let mut state =
+                seed ^ tick.rotate_left(32) ^ (k as u64).wrapping_mul(0xA24B_AED4_963E_E407);
+            graph::split_mix(&mut state)
+        });
         if exec.workers == 1 || segment.nodes.len() == 1 {
-            for &v in &segment.topo {
+            let shuffled;
+            let order = match rng {
+                Some(rng) => {
+                    shuffled = segment.shuffled_topo(rng);
+                    &shuffled
+                }
+                None => &segment.topo,
+            };
+            for &v in order {
                 exec.run_node(v);
                 exec.finish(v);
             }
         } else {
             {
                 let mut ready = exec.ready.lock().unwrap_or_else(|p| p.into_inner());
+                ready.rng = rng;
                 // Reversed: the list is popped from the end, lowest index first.
-                ready.extend(
+                ready.list.extend(
                     (0..segment.nodes.len() as u32)
                         .rev()
                         .filter(|&v| exec.preds(v) == 0),
@@ -378,6 +437,24 @@ const PANICKED: u8 = 2;
 /// A pointer to one node of the running segment.
 struct NodePtr(NonNull<FnNode>);
 
+/// The ready list: popped from the end, or at random in the shuffled-start mode.
+struct Ready {
+    list: Vec<u32>,
+    rng: Option<u64>,
+}
+
+impl Ready {
+    fn pop(&mut self) -> Option<u32> {
+        match &mut self.rng {
+            Some(rng) if !self.list.is_empty() => {
+                let pick = (graph::split_mix(rng) % self.list.len() as u64) as usize;
+                Some(self.list.swap_remove(pick))
+            }
+            _ => self.list.pop(),
+        }
+    }
+}
+
 /// One segment's run, shared by its runners.
 struct Exec<'a> {
     nodes: Vec<NodePtr>,
@@ -393,7 +470,7 @@ struct Exec<'a> {
     status: Vec<AtomicU8>,
     panics: Mutex<Vec<(u32, Payload)>>,
     /// Nodes whose predecessors all finished, not started yet.
-    ready: Mutex<Vec<u32>>,
+    ready: Mutex<Ready>,
     /// Runners running.
     active: AtomicUsize,
     workers: usize,
@@ -460,6 +537,7 @@ impl Exec<'_> {
                     self.ready
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
+                        .list
                         .push(*w);
                 }
             }

@@ -224,6 +224,41 @@ pub(crate) struct PhaseSchedule {
     pub(crate) segments: Option<Vec<Segment>>,
     /// The number of exclusive systems `segments` was resolved for.
     pub(crate) exclusive: usize,
+    /// The seed of the shuffled-start test mode, if on
+    /// ([`Registry::shuffle_system_starts`](crate::Registry::shuffle_system_starts)).
+    pub(crate) shuffle: Option<u64>,
+}
+
+/// SplitMix64: the shuffled-start mode's generator (a test aid; any fixed sequence will do).
+pub(crate) fn split_mix(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+impl Segment {
+    /// A topological order that picks among the ready nodes at random (seeded).
+    pub(crate) fn shuffled_topo(&self, mut rng: u64) -> Vec<u32> {
+        let mut left = self.preds.clone();
+        let mut ready: Vec<u32> = (0..left.len() as u32)
+            .filter(|&i| left[i as usize] == 0)
+            .collect();
+        let mut topo = Vec::with_capacity(left.len());
+        while !ready.is_empty() {
+            let pick = (split_mix(&mut rng) % ready.len() as u64) as usize;
+            let v = ready.swap_remove(pick);
+            topo.push(v);
+            for (w, _) in &self.succ[v as usize] {
+                left[*w as usize] -= 1;
+                if left[*w as usize] == 0 {
+                    ready.push(*w);
+                }
+            }
+        }
+        topo
+    }
 }
 
 /// A square bit matrix: `reach[a]` holds the nodes reachable from `a`.
