@@ -88,7 +88,7 @@ pub mod query {
 
 /// Function systems: functions and closures whose parameters declare what they read and write
 /// ([`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut),
-/// [`Commands`](crate::Commands), [`EventWriter`](system::EventWriter),
+/// [`Commands`], [`EventWriter`](system::EventWriter),
 /// [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick)),
 /// added with [`Registry::add_fn_system`] and run in parallel when their access is disjoint.
 pub mod system {

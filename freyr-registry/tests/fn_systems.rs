@@ -355,7 +355,7 @@ fn an_event_reader_reads_each_event_once() {
             Phase::PreUpdate,
             "send",
             |t: Tick, mut w: EventWriter<Died>| {
-                if t.tick % 2 == 0 {
+                if t.tick.is_multiple_of(2) {
                     w.send(Died(Entity::from_bits(1 << 32).unwrap()));
                 }
             },

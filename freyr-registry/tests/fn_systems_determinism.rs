@@ -100,6 +100,7 @@ fn spec() -> impl Strategy<Value = Spec> {
 }
 
 /// Writes `W` from `R`, folds into resource `X` (read or written), records commands and events.
+#[allow(clippy::type_complexity)]
 fn writer<W: Val, R: Val, X: ResVal>(
     s: Spec,
 ) -> impl FnMut(Query<(&mut W, &R)>, ResMut<X>, Commands, EventWriter<Ev>) + Send + 'static {

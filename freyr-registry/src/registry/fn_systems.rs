@@ -72,7 +72,7 @@ impl Registry {
     /// fn integrate(mut q: Query<(&mut Pos, &Vel)>, t: Tick) {
     ///     q.each(|_, (p, v)| p.0 += v.0 * t.dt);
     /// }
-    /// fn age(mut q: Query<(freyr::Entity, &mut Age)>, mut cmds: Commands) {
+    /// fn age(mut q: Query<&mut Age>, mut cmds: Commands) {
     ///     q.each(|e, a| {
     ///         a.0 += 1;
     ///         if a.0 == 2 {

@@ -296,9 +296,12 @@ impl Reach {
     }
 }
 
+/// A declared edge: `(first, second, reason)`.
+type DeclaredEdge = (usize, usize, String);
+
 /// The declared edges `(first, second, reason)` among `nodes` (by name: a system's own name or a
 /// set it is in), plus the names that match nothing.
-fn declared_edges(nodes: &[FnNode]) -> (Vec<(usize, usize, String)>, Vec<(usize, String)>) {
+fn declared_edges(nodes: &[FnNode]) -> (Vec<DeclaredEdge>, Vec<(usize, String)>) {
     let members = |name: &str| -> Vec<usize> {
         nodes
             .iter()

@@ -269,6 +269,10 @@ pub type ParamItem<'w, P> = <P as SystemParam>::Item<'w>;
 
 // ---- Query ---------------------------------------------------------------------------------
 
+/// The borrow and the types a [`Query`] stands for (covariant, neither `Send` nor `Sync` by
+/// itself).
+type QueryMarker<'w, Q, F> = (&'w mut (), fn() -> (Q, F));
+
 /// A function system's query: fetch `Q` (e.g. `(&mut Pos, &Vel)`) from every entity whose
 /// archetype passes the filter `F` ([`With`](crate::With), [`Without`](crate::Without)).
 ///
@@ -309,7 +313,7 @@ pub struct Query<'w, Q, F = ()> {
     last_run: Option<u64>,
     /// The change filters set on this query for this run.
     terms: Vec<(TickTerm, bool)>,
-    _marker: PhantomData<(&'w mut (), fn() -> (Q, F))>,
+    _marker: PhantomData<QueryMarker<'w, Q, F>>,
 }
 
 /// The query data a function system's [`Query`] names, with the lifetimes its signature gave
@@ -626,10 +630,10 @@ impl<T: Send + Sync + 'static> SystemParam for Res<'_, T> {
 
     unsafe fn fetch<'w>(state: &'w mut Self::State, _: &'w SystemContext<'w>) -> Res<'w, T> {
         let ptr = state.0.expect("freyr: `prepare` found the resource");
-        // SAFETY: the pointer is the resource's, taken this segment; no system writing `T`
-        // runs until this borrow ends (they conflict), and nothing else touches resources
-        // while the segment runs.
         Res {
+            // SAFETY: the pointer is the resource's, taken this segment; no system writing `T`
+            // runs until this borrow ends (they conflict), and nothing else touches resources
+            // while the segment runs.
             value: unsafe { ptr.as_ref() },
         }
     }
@@ -675,9 +679,9 @@ impl<T: Send + Sync + 'static> SystemParam for ResMut<'_, T> {
 
     unsafe fn fetch<'w>(state: &'w mut Self::State, _: &'w SystemContext<'w>) -> ResMut<'w, T> {
         let mut ptr = state.0.expect("freyr: `prepare` found the resource");
-        // SAFETY: as for `Res`, and no other system reading or writing `T` runs until this
-        // borrow ends; within the system, `init` rejected a second borrow of `T`.
         ResMut {
+            // SAFETY: as for `Res`, and no other system reading or writing `T` runs until this
+            // borrow ends; within the system, `init` rejected a second borrow of `T`.
             value: unsafe { ptr.as_mut() },
         }
     }
@@ -714,6 +718,9 @@ impl SystemParam for Commands<'_> {
     }
 }
 
+/// The borrow and the event type an [`EventWriter`] stands for.
+type WriterMarker<'w, E> = (&'w mut EventBuffer, fn(E));
+
 /// Sends events of type `E` from a function system: stored at the phase's sync point in
 /// system order (then send order), and read with [`EventReader`] or
 /// [`Registry::read_events`](crate::Registry::read_events).
@@ -738,7 +745,7 @@ impl SystemParam for Commands<'_> {
 /// ```
 pub struct EventWriter<'w, E> {
     buffer: NonNull<EventBuffer>,
-    _marker: PhantomData<(&'w mut EventBuffer, fn(E))>,
+    _marker: PhantomData<WriterMarker<'w, E>>,
 }
 
 impl<E: Clone + Send + Sync + 'static> EventWriter<'_, E> {
