@@ -10,6 +10,7 @@
 //! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Events`], [`EventCursor`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`], [`mix`] (per-entity randomness); the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
 //! | [`storage`] | the world's layout: archetypes, 512-entity chunks, component ids, the command buffer's report |
 //! | [`query`] | queries and their parts: [`Query`](query::Query), [`QueryData`](query::QueryData), filters, views, [`QueryState`](query::QueryState), access sets |
+//! | [`system`] | function systems: [`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut), [`EventWriter`](system::EventWriter), [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick); [`SystemConfig`](system::SystemConfig) (`before` / `after` / sets), [`ScheduleError`](system::ScheduleError) |
 //! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
 //! | [`time`] | the tools around a deterministic tick: [`FixedStep`](time::FixedStep), clocks, gates, the overrun governor; [`time::deadline`], [`time::pump`], [`time::budget`], [`time::path`] |
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
@@ -93,8 +94,8 @@ pub mod query {
 /// added with [`Registry::add_fn_system`] and run in parallel when their access is disjoint.
 pub mod system {
     pub use freyr_registry::systems::{
-        EventReader, EventWriter, IntoFnSystem, Local, ParamItem, Query, QueryParamData, Res,
-        ResMut, ScheduleError, SystemAccess, SystemConfig, SystemParam, Tick,
+        EventReader, EventWriter, GraphFormat, IntoFnSystem, Local, ParamItem, Query,
+        QueryParamData, Res, ResMut, ScheduleError, SystemAccess, SystemConfig, SystemParam, Tick,
     };
 }
 
@@ -274,6 +275,8 @@ mod guide {
     mod queries {}
     #[doc = include_str!("../docs/src/parallel.md")]
     mod parallel {}
+    #[doc = include_str!("../docs/src/systems.md")]
+    mod systems {}
     #[doc = include_str!("../docs/src/scheduler.md")]
     mod scheduler {}
     #[doc = include_str!("../docs/src/time.md")]

@@ -447,3 +447,61 @@ fn a_panicking_system_is_contained_and_re_raised() {
         assert_eq!(registry.in_flight(), 0);
     }
 }
+
+#[test]
+fn the_profiler_books_each_system_and_the_trace_shows_it_on_a_worker() {
+    use freyr_registry::TickProfileConfig;
+    let mut registry = Registry::with_workers(2);
+    registry.spawn((Pos(0.0),));
+    registry
+        .add_fn_system(Phase::Update, "integrate", |mut q: Query<&mut Pos>| {
+            q.each(|_, p| p.0 += 1.0)
+        })
+        .unwrap();
+    registry
+        .add_fn_system(Phase::Update, "idle", || {})
+        .unwrap();
+    registry.update(0.0); // profiler off: nothing booked
+    assert!(registry.profile().label("integrate").is_none());
+    registry.enable_tick_profile(TickProfileConfig {
+        trace_ticks: 1..2,
+        ..Default::default()
+    });
+    registry.update(0.0);
+    assert_eq!(registry.profile().label("integrate").unwrap().calls, 1);
+    assert_eq!(registry.profile().label("idle").unwrap().calls, 1);
+    let events = registry.tick_profile().unwrap().trace_events();
+    assert_eq!(events.iter().filter(|e| e.name == "integrate").count(), 1);
+}
+
+#[test]
+fn schedule_graph_names_every_edge_s_reason() {
+    use freyr_registry::systems::GraphFormat;
+    let mut registry = Registry::with_workers(2);
+    registry
+        .add_fn_system(Phase::Update, "a", |_: Query<&mut Pos>| {})
+        .unwrap();
+    registry
+        .add_fn_system(Phase::Update, "b", |_: Query<&Pos>| {})
+        .unwrap();
+    registry.add_system(Phase::Update, |_: &mut Registry, _: f32| {});
+    registry
+        .add_fn_system_with(Phase::Update, SystemConfig::new("c").after("d"), || {})
+        .unwrap();
+    registry.add_fn_system(Phase::Update, "d", || {}).unwrap();
+    let dot = registry
+        .schedule_graph(Phase::Update, GraphFormat::Dot)
+        .unwrap();
+    assert!(dot.contains(r#""a" -> "b" [label="conflict on "#), "{dot}");
+    assert!(dot.contains(r#""d" -> "c" [label="after d"]"#), "{dot}");
+    assert!(dot.contains(r#"-> "d" [label="barrier"]"#), "{dot}");
+    assert!(dot.contains(r#""b" -> "exclusive 0"#), "{dot}");
+    assert!(
+        !dot.contains(r#""a" -> "exclusive 0"#),
+        "only the segment's sinks: {dot}"
+    );
+    let mermaid = registry
+        .schedule_graph(Phase::Update, GraphFormat::Mermaid)
+        .unwrap();
+    assert!(mermaid.contains("-->|after d|"), "{mermaid}");
+}

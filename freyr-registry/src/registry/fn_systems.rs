@@ -23,6 +23,7 @@ use std::sync::Mutex;
 
 use freyr_core::World;
 use freyr_profile::phase::Phase;
+use freyr_profile::tick::trace::TraceKind;
 use freyr_query::events::buffer::TaskOutput;
 use freyr_query::launch::inflight::OpAccess;
 use freyr_query::state::LayoutStamp;
@@ -31,7 +32,7 @@ use hashbrown::HashMap;
 
 use crate::systems::graph::{self, FnNode, PhaseSchedule, Segment};
 use crate::systems::param::{Prepare, SystemContext};
-use crate::systems::{IntoFnSystem, ScheduleError, SystemAccess, SystemConfig};
+use crate::systems::{GraphFormat, IntoFnSystem, ScheduleError, SystemAccess, SystemConfig};
 
 use super::{Registry, System};
 
@@ -52,6 +53,11 @@ impl Registry {
     /// systems added before it finish before it starts, those added after start after it ends.
     /// Commands and events apply at the phase's sync point in registration order, so the world
     /// is the same for every worker count.
+    ///
+    /// With the tick profiler on ([`enable_tick_profile`](Registry::enable_tick_profile)), each
+    /// run is booked as a label named after the system (wall time, calls; see
+    /// [`profile`](Registry::profile)), and in a traced tick as a span on the worker that ran
+    /// it. With it off, systems are not timed.
     ///
     /// # Errors
     ///
@@ -147,6 +153,8 @@ impl Registry {
         let system = crate::systems::function::FnSystem::new(system, &mut access);
         graph::check_access(&config.name, &access)?;
         schedule.nodes.push(FnNode {
+            label: graph::intern(&config.name),
+            timing: None,
             config,
             access,
             system: Box::new(system),
@@ -193,6 +201,131 @@ impl Registry {
             schedule.exclusive = exclusive;
         }
         Ok(())
+    }
+
+    /// `phase`'s graph, as text in `format`: every function system by name, every exclusive
+    /// system (a barrier) by its [`System::name`], and every edge with its reason — `conflict
+    /// on T` (the two systems' access conflicts on type `T`, so they keep registration order),
+    /// `before x` / `after x` (declared), or `barrier` (an exclusive system between segments).
+    /// Systems with no path between them run at the same time.
+    ///
+    /// # Errors
+    ///
+    /// As [`check_schedule`](Registry::check_schedule).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{GraphFormat, Query, SystemConfig};
+    ///
+    /// struct Pos(f32);
+    /// struct Hp(u32);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.add_fn_system(Phase::Update, "move", |_: Query<&mut Pos>| {}).unwrap();
+    /// registry.add_fn_system(Phase::Update, "heal", |_: Query<&mut Hp>| {}).unwrap();
+    /// registry.add_fn_system(Phase::Update, "look", |_: Query<&Pos>| {}).unwrap();
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("first").before("heal"), || {})
+    ///     .unwrap();
+    /// let dot = registry.schedule_graph(Phase::Update, GraphFormat::Dot).unwrap();
+    /// assert!(dot.starts_with("digraph"));
+    /// assert!(dot.contains(r#""move" -> "look" [label="conflict on"#));
+    /// assert!(dot.contains(r#""first" -> "heal" [label="before heal"]"#));
+    /// let mermaid = registry.schedule_graph(Phase::Update, GraphFormat::Mermaid).unwrap();
+    /// assert!(mermaid.starts_with("flowchart TD"));
+    /// assert!(!mermaid.contains("heal\"] -->|conflict")); // `heal` and `move` are disjoint
+    /// ```
+    pub fn schedule_graph(
+        &mut self,
+        phase: Phase,
+        format: GraphFormat,
+    ) -> Result<String, ScheduleError> {
+        self.check_schedule(phase)?;
+        let exclusive: Vec<String> = self.systems[phase.index()]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| format!("exclusive {k}: {}", s.name()))
+            .collect();
+        let schedule = &self.fn_systems[phase.index()];
+        let segments = schedule
+            .segments
+            .as_ref()
+            .expect("resolved by check_schedule");
+        let name = |i: usize| schedule.nodes[i].config.name.clone();
+        let mut nodes: Vec<String> = Vec::new();
+        let mut edges: Vec<(String, String, String)> = Vec::new();
+        for (k, segment) in segments.iter().enumerate() {
+            nodes.extend(segment.nodes.iter().map(|&i| name(i)));
+            for (v, succ) in segment.succ.iter().enumerate() {
+                for (w, reason) in succ {
+                    let reason = match reason {
+                        graph::EdgeReason::Declared(r) => r.clone(),
+                        graph::EdgeReason::Conflict(t) => format!("conflict on {t}"),
+                    };
+                    edges.push((
+                        name(segment.nodes[v]),
+                        name(segment.nodes[*w as usize]),
+                        reason,
+                    ));
+                }
+            }
+            if k > 0 {
+                let barrier = &exclusive[k - 1];
+                for (v, &preds) in segment.preds.iter().enumerate() {
+                    if preds == 0 {
+                        edges.push((barrier.clone(), name(segment.nodes[v]), "barrier".into()));
+                    }
+                }
+            }
+            if let Some(barrier) = exclusive.get(k) {
+                nodes.push(barrier.clone());
+                if k > 0 && segments[k].nodes.is_empty() {
+                    edges.push((exclusive[k - 1].clone(), barrier.clone(), "barrier".into()));
+                }
+                for (v, succ) in segment.succ.iter().enumerate() {
+                    if succ.is_empty() {
+                        edges.push((name(segment.nodes[v]), barrier.clone(), "barrier".into()));
+                    }
+                }
+            }
+        }
+        let quote = |s: &str| s.replace('"', "\\\"");
+        let mut out = String::new();
+        match format {
+            GraphFormat::Dot => {
+                out.push_str(&format!("digraph \"{}\" {{\n", phase.name()));
+                for n in &nodes {
+                    out.push_str(&format!("  \"{}\";\n", quote(n)));
+                }
+                for (a, b, r) in &edges {
+                    out.push_str(&format!(
+                        "  \"{}\" -> \"{}\" [label=\"{}\"];\n",
+                        quote(a),
+                        quote(b),
+                        quote(r)
+                    ));
+                }
+                out.push_str("}\n");
+            }
+            GraphFormat::Mermaid => {
+                out.push_str("flowchart TD\n");
+                let id = |n: &str| nodes.iter().position(|m| m == n).unwrap_or(usize::MAX);
+                for (i, n) in nodes.iter().enumerate() {
+                    out.push_str(&format!("  n{i}[\"{}\"]\n", n.replace('"', "#quot;")));
+                }
+                for (a, b, r) in &edges {
+                    out.push_str(&format!(
+                        "  n{} -->|{}| n{}\n",
+                        id(a),
+                        r.replace('|', "#124;").replace('"', "#quot;"),
+                        id(b)
+                    ));
+                }
+            }
+        }
+        Ok(out)
     }
 
     /// The declared access of `phase`'s function system `name`.
@@ -349,6 +482,7 @@ impl Registry {
             }),
             active: AtomicUsize::new(0),
             workers: self.workers(),
+            timed: self.tick_profile.is_some(),
         };
         let rng = shuffle.map(|seed| {
             let mut state =
@@ -406,6 +540,10 @@ impl Registry {
             match exec.status[v].load(Ordering::Relaxed) {
                 RAN => {
                     node.last_run = Some(tick);
+                    if let Some(t) = node.timing.take() {
+                        self.profiler.record_label(node.label, 1, t.end - t.start);
+                        self.trace_span(TraceKind::Task, node.label, t.worker, t.start, t.end);
+                    }
                     if !node.output.is_empty() {
                         let seq = self.next_seq;
                         self.next_seq += 1;
@@ -474,6 +612,8 @@ struct Exec<'a> {
     /// Runners running.
     active: AtomicUsize,
     workers: usize,
+    /// Whether to time each system (the tick profiler is on).
+    timed: bool,
 }
 
 // SAFETY: the node pointers are disjoint (one per segment member), and a node is dereferenced
@@ -505,9 +645,15 @@ impl Exec<'_> {
             output: NonNull::from(&mut node.output),
         };
         let system = &mut node.system;
+        let start = self.timed.then(std::time::Instant::now);
         // SAFETY: `prepare` ran for this segment; the graph orders every system whose access
         // conflicts with this one's, so none runs meanwhile.
         let outcome = panic::catch_unwind(AssertUnwindSafe(|| unsafe { system.run(&ctx) }));
+        node.timing = start.map(|start| graph::RunTiming {
+            start,
+            end: std::time::Instant::now(),
+            worker: freyr_sched::current_worker_index(),
+        });
         match outcome {
             Ok(()) => self.status[v].store(RAN, Ordering::Relaxed),
             Err(payload) => {

@@ -185,8 +185,40 @@ impl fmt::Display for ScheduleError {
 
 impl std::error::Error for ScheduleError {}
 
+/// `name` as a `&'static str`, for the profiler's labels and the trace: each distinct system
+/// name is leaked once per process (a bounded set: the names a program gives its systems).
+pub(crate) fn intern(name: &str) -> &'static str {
+    use std::collections::HashSet;
+    use std::sync::{Mutex, OnceLock};
+    static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    match names.get(name) {
+        Some(interned) => interned,
+        None => {
+            let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+            names.insert(leaked);
+            leaked
+        }
+    }
+}
+
+/// When and where a system ran (recorded while the tick profiler is on).
+#[derive(Copy, Clone)]
+pub(crate) struct RunTiming {
+    pub(crate) start: std::time::Instant,
+    pub(crate) end: std::time::Instant,
+    pub(crate) worker: Option<usize>,
+}
+
 /// One function system of a phase.
 pub(crate) struct FnNode {
+    /// The name, interned: the profiler's label and the trace's span name.
+    pub(crate) label: &'static str,
+    /// The last run's timing, when the tick profiler is on.
+    pub(crate) timing: Option<RunTiming>,
     pub(crate) config: SystemConfig,
     pub(crate) access: SystemAccess,
     pub(crate) system: Box<dyn ErasedFnSystem>,
@@ -194,6 +226,15 @@ pub(crate) struct FnNode {
     pub(crate) segment: usize,
     pub(crate) output: TaskOutput,
     pub(crate) last_run: Option<u64>,
+}
+
+/// The text format of [`Registry::schedule_graph`](crate::Registry::schedule_graph).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz DOT (`dot -Tsvg`).
+    Dot,
+    /// A Mermaid flowchart (renders in Markdown on most forges).
+    Mermaid,
 }
 
 /// Why an edge exists (for `schedule_graph`).

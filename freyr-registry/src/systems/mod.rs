@@ -22,7 +22,7 @@ pub(crate) mod graph;
 pub(crate) mod param;
 
 pub use self::function::IntoFnSystem;
-pub use self::graph::{ScheduleError, SystemConfig};
+pub use self::graph::{GraphFormat, ScheduleError, SystemConfig};
 pub use self::param::{
     EventReader, EventWriter, Local, ParamItem, Query, QueryParamData, Res, ResMut, SystemAccess,
     SystemParam, Tick,
