@@ -457,7 +457,9 @@ impl Registry {
             .iter()
             .map(|&i| NodePtr(NonNull::from(&mut nodes[i])))
             .collect();
-        let exec = Exec {
+        let mut exec = Exec {
+            roots: Vec::new(),
+            next_root: AtomicUsize::new(0),
             nodes: ptrs,
             segment,
             world,
@@ -503,17 +505,20 @@ impl Registry {
                 exec.finish(v);
             }
         } else {
-            {
-                let mut ready = exec.ready.lock().unwrap_or_else(|p| p.into_inner());
-                ready.rng = rng;
-                // Reversed: the list is popped from the end, lowest index first.
-                ready.list.extend(
-                    (0..segment.nodes.len() as u32)
-                        .rev()
-                        .filter(|&v| exec.preds(v) == 0),
-                );
+            // The roots are claimed with one atomic add each, in order (lowest index first),
+            // or in a shuffled order; nodes readied later go through the locked list.
+            let mut roots: Vec<u32> = (0..segment.nodes.len() as u32)
+                .filter(|&v| exec.preds(v) == 0)
+                .collect();
+            if let Some(mut rng) = rng {
+                for i in (1..roots.len()).rev() {
+                    let j = (graph::split_mix(&mut rng) % (i as u64 + 1)) as usize;
+                    roots.swap(i, j);
+                }
+                exec.ready.lock().unwrap_or_else(|p| p.into_inner()).rng = Some(rng);
             }
-            let roots = segment.preds.iter().filter(|&&p| p == 0).count();
+            exec.roots = roots;
+            let roots = exec.roots.len();
             let exec = &exec;
             self.sync.pool().scope(|s| {
                 let helpers = roots.min(exec.workers) - 1;
@@ -607,7 +612,10 @@ struct Exec<'a> {
     poisoned: Vec<AtomicBool>,
     status: Vec<AtomicU8>,
     panics: Mutex<Vec<(u32, Payload)>>,
-    /// Nodes whose predecessors all finished, not started yet.
+    /// The nodes with no predecessor, claimed in order through `next_root`.
+    roots: Vec<u32>,
+    next_root: AtomicUsize,
+    /// Nodes readied by a predecessor's end, not started yet.
     ready: Mutex<Ready>,
     /// Runners running.
     active: AtomicUsize,
@@ -617,8 +625,9 @@ struct Exec<'a> {
 }
 
 // SAFETY: the node pointers are disjoint (one per segment member), and a node is dereferenced
-// only by the runner that popped it from `ready`, which happens once (its count reached zero
-// once); the world pointer is only read, under the module's argument. The rest is atomics and
+// only by the runner that claimed it — a root through `next_root` (each index handed out
+// once), any other node by popping it from `ready`, where it was pushed once (its count
+// reached zero once); the world pointer is only read, under the module's argument. The rest is atomics and
 // locks.
 unsafe impl Sync for Exec<'_> {}
 
@@ -696,7 +705,11 @@ impl Exec<'_> {
 /// became ready and workers are idle.
 fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>) {
     loop {
-        let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let claimed = exec.next_root.fetch_add(1, Ordering::Relaxed);
+        let next = match exec.roots.get(claimed) {
+            Some(&root) => Some(root),
+            None => exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop(),
+        };
         let Some(v) = next else { break };
         exec.run_node(v);
         let mut readied = exec.finish(v);
