@@ -704,20 +704,31 @@ impl Exec<'_> {
 /// Pops ready nodes and runs them until none is left, starting more runners when several
 /// became ready and workers are idle.
 fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>) {
-    loop {
-        let claimed = exec.next_root.fetch_add(1, Ordering::Relaxed);
-        let next = match exec.roots.get(claimed) {
-            Some(&root) => Some(root),
-            None => exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop(),
-        };
-        let Some(v) = next else { break };
-        exec.run_node(v);
-        let mut readied = exec.finish(v);
+    let spawn_for = |mut readied: usize| {
         while readied > 1 && exec.active.load(Ordering::Relaxed) < exec.workers {
             exec.active.fetch_add(1, Ordering::Relaxed);
             scope.spawn(move |s| runner(exec, s));
             readied -= 1;
         }
+    };
+    // Roots first, a batch per claim: one contended add per batch, not per system (1,000
+    // empty systems would otherwise pass one cache line between the workers 1,000 times).
+    let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64);
+    loop {
+        let start = exec.next_root.fetch_add(batch, Ordering::Relaxed);
+        if start >= exec.roots.len() {
+            break;
+        }
+        for &v in &exec.roots[start..(start + batch).min(exec.roots.len())] {
+            exec.run_node(v);
+            spawn_for(exec.finish(v));
+        }
+    }
+    loop {
+        let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let Some(v) = next else { break };
+        exec.run_node(v);
+        spawn_for(exec.finish(v));
     }
     exec.active.fetch_sub(1, Ordering::Relaxed);
 }
