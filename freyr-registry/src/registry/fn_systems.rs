@@ -452,10 +452,19 @@ impl Registry {
             };
             node.system.prepare(&mut prepare);
         }
+        // All from one base pointer: a reference to each element in turn would reborrow the
+        // whole vector and retire the pointers taken before.
+        let base = nodes.as_mut_ptr();
         let ptrs: Vec<NodePtr> = segment
             .nodes
             .iter()
-            .map(|&i| NodePtr(NonNull::from(&mut nodes[i])))
+            .map(|&i| {
+                assert!(i < nodes.len(), "a segment names nodes of its phase");
+                // SAFETY: `i` is in bounds (checked), so the element pointer is non-null and
+                // inside the vector, which does not move or change length until the segment
+                // ends (`nodes` stays borrowed by this function).
+                NodePtr(unsafe { NonNull::new_unchecked(base.add(i)) })
+            })
             .collect();
         let mut exec = Exec {
             roots: Vec::new(),
