@@ -10,6 +10,7 @@
 //! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Events`], [`EventCursor`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`], [`mix`] (per-entity randomness); the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
 //! | [`storage`] | the world's layout: archetypes, 512-entity chunks, component ids, the command buffer's report |
 //! | [`query`] | queries and their parts: [`Query`](query::Query), [`QueryData`](query::QueryData), filters, views, [`QueryState`](query::QueryState), access sets |
+//! | [`system`] | function systems: [`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut), [`EventWriter`](system::EventWriter), [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick); [`SystemConfig`](system::SystemConfig) (`before` / `after` / sets), [`ScheduleError`](system::ScheduleError) |
 //! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
 //! | [`time`] | the tools around a deterministic tick: [`FixedStep`](time::FixedStep), clocks, gates, the overrun governor; [`time::deadline`], [`time::pump`], [`time::budget`], [`time::path`] |
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
@@ -85,6 +86,18 @@ pub mod query {
         QueryState, ROW_PATH_ENV, Res, RowPath, View, ViewSet, With, Without,
     };
     pub use freyr_registry::{Query, Reduction};
+}
+
+/// Function systems: functions and closures whose parameters declare what they read and write
+/// ([`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut),
+/// [`Commands`], [`EventWriter`](system::EventWriter),
+/// [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick)),
+/// added with [`Registry::add_fn_system`] and run in parallel when their access is disjoint.
+pub mod system {
+    pub use freyr_registry::systems::{
+        EventReader, EventWriter, GraphFormat, IntoFnSystem, Local, ParamItem, Query,
+        QueryParamData, Res, ResMut, ScheduleError, SystemAccess, SystemConfig, SystemParam, Tick,
+    };
 }
 
 /// The work-stealing thread pool: [`ThreadPool`] and its builder, task groups, scopes, the
@@ -263,6 +276,8 @@ mod guide {
     mod queries {}
     #[doc = include_str!("../docs/src/parallel.md")]
     mod parallel {}
+    #[doc = include_str!("../docs/src/systems.md")]
+    mod systems {}
     #[doc = include_str!("../docs/src/scheduler.md")]
     mod scheduler {}
     #[doc = include_str!("../docs/src/time.md")]

@@ -15,6 +15,9 @@
 //!   from parallel tasks (`each_async_with`), applied at the phase's sync point; peers record the
 //!   same through bevy_ecs `Commands`, legion's `CommandBuffer` and hecs's `CommandBuffer`. Only
 //!   the tick is timed; despawning the spawned entities afterwards is not.
+//! - `fn_systems` (function systems, `registry/fn_systems.rs`): `seq_64x256` (64 systems with
+//!   sequential bodies on their own components), `empty_1000` (1,000 empty systems) and
+//!   `schedule/freyr_fn` (the `schedule` scenario as function systems), beside bevy_ecs.
 //! - `events`: `send_read_1m`: one event per entity (1M) sent from parallel tasks
 //!   (`each_async_with`) and read by a later system with a cursor, against bevy_ecs's buffered
 //!   messages (`MessageWriter` / `MessageReader`).
@@ -32,6 +35,8 @@ use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
 #[path = "registry/events.rs"]
 mod events;
+#[path = "registry/fn_systems.rs"]
+mod fn_systems;
 #[path = "registry/schedule.rs"]
 mod schedule;
 #[path = "registry/sync_point.rs"]
@@ -74,6 +79,7 @@ fn registry(c: &mut Criterion) {
         schedule::register(&mut group, n);
         sync_point::register(&mut group, n);
         events::register(&mut group, n);
+        fn_systems::register(&mut group, n);
     }
     group.finish();
 }

@@ -21,6 +21,7 @@ pub mod hooks;
 mod query;
 mod registry;
 mod ring;
+pub mod systems;
 
 pub use crate::query::{Query, Reduction};
 pub use crate::registry::{AsyncProgress, AsyncSystem, Launched, Process, TickTiming};

@@ -6,6 +6,7 @@
 #![allow(unused_imports)]
 
 use freyr::AsyncSystem as _;
+use freyr::Commands as _;
 use freyr::ComponentError as _;
 use freyr::Entity as _;
 use freyr::EventCursor as _;
@@ -34,6 +35,13 @@ use freyr::query::RowPath as _;
 use freyr::sched as _;
 use freyr::snapshot::SnapshotError as _;
 use freyr::snapshot::SnapshotRing as _;
+use freyr::system as _;
+use freyr::system::EventWriter as _;
+use freyr::system::Query as _;
+use freyr::system::Res as _;
+use freyr::system::ResMut as _;
+use freyr::system::SystemConfig as _;
+use freyr::system::Tick as _;
 use freyr::time as _;
 use freyr::time::Clock as _;
 use freyr::time::DEFAULT_MAX_CATCHUP_TICKS as _;

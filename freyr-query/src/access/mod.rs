@@ -89,6 +89,25 @@ impl TypeAccess {
         self.entries.is_empty()
     }
 
+    /// The recorded entries, in recording order: each type's id, name and access kind (what a
+    /// function system's declared access is built from).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr_query::access::{AccessKind, TypeAccess};
+    ///
+    /// let mut access = TypeAccess::new();
+    /// access.add::<u32>(AccessKind::Write);
+    /// let entries: Vec<_> = access.entries().collect();
+    /// assert_eq!(entries.len(), 1);
+    /// assert_eq!(entries[0].0, core::any::TypeId::of::<u32>());
+    /// assert_eq!(entries[0].2, AccessKind::Write);
+    /// ```
+    pub fn entries(&self) -> impl Iterator<Item = (TypeId, &'static str, AccessKind)> + '_ {
+        self.entries.iter().map(|e| (e.type_id, e.name, e.kind))
+    }
+
     /// Whether `T` is recorded with write access.
     pub fn writes<T: 'static>(&self) -> bool {
         let id = TypeId::of::<T>();

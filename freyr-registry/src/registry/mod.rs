@@ -9,6 +9,7 @@
 //! - `queries`: the query-state cache and the frames queries run in;
 //! - `sync_point`: sync points, the order commands apply in, the panic contract;
 //! - `systems`: systems and phases;
+//! - `fn_systems`: function systems: registration and the executor of a phase's graph;
 //! - `profile`: the profiler and the world hash;
 //! - `hashing`: the registered hashable types and the hash over all of them;
 //! - `digest`: the per-chunk world digest and the desync locator;
@@ -30,6 +31,7 @@ mod deadlines;
 mod digest;
 mod entities;
 mod events;
+mod fn_systems;
 mod hashing;
 mod hooks;
 #[cfg(feature = "persist")]
@@ -137,6 +139,8 @@ pub struct Registry {
     pending: Vec<(u64, Vec<freyr_query::events::buffer::TaskOutput>)>,
     queries: QueryCache,
     systems: [Vec<Box<dyn System>>; 3],
+    /// The function systems of each phase, and their graph.
+    fn_systems: [crate::systems::graph::PhaseSchedule; 3],
     destroy_queue: Vec<Entity>,
     /// The component hooks (`on_add`, `on_insert`, `on_remove`).
     hooks: crate::hooks::Hooks,
@@ -474,6 +478,7 @@ impl Registry {
             pending: Vec::new(),
             queries: QueryCache::default(),
             systems: Default::default(),
+            fn_systems: Default::default(),
             destroy_queue: Vec::new(),
             hooks: crate::hooks::Hooks::default(),
             profiler,

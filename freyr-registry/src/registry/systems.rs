@@ -37,14 +37,14 @@ impl Registry {
         self.systems[phase.index()].push(Box::new(system));
     }
 
-    /// Number of systems registered for `phase`.
+    /// Number of systems registered for `phase`, function systems included.
     pub fn system_count(&self, phase: Phase) -> usize {
         let running = if self.phase == Some(phase) {
             self.running_systems
         } else {
             0
         };
-        self.systems[phase.index()].len() + running
+        self.systems[phase.index()].len() + running + self.fn_system_count(phase)
     }
 
     /// Shutdown of the systems: calls [`System::settle`] on every system, phase by phase in
@@ -201,11 +201,7 @@ impl Registry {
             let mut systems = core::mem::take(&mut self.systems[phase.index()]);
             self.running_systems = systems.len();
             let ran = panic::catch_unwind(AssertUnwindSafe(|| {
-                for system in systems.iter_mut() {
-                    #[cfg(feature = "tracing")]
-                    let _system = freyr_profile::spans::system(system.name()).entered();
-                    system.update(self, dt);
-                }
+                self.run_phase_systems(phase, &mut systems, dt);
             }));
             self.running_systems = 0;
             // Systems added while the phase ran go after the existing ones.

@@ -1,0 +1,749 @@
+//! Function systems on the registry: registration ([`Registry::add_fn_system`]) and the
+//! executor that runs a phase's segments (see `crate::systems::graph` for the graph).
+//!
+//! # The soundness argument
+//!
+//! While a segment's systems run, the registry is borrowed mutably by `update` and does
+//! nothing else, and before they start every in-flight launch was waited for
+//! (`read_with_layout(Exclusive)`): so no task and no registry operation touches the world or
+//! the resources meanwhile, and no `&mut World` exists, so every chunk stays in place (the
+//! layout stamp is current for the whole segment). Each system reaches only what its
+//! parameters declared (the parameters are sealed); two systems whose declared access
+//! conflicts are joined by an edge, so they never run at the same time, and an edge is a
+//! happens-before (the successor's start is published through the ready list's lock, after
+//! the predecessor's count-down). A system runs on one thread at a time (a node is popped
+//! from the ready list exactly once), so its state, its command buffer and its parameters'
+//! borrows are its own. A panicking system is caught on its worker before its borrows end, so
+//! no borrow outlives the segment; every runner returns before `scope` does.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Mutex;
+
+use freyr_core::World;
+use freyr_profile::phase::Phase;
+use freyr_profile::tick::trace::TraceKind;
+use freyr_query::events::buffer::TaskOutput;
+use freyr_query::launch::inflight::OpAccess;
+use freyr_query::state::LayoutStamp;
+use freyr_sched::Scope;
+use hashbrown::HashMap;
+
+use crate::systems::graph::{self, FnNode, PhaseSchedule, Segment};
+use crate::systems::param::{Prepare, SystemContext};
+use crate::systems::{GraphFormat, IntoFnSystem, ScheduleError, SystemAccess, SystemConfig};
+
+use super::{Registry, System};
+
+type Payload = Box<dyn core::any::Any + Send>;
+
+impl Registry {
+    /// Adds a function system named `name` to `phase`: a function or closure whose
+    /// parameters ([`Query`](crate::systems::Query), [`Res`](crate::systems::Res),
+    /// [`ResMut`](crate::systems::ResMut), [`Commands`](crate::Commands),
+    /// [`EventWriter`](crate::systems::EventWriter), [`EventReader`](crate::systems::EventReader),
+    /// [`Local`](crate::systems::Local), [`Tick`](crate::systems::Tick)) declare what it reads and
+    /// writes. See [`add_fn_system_with`](Registry::add_fn_system_with) for `before`/`after`.
+    ///
+    /// Within the phase, two systems whose access conflicts (one writes a component or
+    /// resource type the other reads or writes) run in registration order; systems with
+    /// disjoint access run at the same time on the registry's pool. An exclusive system
+    /// ([`add_system`](Registry::add_system), `&mut Registry`) is a barrier: the function
+    /// systems added before it finish before it starts, those added after start after it ends.
+    /// Commands and events apply at the phase's sync point in registration order, so the world
+    /// is the same for every worker count.
+    ///
+    /// With the tick profiler on ([`enable_tick_profile`](Registry::enable_tick_profile)), each
+    /// run is booked as a label named after the system (wall time, calls; see
+    /// [`profile`](Registry::profile)), and in a traced tick as a span on the worker that ran
+    /// it. With it off, systems are not timed.
+    ///
+    /// # Errors
+    ///
+    /// Nothing is added, and the registry is unchanged, on a [`ScheduleError`]: the parameters
+    /// conflict among themselves, the name is taken, the declared order has a cycle or points
+    /// back across an exclusive system, or an update is running.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Commands, Phase, Registry};
+    /// use freyr::system::{Query, Tick};
+    ///
+    /// struct Pos(f32);
+    /// struct Vel(f32);
+    /// struct Age(u32);
+    ///
+    /// fn integrate(mut q: Query<(&mut Pos, &Vel)>, t: Tick) {
+    ///     q.each(|_, (p, v)| p.0 += v.0 * t.dt);
+    /// }
+    /// fn age(mut q: Query<&mut Age>, mut cmds: Commands) {
+    ///     q.each(|e, a| {
+    ///         a.0 += 1;
+    ///         if a.0 == 2 {
+    ///             cmds.despawn(e);
+    ///         }
+    ///     });
+    /// }
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// let e = registry.spawn((Pos(0.0), Vel(2.0)));
+    /// registry.spawn((Age(0),));
+    /// registry.add_fn_system(Phase::Update, "integrate", integrate).unwrap();
+    /// registry.add_fn_system(Phase::Update, "age", age).unwrap(); // disjoint: runs beside it
+    /// registry.update(0.5);
+    /// registry.update(0.5);
+    /// assert_eq!(registry.get::<Pos>(e).unwrap().0, 2.0);
+    /// assert_eq!(registry.len(), 1);
+    /// ```
+    pub fn add_fn_system<M, F: IntoFnSystem<M>>(
+        &mut self,
+        phase: Phase,
+        name: impl Into<String>,
+        system: F,
+    ) -> Result<(), ScheduleError>
+    where
+        M: 'static,
+    {
+        self.add_fn_system_with(phase, SystemConfig::new(name), system)
+    }
+
+    /// [`add_fn_system`](Registry::add_fn_system) with a [`SystemConfig`]: the name, `before`
+    /// and `after` (naming systems or sets of the phase), and the sets the system is in.
+    ///
+    /// # Errors
+    ///
+    /// As [`add_fn_system`](Registry::add_fn_system).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{ScheduleError, SystemConfig};
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("a").after("b"), || {})
+    ///     .unwrap();
+    /// let err = registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("b").after("a"), || {})
+    ///     .unwrap_err();
+    /// assert!(matches!(err, ScheduleError::Cycle { .. }));
+    /// assert_eq!(registry.system_count(Phase::Update), 1);
+    /// ```
+    pub fn add_fn_system_with<M, F: IntoFnSystem<M>>(
+        &mut self,
+        phase: Phase,
+        config: SystemConfig,
+        system: F,
+    ) -> Result<(), ScheduleError>
+    where
+        M: 'static,
+    {
+        self.guard("Registry::add_fn_system");
+        if self.in_update {
+            return Err(ScheduleError::DuringUpdate);
+        }
+        let schedule = &mut self.fn_systems[phase.index()];
+        if schedule.nodes.iter().any(|n| n.config.name == config.name) {
+            return Err(ScheduleError::DuplicateName { name: config.name });
+        }
+        let mut access = SystemAccess::default();
+        let system = crate::systems::function::FnSystem::new(system, &mut access);
+        graph::check_access(&config.name, &access)?;
+        schedule.nodes.push(FnNode {
+            label: graph::intern(&config.name),
+            timing: None,
+            config,
+            access,
+            system: Box::new(system),
+            segment: self.systems[phase.index()].len(),
+            output: TaskOutput::default(),
+            last_run: None,
+        });
+        if let Err(e) = graph::check_declared(&schedule.nodes) {
+            schedule.nodes.pop();
+            return Err(e);
+        }
+        schedule.segments = None;
+        Ok(())
+    }
+
+    /// Checks that every `before`/`after` of `phase`'s function systems names a system or a
+    /// set of the phase, and resolves the phase's graph (which [`update`](Registry::update)
+    /// would otherwise do on its first run, panicking on the same error).
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::UnknownName`] for the first name that matches nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{ScheduleError, SystemConfig};
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("a").before("typo"), || {})
+    ///     .unwrap();
+    /// assert!(matches!(
+    ///     registry.check_schedule(Phase::Update),
+    ///     Err(ScheduleError::UnknownName { .. })
+    /// ));
+    /// ```
+    pub fn check_schedule(&mut self, phase: Phase) -> Result<(), ScheduleError> {
+        let exclusive = self.system_count(phase) - self.fn_systems[phase.index()].nodes.len();
+        let schedule = &mut self.fn_systems[phase.index()];
+        if schedule.segments.is_none() || schedule.exclusive != exclusive {
+            schedule.segments = Some(graph::resolve(&schedule.nodes, exclusive)?);
+            schedule.exclusive = exclusive;
+        }
+        Ok(())
+    }
+
+    /// `phase`'s graph, as text in `format`: every function system by name, every exclusive
+    /// system (a barrier) by its [`System::name`], and every edge with its reason — `conflict
+    /// on T` (the two systems' access conflicts on type `T`, so they keep registration order),
+    /// `before x` / `after x` (declared), or `barrier` (an exclusive system between segments).
+    /// Systems with no path between them run at the same time.
+    ///
+    /// # Errors
+    ///
+    /// As [`check_schedule`](Registry::check_schedule).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{GraphFormat, Query, SystemConfig};
+    ///
+    /// struct Pos(f32);
+    /// struct Hp(u32);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.add_fn_system(Phase::Update, "move", |_: Query<&mut Pos>| {}).unwrap();
+    /// registry.add_fn_system(Phase::Update, "heal", |_: Query<&mut Hp>| {}).unwrap();
+    /// registry.add_fn_system(Phase::Update, "look", |_: Query<&Pos>| {}).unwrap();
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, SystemConfig::new("first").before("heal"), || {})
+    ///     .unwrap();
+    /// let dot = registry.schedule_graph(Phase::Update, GraphFormat::Dot).unwrap();
+    /// assert!(dot.starts_with("digraph"));
+    /// assert!(dot.contains(r#""move" -> "look" [label="conflict on"#));
+    /// assert!(dot.contains(r#""first" -> "heal" [label="before heal"]"#));
+    /// let mermaid = registry.schedule_graph(Phase::Update, GraphFormat::Mermaid).unwrap();
+    /// assert!(mermaid.starts_with("flowchart TD"));
+    /// assert!(!mermaid.contains("heal\"] -->|conflict")); // `heal` and `move` are disjoint
+    /// ```
+    pub fn schedule_graph(
+        &mut self,
+        phase: Phase,
+        format: GraphFormat,
+    ) -> Result<String, ScheduleError> {
+        self.check_schedule(phase)?;
+        let exclusive: Vec<String> = self.systems[phase.index()]
+            .iter()
+            .enumerate()
+            .map(|(k, s)| format!("exclusive {k}: {}", s.name()))
+            .collect();
+        let schedule = &self.fn_systems[phase.index()];
+        let segments = schedule
+            .segments
+            .as_ref()
+            .expect("resolved by check_schedule");
+        let name = |i: usize| schedule.nodes[i].config.name.clone();
+        let mut nodes: Vec<String> = Vec::new();
+        let mut edges: Vec<(String, String, String)> = Vec::new();
+        for (k, segment) in segments.iter().enumerate() {
+            nodes.extend(segment.nodes.iter().map(|&i| name(i)));
+            for (v, succ) in segment.succ.iter().enumerate() {
+                for (w, reason) in succ {
+                    let reason = match reason {
+                        graph::EdgeReason::Declared(r) => r.clone(),
+                        graph::EdgeReason::Conflict(t) => format!("conflict on {t}"),
+                    };
+                    edges.push((
+                        name(segment.nodes[v]),
+                        name(segment.nodes[*w as usize]),
+                        reason,
+                    ));
+                }
+            }
+            if k > 0 {
+                let barrier = &exclusive[k - 1];
+                for (v, &preds) in segment.preds.iter().enumerate() {
+                    if preds == 0 {
+                        edges.push((barrier.clone(), name(segment.nodes[v]), "barrier".into()));
+                    }
+                }
+            }
+            if let Some(barrier) = exclusive.get(k) {
+                nodes.push(barrier.clone());
+                if k > 0 && segments[k].nodes.is_empty() {
+                    edges.push((exclusive[k - 1].clone(), barrier.clone(), "barrier".into()));
+                }
+                for (v, succ) in segment.succ.iter().enumerate() {
+                    if succ.is_empty() {
+                        edges.push((name(segment.nodes[v]), barrier.clone(), "barrier".into()));
+                    }
+                }
+            }
+        }
+        let quote = |s: &str| s.replace('"', "\\\"");
+        let mut out = String::new();
+        match format {
+            GraphFormat::Dot => {
+                out.push_str(&format!("digraph \"{}\" {{\n", phase.name()));
+                for n in &nodes {
+                    out.push_str(&format!("  \"{}\";\n", quote(n)));
+                }
+                for (a, b, r) in &edges {
+                    out.push_str(&format!(
+                        "  \"{}\" -> \"{}\" [label=\"{}\"];\n",
+                        quote(a),
+                        quote(b),
+                        quote(r)
+                    ));
+                }
+                out.push_str("}\n");
+            }
+            GraphFormat::Mermaid => {
+                out.push_str("flowchart TD\n");
+                let id = |n: &str| nodes.iter().position(|m| m == n).unwrap_or(usize::MAX);
+                for (i, n) in nodes.iter().enumerate() {
+                    out.push_str(&format!("  n{i}[\"{}\"]\n", n.replace('"', "#quot;")));
+                }
+                for (a, b, r) in &edges {
+                    out.push_str(&format!(
+                        "  n{} -->|{}| n{}\n",
+                        id(a),
+                        r.replace('|', "#124;").replace('"', "#quot;"),
+                        id(b)
+                    ));
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The declared access of `phase`'s function system `name`.
+    pub fn system_access(&self, phase: Phase, name: &str) -> Option<&SystemAccess> {
+        self.fn_systems[phase.index()]
+            .nodes
+            .iter()
+            .find(|n| n.config.name == name)
+            .map(|n| &n.access)
+    }
+
+    /// The shuffled-start test mode: with `Some(seed)`, the function systems of every phase
+    /// that are free to start (all their predecessors done) start in a random order drawn from
+    /// `seed`, the tick and the segment, on one worker as on many; `None` (the default) turns
+    /// it off. The graph is unchanged, so a schedule whose systems keep all their shared
+    /// state in the registry gives the same world for every seed: state shared outside the ECS
+    /// (a captured `Arc<Mutex<_>>`, a global) shows up as a difference between seeds in a
+    /// test that compares world hashes.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use freyr::{Phase, Registry};
+    ///
+    /// // Two systems with no declared access share a Vec behind the registry's back.
+    /// let run = |seed: u64| {
+    ///     let hidden = Arc::new(Mutex::new(Vec::new()));
+    ///     let mut registry = Registry::with_workers(1);
+    ///     registry.shuffle_system_starts(Some(seed));
+    ///     for name in ["a", "b", "c", "d"] {
+    ///         let hidden = hidden.clone();
+    ///         registry
+    ///             .add_fn_system(Phase::Update, name, move || hidden.lock().unwrap().push(name))
+    ///             .unwrap();
+    ///     }
+    ///     registry.update(0.0);
+    ///     let order = hidden.lock().unwrap().clone();
+    ///     order
+    /// };
+    /// let orders: std::collections::HashSet<_> = (0..16).map(run).collect();
+    /// assert!(orders.len() > 1); // the hidden order dependence shows up
+    /// ```
+    pub fn shuffle_system_starts(&mut self, seed: Option<u64>) {
+        for schedule in &mut self.fn_systems {
+            schedule.shuffle = seed;
+        }
+    }
+
+    /// Number of function systems in `phase` (also counted by
+    /// [`system_count`](Registry::system_count)).
+    pub(super) fn fn_system_count(&self, phase: Phase) -> usize {
+        self.fn_systems[phase.index()].nodes.len()
+    }
+
+    /// Runs `phase`'s systems: each segment of function systems, then the exclusive system
+    /// that ends it. Called by `run_phases` inside its catch; a panic propagates after the
+    /// segment it happened in finished.
+    pub(super) fn run_phase_systems(
+        &mut self,
+        phase: Phase,
+        systems: &mut [Box<dyn System>],
+        dt: f32,
+    ) {
+        if self.fn_systems[phase.index()].nodes.is_empty() {
+            for system in systems.iter_mut() {
+                #[cfg(feature = "tracing")]
+                let _system = freyr_profile::spans::system(system.name()).entered();
+                system.update(self, dt);
+            }
+            return;
+        }
+        let mut schedule = core::mem::take(&mut self.fn_systems[phase.index()]);
+        let ran = panic::catch_unwind(AssertUnwindSafe(|| {
+            if schedule.segments.is_none() || schedule.exclusive != systems.len() {
+                match graph::resolve(&schedule.nodes, systems.len()) {
+                    Ok(segments) => schedule.segments = Some(segments),
+                    Err(e) => panic!("freyr: {e}"),
+                }
+                schedule.exclusive = systems.len();
+            }
+            for k in 0..=systems.len() {
+                self.run_segment(&mut schedule, k, dt);
+                if let Some(system) = systems.get_mut(k) {
+                    #[cfg(feature = "tracing")]
+                    let _system = freyr_profile::spans::system(system.name()).entered();
+                    system.update(self, dt);
+                }
+            }
+        }));
+        // `add_fn_system` refuses during an update, so nothing was added meanwhile.
+        self.fn_systems[phase.index()] = schedule;
+        if let Err(payload) = ran {
+            panic::resume_unwind(payload);
+        }
+    }
+
+    fn run_segment(&mut self, schedule: &mut PhaseSchedule, k: usize, dt: f32) {
+        let PhaseSchedule {
+            nodes,
+            segments,
+            shuffle,
+            ..
+        } = schedule;
+        let shuffle = *shuffle;
+        let segment = &segments.as_ref().expect("resolved before the segments run")[k];
+        if segment.nodes.is_empty() {
+            return;
+        }
+        // Every launch waited for: nothing else touches the world while the segment runs.
+        let (world, stamp) = self
+            .sync
+            .read_with_layout(&OpAccess::Exclusive, &self.profiler);
+        let world = NonNull::from(world);
+        let tick = self.tick();
+        let mut resources = HashMap::new();
+        for &i in &segment.nodes {
+            let node = &mut nodes[i];
+            let mut prepare = Prepare {
+                // SAFETY: the world lives in the registry's box, which no `&mut World` reaches
+                // until the segment ends (see the module's argument); `sync` below is used only
+                // for the resources.
+                world: unsafe { world.as_ref() },
+                sync: &mut self.sync,
+                profiler: &self.profiler,
+                resources: &mut resources,
+                system: &node.config.name,
+            };
+            node.system.prepare(&mut prepare);
+        }
+        // All from one base pointer: a reference to each element in turn would reborrow the
+        // whole vector and retire the pointers taken before.
+        let base = nodes.as_mut_ptr();
+        let ptrs: Vec<NodePtr> = segment
+            .nodes
+            .iter()
+            .map(|&i| {
+                assert!(i < nodes.len(), "a segment names nodes of its phase");
+                // SAFETY: `i` is in bounds (checked), so the element pointer is non-null and
+                // inside the vector, which does not move or change length until the segment
+                // ends (`nodes` stays borrowed by this function).
+                NodePtr(unsafe { NonNull::new_unchecked(base.add(i)) })
+            })
+            .collect();
+        let mut exec = Exec {
+            roots: Vec::new(),
+            next_root: AtomicUsize::new(0),
+            nodes: ptrs,
+            segment,
+            world,
+            stamp,
+            tick,
+            dt,
+            left: segment.preds.iter().map(|&p| AtomicU32::new(p)).collect(),
+            poisoned: segment
+                .nodes
+                .iter()
+                .map(|_| AtomicBool::new(false))
+                .collect(),
+            status: segment
+                .nodes
+                .iter()
+                .map(|_| AtomicU8::new(SKIPPED))
+                .collect(),
+            panics: Mutex::new(Vec::new()),
+            ready: Mutex::new(Ready {
+                list: Vec::new(),
+                rng: None,
+            }),
+            active: AtomicUsize::new(0),
+            workers: self.workers(),
+            timed: self.tick_profile.is_some(),
+        };
+        let rng = shuffle.map(|seed| {
+            let mut state =
+                seed ^ tick.rotate_left(32) ^ (k as u64).wrapping_mul(0xA24B_AED4_963E_E407);
+            graph::split_mix(&mut state)
+        });
+        if exec.workers == 1 || segment.nodes.len() == 1 {
+            let shuffled;
+            let order = match rng {
+                Some(rng) => {
+                    shuffled = segment.shuffled_topo(rng);
+                    &shuffled
+                }
+                None => &segment.topo,
+            };
+            for &v in order {
+                exec.run_node(v);
+                exec.finish(v);
+            }
+        } else {
+            // The roots are claimed with one atomic add each, in order (lowest index first),
+            // or in a shuffled order; nodes readied later go through the locked list.
+            let mut roots: Vec<u32> = (0..segment.nodes.len() as u32)
+                .filter(|&v| exec.preds(v) == 0)
+                .collect();
+            if let Some(mut rng) = rng {
+                for i in (1..roots.len()).rev() {
+                    let j = (graph::split_mix(&mut rng) % (i as u64 + 1)) as usize;
+                    roots.swap(i, j);
+                }
+                exec.ready.lock().unwrap_or_else(|p| p.into_inner()).rng = Some(rng);
+            }
+            exec.roots = roots;
+            let roots = exec.roots.len();
+            let exec = &exec;
+            self.sync.pool().scope(|s| {
+                let helpers = roots.min(exec.workers) - 1;
+                exec.active.fetch_add(helpers + 1, Ordering::Relaxed);
+                for _ in 0..helpers {
+                    s.spawn(move |s| runner(exec, s));
+                }
+                runner(exec, s);
+            });
+        }
+        // Outputs in registration order: the order commands apply in.
+        let mut first_panic: Option<Payload> = None;
+        let mut panics = exec.panics.into_inner().unwrap_or_else(|p| p.into_inner());
+        panics.sort_by_key(|(v, _)| *v);
+        for (_, payload) in panics {
+            if first_panic.is_none() {
+                first_panic = Some(payload);
+            } else {
+                freyr_sched::drop_payload(payload);
+            }
+        }
+        for (v, &i) in segment.nodes.iter().enumerate() {
+            let node = &mut nodes[i];
+            match exec.status[v].load(Ordering::Relaxed) {
+                RAN => {
+                    node.last_run = Some(tick);
+                    if let Some(t) = node.timing.take() {
+                        self.profiler.record_label(node.label, 1, t.end - t.start);
+                        self.trace_span(TraceKind::Task, node.label, t.worker, t.start, t.end);
+                    }
+                    if !node.output.is_empty() {
+                        let seq = self.next_seq;
+                        self.next_seq += 1;
+                        self.pending
+                            .push((seq, vec![core::mem::take(&mut node.output)]));
+                    }
+                }
+                PANICKED => {
+                    // A panicking system's commands and events are discarded whole; a value's
+                    // `Drop` panicking here is dropped too (the system's panic goes first).
+                    let output = core::mem::take(&mut node.output);
+                    if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| drop(output))) {
+                        freyr_sched::drop_payload(p);
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(payload) = first_panic {
+            panic::resume_unwind(payload);
+        }
+    }
+}
+
+const SKIPPED: u8 = 0;
+const RAN: u8 = 1;
+const PANICKED: u8 = 2;
+
+/// A pointer to one node of the running segment.
+struct NodePtr(NonNull<FnNode>);
+
+/// The ready list: popped from the end, or at random in the shuffled-start mode.
+struct Ready {
+    list: Vec<u32>,
+    rng: Option<u64>,
+}
+
+impl Ready {
+    fn pop(&mut self) -> Option<u32> {
+        match &mut self.rng {
+            Some(rng) if !self.list.is_empty() => {
+                let pick = (graph::split_mix(rng) % self.list.len() as u64) as usize;
+                Some(self.list.swap_remove(pick))
+            }
+            _ => self.list.pop(),
+        }
+    }
+}
+
+/// One segment's run, shared by its runners.
+struct Exec<'a> {
+    nodes: Vec<NodePtr>,
+    segment: &'a Segment,
+    world: NonNull<World>,
+    stamp: LayoutStamp,
+    tick: u64,
+    dt: f32,
+    /// Per node: predecessors not finished yet.
+    left: Vec<AtomicU32>,
+    /// Per node: a predecessor panicked or was skipped; the node is skipped.
+    poisoned: Vec<AtomicBool>,
+    status: Vec<AtomicU8>,
+    panics: Mutex<Vec<(u32, Payload)>>,
+    /// The nodes with no predecessor, claimed in order through `next_root`.
+    roots: Vec<u32>,
+    next_root: AtomicUsize,
+    /// Nodes readied by a predecessor's end, not started yet.
+    ready: Mutex<Ready>,
+    /// Runners running.
+    active: AtomicUsize,
+    workers: usize,
+    /// Whether to time each system (the tick profiler is on).
+    timed: bool,
+}
+
+// SAFETY: the node pointers are disjoint (one per segment member), and a node is dereferenced
+// only by the runner that claimed it — a root through `next_root` (each index handed out
+// once), any other node by popping it from `ready`, where it was pushed once (its count
+// reached zero once); the world pointer is only read, under the module's argument. The rest is atomics and
+// locks.
+unsafe impl Sync for Exec<'_> {}
+
+impl Exec<'_> {
+    fn preds(&self, v: u32) -> u32 {
+        self.segment.preds[v as usize]
+    }
+
+    /// Runs node `v` unless a predecessor failed, catching its panic.
+    fn run_node(&self, v: u32) {
+        let v = v as usize;
+        if self.poisoned[v].load(Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: node `v` is run once, by this thread (see `Sync` above).
+        let node = unsafe { &mut *self.nodes[v].0.as_ptr() };
+        let ctx = SystemContext {
+            // SAFETY: the world is alive and not mutably borrowed for the segment.
+            world: unsafe { self.world.as_ref() },
+            stamp: self.stamp,
+            tick: self.tick,
+            dt: self.dt,
+            last_run: node.last_run,
+            output: NonNull::from(&mut node.output),
+        };
+        #[cfg(feature = "tracing")]
+        let _span = freyr_profile::spans::system(node.label).entered();
+        let system = &mut node.system;
+        let start = self.timed.then(std::time::Instant::now);
+        // SAFETY: `prepare` ran for this segment; the graph orders every system whose access
+        // conflicts with this one's, so none runs meanwhile.
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| unsafe { system.run(&ctx) }));
+        node.timing = start.map(|start| graph::RunTiming {
+            start,
+            end: std::time::Instant::now(),
+            worker: freyr_sched::current_worker_index(),
+        });
+        match outcome {
+            Ok(()) => self.status[v].store(RAN, Ordering::Relaxed),
+            Err(payload) => {
+                self.status[v].store(PANICKED, Ordering::Relaxed);
+                self.poisoned[v].store(true, Ordering::Relaxed);
+                self.panics
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((v as u32, payload));
+            }
+        }
+    }
+
+    /// Counts `v`'s successors down; returns how many became ready (pushed on `ready`).
+    fn finish(&self, v: u32) -> usize {
+        let failed = self.poisoned[v as usize].load(Ordering::Relaxed);
+        let mut readied = 0;
+        for (w, _) in &self.segment.succ[v as usize] {
+            if failed {
+                self.poisoned[*w as usize].store(true, Ordering::Relaxed);
+            }
+            // AcqRel: the last predecessor to count down sees every earlier one's writes, and
+            // publishes them with the push below.
+            if self.left[*w as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                readied += 1;
+                if self.workers > 1 && self.segment.nodes.len() > 1 {
+                    self.ready
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .list
+                        .push(*w);
+                }
+            }
+        }
+        readied
+    }
+}
+
+/// Pops ready nodes and runs them until none is left, starting more runners when several
+/// became ready and workers are idle.
+fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>) {
+    let spawn_for = |mut readied: usize| {
+        while readied > 1 && exec.active.load(Ordering::Relaxed) < exec.workers {
+            exec.active.fetch_add(1, Ordering::Relaxed);
+            scope.spawn(move |s| runner(exec, s));
+            readied -= 1;
+        }
+    };
+    // Roots first, a batch per claim: one contended add per batch, not per system (1,000
+    // empty systems would otherwise pass one cache line between the workers 1,000 times).
+    let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64);
+    loop {
+        let start = exec.next_root.fetch_add(batch, Ordering::Relaxed);
+        if start >= exec.roots.len() {
+            break;
+        }
+        for &v in &exec.roots[start..(start + batch).min(exec.roots.len())] {
+            exec.run_node(v);
+            spawn_for(exec.finish(v));
+        }
+    }
+    loop {
+        let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let Some(v) = next else { break };
+        exec.run_node(v);
+        spawn_for(exec.finish(v));
+    }
+    exec.active.fetch_sub(1, Ordering::Relaxed);
+}

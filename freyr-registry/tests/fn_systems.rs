@@ -1,0 +1,507 @@
+//! Function systems: parameters, registration errors, ordering, parallel runs of disjoint
+//! sequential bodies, panics.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use freyr_registry::systems::{
+    EventReader, EventWriter, Query, Res, ResMut, ScheduleError, SystemConfig, Tick,
+};
+use freyr_registry::{Commands, Entity, EventCursor, Phase, Registry, With};
+
+struct Pos(f32);
+struct Vel(f32);
+struct Hp(u32);
+struct Tag;
+#[derive(Clone, Debug, PartialEq)]
+struct Died(Entity);
+struct Log(Vec<&'static str>);
+
+fn log(name: &'static str) -> impl FnMut(ResMut<Log>) + Send + 'static {
+    move |mut l: ResMut<Log>| l.0.push(name)
+}
+
+#[test]
+fn a_function_system_reads_writes_and_records_commands_and_events() {
+    for workers in [1, 2, 3, 8, 16] {
+        let mut registry = Registry::with_workers(workers);
+        let a = registry.spawn((Pos(0.0), Vel(1.0), Hp(1)));
+        let b = registry.spawn((Pos(0.0), Vel(2.0), Hp(3)));
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "integrate",
+                |mut q: Query<(&mut Pos, &Vel)>, t: Tick| q.each(|_, (p, v)| p.0 += v.0 * t.dt),
+            )
+            .unwrap();
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "harm",
+                |mut q: Query<&mut Hp>, mut cmds: Commands, mut died: EventWriter<Died>| {
+                    q.each(|e, hp| {
+                        hp.0 -= 1;
+                        if hp.0 == 0 {
+                            cmds.despawn(e);
+                            died.send(Died(e));
+                        }
+                    })
+                },
+            )
+            .unwrap();
+        registry.update(0.5);
+        assert_eq!(registry.get::<Pos>(b).unwrap().0, 1.0);
+        assert!(!registry.contains(a));
+        let mut cursor = EventCursor::default();
+        let died: Vec<Died> = registry.read_events::<Died>(&mut cursor).cloned().collect();
+        assert_eq!(died, [Died(a)]);
+    }
+}
+
+#[test]
+fn registration_errors_are_typed_and_leave_the_phase_unchanged() {
+    let mut registry = Registry::with_workers(2);
+    registry.insert_resource(Log(Vec::new()));
+    let conflict = registry
+        .add_fn_system(
+            Phase::Update,
+            "x",
+            |_: Query<&mut Pos>, _: Query<&mut Pos>| {},
+        )
+        .unwrap_err();
+    assert!(
+        matches!(conflict, ScheduleError::ConflictingAccess { type_name, .. } if type_name.contains("Pos"))
+    );
+    let conflict = registry
+        .add_fn_system(Phase::Update, "y", |_: Res<Log>, _: ResMut<Log>| {})
+        .unwrap_err();
+    assert!(conflict.to_string().contains("Log"), "{conflict}");
+    let conflict = registry
+        .add_fn_system(Phase::Update, "z", |_: Commands, _: Commands| {})
+        .unwrap_err();
+    assert!(matches!(conflict, ScheduleError::ConflictingAccess { .. }));
+    assert_eq!(registry.system_count(Phase::Update), 0);
+
+    registry
+        .add_fn_system(Phase::Update, "a", log("a"))
+        .unwrap();
+    assert_eq!(
+        registry.add_fn_system(Phase::Update, "a", log("a2")),
+        Err(ScheduleError::DuplicateName { name: "a".into() })
+    );
+    registry
+        .add_fn_system_with(
+            Phase::Update,
+            SystemConfig::new("b").after("a").before("c"),
+            log("b"),
+        )
+        .unwrap();
+    let cycle = registry
+        .add_fn_system_with(Phase::Update, SystemConfig::new("c").before("a"), log("c"))
+        .unwrap_err();
+    match &cycle {
+        ScheduleError::Cycle { systems } => {
+            assert_eq!(systems.len(), 3);
+            for s in ["a", "b", "c"] {
+                assert!(systems.iter().any(|x| x == s), "{cycle}");
+            }
+        }
+        other => panic!("expected a cycle, got {other:?}"),
+    }
+    assert_eq!(registry.system_count(Phase::Update), 2);
+    // Across an exclusive system, an order pointing back is refused.
+    registry.add_system(Phase::Update, |_: &mut Registry, _: f32| {});
+    let back = registry
+        .add_fn_system_with(
+            Phase::Update,
+            SystemConfig::new("late").before("a"),
+            log("late"),
+        )
+        .unwrap_err();
+    assert!(
+        matches!(back, ScheduleError::AcrossExclusive { .. }),
+        "{back}"
+    );
+    registry
+        .add_fn_system_with(
+            Phase::Update,
+            SystemConfig::new("later").after("a"),
+            log("later"),
+        )
+        .unwrap();
+    // `b` still names `c`, which was never added.
+    assert_eq!(
+        registry.check_schedule(Phase::Update),
+        Err(ScheduleError::UnknownName {
+            system: "b".into(),
+            name: "c".into()
+        })
+    );
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.update(0.0)));
+    let message = caught.unwrap_err();
+    let text = message.downcast_ref::<String>().unwrap();
+    assert!(text.contains("`c`"), "{text}");
+    // The registry stays usable; adding `c` (after the exclusive system, so in its segment)
+    // resolves the name.
+    registry
+        .add_fn_system(Phase::Update, "c", log("c"))
+        .unwrap();
+    registry.update(0.0);
+    assert_eq!(
+        registry.resource::<Log>().unwrap().0,
+        ["a", "b", "later", "c"]
+    );
+    // From inside an update, adding is refused.
+    let refused = Arc::new(Mutex::new(None));
+    let seen = refused.clone();
+    registry.add_system(Phase::PostUpdate, move |r: &mut Registry, _: f32| {
+        *seen.lock().unwrap() = Some(r.add_fn_system(Phase::Update, "inner", || {}));
+    });
+    registry.update(0.0);
+    assert_eq!(
+        *refused.lock().unwrap(),
+        Some(Err(ScheduleError::DuringUpdate))
+    );
+}
+
+#[test]
+fn conflicting_systems_keep_registration_order_and_before_after_override_it() {
+    for workers in [1, 2, 3, 8, 16] {
+        let mut registry = Registry::with_workers(workers);
+        registry.insert_resource(Log(Vec::new()));
+        registry
+            .add_fn_system(Phase::Update, "one", log("one"))
+            .unwrap();
+        registry
+            .add_fn_system(Phase::Update, "two", log("two"))
+            .unwrap();
+        registry
+            .add_fn_system_with(
+                Phase::Update,
+                SystemConfig::new("zero").before("one"),
+                log("zero"),
+            )
+            .unwrap();
+        registry
+            .add_fn_system_with(
+                Phase::Update,
+                SystemConfig::new("mid").after("one").before("two"),
+                log("mid"),
+            )
+            .unwrap();
+        registry
+            .add_fn_system_with(
+                Phase::Update,
+                SystemConfig::new("s1").in_set("early"),
+                log("s1"),
+            )
+            .unwrap();
+        registry
+            .add_fn_system_with(
+                Phase::Update,
+                SystemConfig::new("s2").in_set("early"),
+                log("s2"),
+            )
+            .unwrap();
+        registry
+            .add_fn_system_with(
+                Phase::Update,
+                SystemConfig::new("first").before("early").before("zero"),
+                log("first"),
+            )
+            .unwrap();
+        registry.update(0.0);
+        assert_eq!(
+            registry.resource::<Log>().unwrap().0,
+            ["first", "zero", "one", "mid", "two", "s1", "s2"],
+            "{workers} workers"
+        );
+    }
+}
+
+#[test]
+fn exclusive_systems_are_barriers_between_function_systems() {
+    for workers in [1, 2, 8] {
+        let mut registry = Registry::with_workers(workers);
+        registry.insert_resource(Log(Vec::new()));
+        let e = registry.spawn((Hp(0),));
+        registry
+            .add_fn_system(Phase::Update, "before", |mut q: Query<&mut Hp>| {
+                q.each(|_, h| h.0 += 1)
+            })
+            .unwrap();
+        registry.add_system(Phase::Update, move |r: &mut Registry, _: f32| {
+            let hp = r.get::<Hp>(e).unwrap().0;
+            r.resource_mut::<Log>()
+                .unwrap()
+                .0
+                .push(if hp == 1 { "saw 1" } else { "wrong" });
+            r.get_mut::<Hp>(e).unwrap().0 = 10;
+        });
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "after",
+                |mut q: Query<&mut Hp>, mut l: ResMut<Log>| {
+                    q.each(|_, h| {
+                        if h.0 == 10 {
+                            l.0.push("saw 10")
+                        }
+                    })
+                },
+            )
+            .unwrap();
+        registry.update(0.0);
+        assert_eq!(registry.resource::<Log>().unwrap().0, ["saw 1", "saw 10"]);
+    }
+}
+
+/// Two disjoint systems with sequential bodies run at the same time: each waits (bounded) for
+/// the other to arrive.
+#[test]
+fn disjoint_sequential_bodies_run_at_the_same_time() {
+    let mut registry = Registry::with_workers(2);
+    registry.spawn((Pos(0.0),));
+    registry.spawn((Hp(0),));
+    let arrived = Arc::new(AtomicUsize::new(0));
+    let met = Arc::new(AtomicUsize::new(0));
+    for (name, pos) in [("a", true), ("b", false)] {
+        let (arrived, met) = (arrived.clone(), met.clone());
+        let rendezvous = move || {
+            arrived.fetch_add(1, Ordering::SeqCst);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while arrived.load(Ordering::SeqCst) < 2 && Instant::now() < deadline {
+                std::hint::spin_loop();
+            }
+            if arrived.load(Ordering::SeqCst) >= 2 {
+                met.fetch_add(1, Ordering::SeqCst);
+            }
+        };
+        if pos {
+            let r = rendezvous;
+            registry
+                .add_fn_system(Phase::Update, name, move |mut q: Query<&mut Pos>| {
+                    q.each(|_, p| p.0 += 1.0);
+                    r();
+                })
+                .unwrap();
+        } else {
+            let r = rendezvous;
+            registry
+                .add_fn_system(Phase::Update, name, move |mut q: Query<&mut Hp>| {
+                    q.each(|_, h| h.0 += 1);
+                    r();
+                })
+                .unwrap();
+        }
+    }
+    registry.update(0.0);
+    assert_eq!(met.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn change_filters_compare_with_the_previous_run() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut registry = Registry::with_workers(2);
+    let e = registry.spawn((Hp(1), Tag));
+    registry.spawn((Hp(1),));
+    registry
+        .add_fn_system(
+            Phase::Update,
+            "watch",
+            move |mut q: Query<&Hp, With<Tag>>| {
+                let mut changed = 0;
+                q.filter_changed::<Hp>().each(|_, _| changed += 1);
+                let mut added = 0;
+                q.clear_filters()
+                    .filter_added::<Hp>()
+                    .each(|_, _| added += 1);
+                log.lock().unwrap().push((changed, added));
+            },
+        )
+        .unwrap();
+    registry
+        .add_fn_system(
+            Phase::PostUpdate,
+            "writer",
+            |t: Tick, mut q: Query<&mut Hp, With<Tag>>| {
+                if t.tick == 2 {
+                    q.each(|_, h| h.0 += 1);
+                }
+            },
+        )
+        .unwrap();
+    for _ in 0..5 {
+        registry.update(0.0);
+    }
+    let _ = e;
+    // Tick 0: first run (all). Tick 1: the spawn at tick 0 and the writer's stamps... the writer
+    // stamps only when it writes (tick 2), so tick 3 sees it, tick 4 does not.
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [(1, 1), (1, 1), (0, 0), (1, 0), (0, 0)]
+    );
+}
+
+#[test]
+fn an_event_reader_reads_each_event_once() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut registry = Registry::with_workers(2);
+    registry
+        .add_fn_system(
+            Phase::PreUpdate,
+            "send",
+            |t: Tick, mut w: EventWriter<Died>| {
+                if t.tick.is_multiple_of(2) {
+                    w.send(Died(Entity::from_bits(1 << 32).unwrap()));
+                }
+            },
+        )
+        .unwrap();
+    registry
+        .add_fn_system(Phase::Update, "read", move |mut r: EventReader<Died>| {
+            log.lock().unwrap().push(r.read().count());
+        })
+        .unwrap();
+    for _ in 0..4 {
+        registry.update(0.0);
+    }
+    assert_eq!(*seen.lock().unwrap(), [1, 0, 1, 0]);
+}
+
+#[test]
+fn a_missing_resource_panics_naming_it_and_the_system() {
+    let mut registry = Registry::with_workers(2);
+    registry
+        .add_fn_system(Phase::Update, "needs", |_: Res<Log>| {})
+        .unwrap();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.update(0.0)));
+    let payload = caught.unwrap_err();
+    let text = payload.downcast_ref::<String>().unwrap();
+    assert!(text.contains("needs") && text.contains("Log"), "{text}");
+    registry.insert_resource(Log(Vec::new()));
+    registry.update(0.0);
+}
+
+/// A panicking system: the systems that do not depend on it still run and their commands
+/// apply; its own commands are discarded, its successors skipped; the first panic in
+/// registration order is re-raised after the phase's sync point, the same for every worker
+/// count, and the registry stays usable.
+#[test]
+fn a_panicking_system_is_contained_and_re_raised() {
+    for workers in [1, 2, 3, 8, 16] {
+        let mut registry = Registry::with_workers(workers);
+        registry.insert_resource(Log(Vec::new()));
+        let e = registry.spawn((Hp(0),));
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "bad",
+                |mut q: Query<&mut Hp>, mut c: Commands| {
+                    c.spawn((Tag,));
+                    q.each(|_, h| h.0 += 1);
+                    panic!("bad system");
+                },
+            )
+            .unwrap();
+        registry
+            .add_fn_system(Phase::Update, "also bad", |_: Query<&Pos>| panic!("second"))
+            .unwrap();
+        // Conflicts with `bad` (Hp): after it, so skipped.
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "after bad",
+                |mut q: Query<&mut Hp>, mut l: ResMut<Log>| {
+                    q.each(|_, h| h.0 += 100);
+                    l.0.push("after bad");
+                },
+            )
+            .unwrap();
+        // Disjoint: runs, and its commands apply.
+        registry
+            .add_fn_system(Phase::Update, "fine", |mut c: Commands| {
+                c.spawn((Pos(1.0),));
+            })
+            .unwrap();
+        let post = Arc::new(AtomicUsize::new(0));
+        let p = post.clone();
+        registry.add_system(Phase::PostUpdate, move |_: &mut Registry, _: f32| {
+            p.fetch_add(1, Ordering::Relaxed);
+        });
+        let caught =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.update(0.0)));
+        assert_eq!(
+            caught.unwrap_err().downcast_ref::<&str>(),
+            Some(&"bad system")
+        );
+        assert_eq!(registry.get::<Hp>(e).unwrap().0, 1);
+        assert_eq!(registry.query::<&Tag>().count(), 0);
+        assert_eq!(registry.query::<&Pos>().count(), 1);
+        assert!(registry.resource::<Log>().unwrap().0.is_empty());
+        assert_eq!(post.load(Ordering::Relaxed), 0, "later phases do not run");
+        assert_eq!(registry.tick(), 1);
+        assert_eq!(registry.in_flight(), 0);
+    }
+}
+
+#[test]
+fn the_profiler_books_each_system_and_the_trace_shows_it_on_a_worker() {
+    use freyr_registry::TickProfileConfig;
+    let mut registry = Registry::with_workers(2);
+    registry.spawn((Pos(0.0),));
+    registry
+        .add_fn_system(Phase::Update, "integrate", |mut q: Query<&mut Pos>| {
+            q.each(|_, p| p.0 += 1.0)
+        })
+        .unwrap();
+    registry
+        .add_fn_system(Phase::Update, "idle", || {})
+        .unwrap();
+    registry.update(0.0); // profiler off: nothing booked
+    assert!(registry.profile().label("integrate").is_none());
+    registry.enable_tick_profile(TickProfileConfig {
+        trace_ticks: 1..2,
+        ..Default::default()
+    });
+    registry.update(0.0);
+    assert_eq!(registry.profile().label("integrate").unwrap().calls, 1);
+    assert_eq!(registry.profile().label("idle").unwrap().calls, 1);
+    let events = registry.tick_profile().unwrap().trace_events();
+    assert_eq!(events.iter().filter(|e| e.name == "integrate").count(), 1);
+}
+
+#[test]
+fn schedule_graph_names_every_edge_s_reason() {
+    use freyr_registry::systems::GraphFormat;
+    let mut registry = Registry::with_workers(2);
+    registry
+        .add_fn_system(Phase::Update, "a", |_: Query<&mut Pos>| {})
+        .unwrap();
+    registry
+        .add_fn_system(Phase::Update, "b", |_: Query<&Pos>| {})
+        .unwrap();
+    registry.add_system(Phase::Update, |_: &mut Registry, _: f32| {});
+    registry
+        .add_fn_system_with(Phase::Update, SystemConfig::new("c").after("d"), || {})
+        .unwrap();
+    registry.add_fn_system(Phase::Update, "d", || {}).unwrap();
+    let dot = registry
+        .schedule_graph(Phase::Update, GraphFormat::Dot)
+        .unwrap();
+    assert!(dot.contains(r#""a" -> "b" [label="conflict on "#), "{dot}");
+    assert!(dot.contains(r#""d" -> "c" [label="after d"]"#), "{dot}");
+    assert!(dot.contains(r#"-> "d" [label="barrier"]"#), "{dot}");
+    assert!(dot.contains(r#""b" -> "exclusive 0"#), "{dot}");
+    assert!(
+        !dot.contains(r#""a" -> "exclusive 0"#),
+        "only the segment's sinks: {dot}"
+    );
+    let mermaid = registry
+        .schedule_graph(Phase::Update, GraphFormat::Mermaid)
+        .unwrap();
+    assert!(mermaid.contains("-->|after d|"), "{mermaid}");
+}
