@@ -165,6 +165,12 @@ pub mod hash {
     };
 }
 
+/// Entities with structure: the parent relation, disabled entities, clones and prefabs (the
+/// methods are on [`Registry`]; see the guide's hierarchy chapter).
+pub mod hierarchy {
+    pub use freyr_registry::hierarchy::{ChildOf, Children, CloneError, Disabled, HierarchyError};
+}
+
 /// Component hooks (`on_add`, `on_insert`, `on_remove`, registered on the [`Registry`]): when
 /// they run, and [`MAX_HOOK_ROUNDS`](hooks::MAX_HOOK_ROUNDS), the bound on rounds of commands
 /// that hooks record and that trigger hooks again.

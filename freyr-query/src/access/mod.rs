@@ -89,6 +89,12 @@ impl TypeAccess {
         self.entries.is_empty()
     }
 
+    /// Whether `T` is recorded, with any access.
+    pub fn mentions<T: 'static>(&self) -> bool {
+        let id = TypeId::of::<T>();
+        self.entries.iter().any(|e| e.type_id == id)
+    }
+
     /// Whether `T` is recorded with write access.
     pub fn writes<T: 'static>(&self) -> bool {
         let id = TypeId::of::<T>();

@@ -31,6 +31,7 @@ mod digest;
 mod entities;
 mod events;
 mod hashing;
+pub(crate) mod hierarchy;
 mod hooks;
 #[cfg(feature = "persist")]
 mod persist;
@@ -67,6 +68,7 @@ use freyr_query::world::SyncedWorld;
 
 pub use self::async_progress::AsyncProgress;
 pub use self::async_system::{AsyncSystem, Launched, Process};
+pub use self::hierarchy::{ChildOf, Children, CloneError, HierarchyError};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -140,6 +142,8 @@ pub struct Registry {
     destroy_queue: Vec<Entity>,
     /// The component hooks (`on_add`, `on_insert`, `on_remove`).
     hooks: crate::hooks::Hooks,
+    /// The component types clones and prefabs copy.
+    cloners: hierarchy::Cloners,
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
@@ -476,6 +480,7 @@ impl Registry {
             systems: Default::default(),
             destroy_queue: Vec::new(),
             hooks: crate::hooks::Hooks::default(),
+            cloners: Default::default(),
             profiler,
             hashables: Hashables::default(),
             snapshot_types: Default::default(),
