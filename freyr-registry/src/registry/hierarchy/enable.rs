@@ -39,9 +39,11 @@ impl Registry {
     /// queries skip it unless they name [`Disabled`]. Its children are not disabled with it.
     /// Disabling a disabled entity changes nothing.
     ///
-    /// Disabling adds the `Disabled` component (one row move, as an insert): it triggers
-    /// `Disabled`'s hooks and marks no other component changed; a `Changed` query that runs
-    /// after `enable` sees only the changes made to the entity's components themselves.
+    /// Disabling adds the `Disabled` component and enabling removes it: one row move each,
+    /// as any insert or remove, so it triggers `Disabled`'s hooks, and, as for any row move,
+    /// the chunk the row lands in (and the one whose hole another row fills) is stamped added
+    /// and changed at the current tick: a `filter_changed` or `filter_added` query run after
+    /// `enable` visits the re-enabled entity, as it would a newly spawned one.
     ///
     /// # Errors
     ///
