@@ -15,6 +15,7 @@
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
 //! | [`snapshot`] | rollback: registry snapshots and restore, the per-tick snapshot ring |
 //! | `persist` | (feature `persist`) saves, loads and entity export/import between registries: their errors, the entity map, the column encodings |
+//! | [`hierarchy`] | entities with structure: the parent relation ([`ChildOf`](hierarchy::ChildOf), [`Children`](hierarchy::Children)), [`Disabled`](hierarchy::Disabled) entities, the errors of hierarchy edits and clones |
 //! | [`hooks`] | component hooks: when `on_add` / `on_insert` / `on_remove` run, the bound on their rounds |
 //! | [`hash`] | deterministic world hashes: [`StableHash`], [`StableHasher`](hash::StableHasher), component sets |
 //!
@@ -281,6 +282,8 @@ mod guide {
     mod change {}
     #[doc = include_str!("../docs/src/events-hooks.md")]
     mod events_hooks {}
+    #[doc = include_str!("../docs/src/hierarchy.md")]
+    mod hierarchy {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
     #[doc = include_str!("../docs/src/server-tick.md")]

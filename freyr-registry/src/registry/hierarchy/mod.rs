@@ -647,9 +647,22 @@ pub(crate) fn expand_destructions(
     queue: Vec<Entity>,
 ) -> Vec<Entity> {
     let mut out = Vec::new();
+    // Each entity is listed once, at its first place: a queued entity that is also the
+    // descendant of a despawned parent (or of another queued entity) is destroyed once.
+    let mut listed: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
+    let list_tree = |world: &World,
+                     root: Entity,
+                     out: &mut Vec<Entity>,
+                     listed: &mut hashbrown::HashSet<Entity>| {
+        for e in subtree(world, root) {
+            if listed.insert(e) {
+                out.push(e);
+            }
+        }
+    };
     for d in doomed {
-        if world.contains(d.entity) {
-            // The command was stale or did not run; the entity keeps its place.
+        if world.contains(d.entity) || !listed.insert(d.entity) {
+            // The command was stale or did not run, or the entity was despawned twice.
             continue;
         }
         if let Some(p) = d.parent {
@@ -657,7 +670,7 @@ pub(crate) fn expand_destructions(
         }
         for c in d.children {
             if world.contains(c) {
-                out.extend(subtree(world, c));
+                list_tree(world, c, &mut out, &mut listed);
             }
         }
     }
@@ -666,13 +679,14 @@ pub(crate) fn expand_destructions(
             out.push(e); // counted as stale by the sync point
             continue;
         }
+        if listed.contains(&e) {
+            continue;
+        }
         if let Ok(&ChildOf(p)) = world.get::<ChildOf>(e) {
             unlink_in(world, p, e);
         }
-        out.extend(subtree(world, e));
+        list_tree(world, e, &mut out, &mut listed);
     }
-    // An entity listed twice (queued and a descendant of another queued entity) is destroyed
-    // at its first place; the second is a stale handle by then.
     out
 }
 
