@@ -144,6 +144,31 @@ fn despawn_takes_the_subtree_in_order_and_hooks_see_it() {
 }
 
 #[test]
+fn deferred_despawns_run_hooks_in_descendants_order() {
+    for deferred_by_command in [false, true] {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let mut r = registry(2);
+        let s = seen.clone();
+        r.on_remove::<Name>(move |e, _| s.lock().unwrap().push(e));
+        let [a, b, c, d, e, _f] = forest(&mut r);
+        let g = r.spawn_child(c, (Name(6),)).unwrap();
+        if deferred_by_command {
+            r.query::<&Name>().each_async_with(|e, n, ctx| {
+                if n.0 == 0 {
+                    ctx.commands().despawn(e);
+                }
+            });
+        } else {
+            r.destroy_entity(a);
+        }
+        r.execute_tasks();
+        assert_eq!(*seen.lock().unwrap(), [a, b, c, d, e, g]);
+        assert_eq!(r.descendants(a), []);
+        r.check_hierarchy();
+    }
+}
+
+#[test]
 fn deferred_despawns_take_the_subtree() {
     for workers in [1, 2, 3, 8, 16] {
         let mut r = registry(workers);

@@ -19,7 +19,6 @@ use freyr::With as _;
 use freyr::Without as _;
 use freyr::World as _;
 use freyr::hash::DivergenceKind as _;
-use freyr::hierarchy as _;
 use freyr::hierarchy::ChildOf as _;
 use freyr::hierarchy::Children as _;
 use freyr::hierarchy::CloneError as _;

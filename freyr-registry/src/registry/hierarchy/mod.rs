@@ -187,7 +187,12 @@ fn detached() -> Entity {
 /// `root` then its descendants, breadth first, each parent's children in order. No recursion:
 /// a tree of any depth is walked with one growing list.
 pub(crate) fn subtree(world: &World, root: Entity) -> Vec<Entity> {
-    let mut out = vec![root];
+    below(world, vec![root])
+}
+
+/// `roots` then their descendants, breadth first (the subtree walk of several siblings).
+fn below(world: &World, roots: Vec<Entity>) -> Vec<Entity> {
+    let mut out = roots;
     let mut next = 0;
     while next < out.len() {
         if let Ok(children) = world.get::<Children>(out[next]) {
@@ -651,28 +656,32 @@ pub(crate) fn expand_destructions(
     // descendant of a despawned parent (or of another queued entity) is destroyed once.
     let mut listed: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
     let list_tree = |world: &World,
-                     root: Entity,
+                     roots: Vec<Entity>,
                      out: &mut Vec<Entity>,
                      listed: &mut hashbrown::HashSet<Entity>| {
-        for e in subtree(world, root) {
-            if listed.insert(e) {
+        for e in below(world, roots) {
+            // A descendant a command already despawned is left out here; its own captured
+            // children are listed when its entry comes.
+            if world.contains(e) && listed.insert(e) {
                 out.push(e);
             }
         }
     };
+    let mut finished: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
     for d in doomed {
-        if world.contains(d.entity) || !listed.insert(d.entity) {
+        if world.contains(d.entity) || !finished.insert(d.entity) {
             // The command was stale or did not run, or the entity was despawned twice.
             continue;
         }
         if let Some(p) = d.parent {
             unlink_in(world, p, d.entity);
         }
-        for c in d.children {
-            if world.contains(c) {
-                list_tree(world, c, &mut out, &mut listed);
-            }
-        }
+        let children = d
+            .children
+            .into_iter()
+            .filter(|&c| world.contains(c))
+            .collect();
+        list_tree(world, children, &mut out, &mut listed);
     }
     for e in queue {
         if !world.contains(e) {
@@ -685,7 +694,7 @@ pub(crate) fn expand_destructions(
         if let Ok(&ChildOf(p)) = world.get::<ChildOf>(e) {
             unlink_in(world, p, e);
         }
-        list_tree(world, e, &mut out, &mut listed);
+        list_tree(world, vec![e], &mut out, &mut listed);
     }
     out
 }
