@@ -7,8 +7,8 @@ use super::super::Registry;
 
 impl Registry {
     /// Registers [`Disabled`] for snapshots (a plain copy), the world hash and digest, and
-    /// (with the `persist` feature) saves and exports under the name `freyr.disabled`, version
-    /// 1. [`disable`](Registry::disable) calls it; a program calls it itself only before
+    /// (with the `persist` feature) saves and exports as `freyr.disabled` version 1.
+    /// [`disable`](Registry::disable) calls it; a program calls it itself only before
     /// loading a save or importing an export into a registry that never disabled an entity.
     /// Calling it again changes nothing.
     ///
