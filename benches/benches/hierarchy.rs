@@ -131,6 +131,7 @@ fn hierarchy(c: &mut Criterion) {
             || {
                 let mut r = freyr_registry(1);
                 let prefab = freyr_tree(&mut r, 9, 0);
+                black_box(r.get::<Pos>(prefab).unwrap().0);
                 (r, prefab)
             },
             |(mut r, prefab)| {
