@@ -3,7 +3,7 @@
 //! queued, recorded by a parallel callback), clones of subtrees, rollbacks to a snapshot and
 //! save/load round trips. After every sync point the registry's parents and children (with
 //! their order) equal the model's and the relation's invariants hold; a refused edit leaves the
-//! world hash unchanged; and the final world hash is the same for 1, 2, 8 and 16 workers.
+//! world hash unchanged; and the final world hash is the same for 1, 2, 3, 8 and 16 workers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -299,7 +299,7 @@ proptest! {
     fn the_relation_matches_the_model_for_every_worker_count(
         ops in prop::collection::vec(op(), 1..if cfg!(miri) { 16 } else { 80 })
     ) {
-        let hashes: Vec<u64> = [1, 2, 8, 16].iter().map(|&w| run(w, &ops)).collect();
+        let hashes: Vec<u64> = [1, 2, 3, 8, 16].iter().map(|&w| run(w, &ops)).collect();
         prop_assert!(hashes.iter().all(|&h| h == hashes[0]), "{:?}", hashes);
     }
 }
