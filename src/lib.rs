@@ -16,6 +16,7 @@
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
 //! | [`snapshot`] | rollback: registry snapshots and restore, the per-tick snapshot ring |
 //! | `persist` | (feature `persist`) saves, loads and entity export/import between registries: their errors, the entity map, the column encodings |
+//! | [`hierarchy`] | entities with structure: the parent relation ([`ChildOf`](hierarchy::ChildOf), [`Children`](hierarchy::Children)), [`Disabled`](hierarchy::Disabled) entities, the errors of hierarchy edits and clones |
 //! | [`hooks`] | component hooks: when `on_add` / `on_insert` / `on_remove` run, the bound on their rounds |
 //! | [`hash`] | deterministic world hashes: [`StableHash`], [`StableHasher`](hash::StableHasher), component sets |
 //!
@@ -179,6 +180,12 @@ pub mod hash {
     };
 }
 
+/// Entities with structure: the parent relation, disabled entities, clones and prefabs (the
+/// methods are on [`Registry`]; see the guide's hierarchy chapter).
+pub mod hierarchy {
+    pub use freyr_registry::hierarchy::{ChildOf, Children, CloneError, Disabled, HierarchyError};
+}
+
 /// Component hooks (`on_add`, `on_insert`, `on_remove`, registered on the [`Registry`]): when
 /// they run, and [`MAX_HOOK_ROUNDS`](hooks::MAX_HOOK_ROUNDS), the bound on rounds of commands
 /// that hooks record and that trigger hooks again.
@@ -291,6 +298,8 @@ mod guide {
     mod change {}
     #[doc = include_str!("../docs/src/events-hooks.md")]
     mod events_hooks {}
+    #[doc = include_str!("../docs/src/hierarchy.md")]
+    mod hierarchy {}
     #[doc = include_str!("../docs/src/golden-rules.md")]
     mod golden_rules {}
     #[doc = include_str!("../docs/src/server-tick.md")]

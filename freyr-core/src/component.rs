@@ -304,3 +304,27 @@ mod tests {
         assert_eq!(components.len(), 2);
     }
 }
+
+/// The marker of a disabled entity: it keeps its id and its components, but queries skip it
+/// unless they name `Disabled` themselves (`With<Disabled>`, `Option<&Disabled>`,
+/// `Without<Disabled>`). Added and removed by `Registry::disable` and `Registry::enable`;
+/// direct access by id (`get`, `get_mut`, `insert`) still reaches a disabled entity.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::hierarchy::Disabled;
+/// use freyr::With;
+///
+/// let mut registry = freyr::Registry::with_workers(1);
+/// let a = registry.spawn((1u32,));
+/// let b = registry.spawn((2u32,));
+/// registry.disable(b).unwrap();
+/// assert_eq!(registry.query::<&u32>().count(), 1);
+/// assert_eq!(registry.query_filtered::<&u32, With<Disabled>>().count(), 1);
+/// assert_eq!(registry.get::<u32>(b), Ok(&2));
+/// # let _ = a;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+pub struct Disabled;

@@ -86,7 +86,7 @@ pub use crate::bundle::{Bundle, BundleTypes};
 pub use crate::chunk_ref::ChunkRef;
 pub use crate::command::CommandBuffer;
 pub use crate::command::apply::{AppliedCommand, ApplyReport};
-pub use crate::component::{Component, ComponentId, ComponentInfo};
+pub use crate::component::{Component, ComponentId, ComponentInfo, Disabled};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};
 pub use crate::ticks::ChangedEntry;

@@ -59,6 +59,12 @@ pub trait QueryFilter: sealed::Sealed + 'static {
     fn resolve(state: &mut Self::State, world: &World) -> bool;
     /// Whether `archetype` passes.
     fn matches(state: &Self::State, archetype: &Archetype) -> bool;
+    /// Whether the filter names the component type `type_id` (a query whose filter names
+    /// [`Disabled`](freyr_core::Disabled) sees disabled entities).
+    fn mentions(type_id: core::any::TypeId) -> bool {
+        let _ = type_id;
+        false
+    }
 }
 
 /// Only archetypes that have a `T` component. `T` itself is not fetched.
@@ -116,6 +122,9 @@ impl<T: Component> sealed::Sealed for With<T> {}
 
 impl<T: Component> QueryFilter for With<T> {
     type State = Option<ComponentId>;
+    fn mentions(type_id: core::any::TypeId) -> bool {
+        core::any::TypeId::of::<T>() == type_id
+    }
     fn init_state(world: &World) -> Self::State {
         world.component_id::<T>()
     }
@@ -133,6 +142,9 @@ impl<T: Component> sealed::Sealed for Without<T> {}
 
 impl<T: Component> QueryFilter for Without<T> {
     type State = Option<ComponentId>;
+    fn mentions(type_id: core::any::TypeId) -> bool {
+        core::any::TypeId::of::<T>() == type_id
+    }
     fn init_state(world: &World) -> Self::State {
         world.component_id::<T>()
     }
@@ -169,6 +181,10 @@ macro_rules! impl_filter_tuple {
             #[allow(unused_variables)]
             fn matches(state: &Self::State, archetype: &Archetype) -> bool {
                 true $(&& $name::matches(&state.$idx, archetype))*
+            }
+            #[allow(unused_variables)]
+            fn mentions(type_id: core::any::TypeId) -> bool {
+                false $(|| $name::mentions(type_id))*
             }
         }
     };

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, ChangedEntry, Entity, World, WorldId};
+use freyr_core::{ArchetypeId, ChangedEntry, Disabled, Entity, World, WorldId};
 
 use crate::access::{Access, TypeAccess};
 use crate::error::QueryError;
@@ -93,6 +93,10 @@ pub struct Runs<'a, P> {
 /// the wrong world. The registry keeps one `QueryState` per
 /// `(Q, F)` pair, so a query built on every call costs a map lookup plus the new archetypes.
 ///
+/// Archetypes holding [`Disabled`] are not matched unless `Q` or `F` names `Disabled`
+/// (`With<Disabled>`, `Without<Disabled>`, `Option<&Disabled>`): disabled entities are
+/// skipped by default.
+///
 /// # Examples
 ///
 /// ```
@@ -129,6 +133,8 @@ pub struct QueryState<Q: QueryData, F: QueryFilter = ()> {
     /// The matched archetypes' runs under one layout (see [`RunCache`]); cleared whenever
     /// `matched` changes.
     runs: RunCache<Q::Ptrs>,
+    /// Whether archetypes holding [`Disabled`] are skipped: `Q` and `F` do not name it.
+    skip_disabled: bool,
 }
 
 impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
@@ -159,6 +165,8 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                 written: Vec::new(),
                 rows: 0,
             },
+            skip_disabled: !Self::type_access().mentions::<Disabled>()
+                && !F::mentions(core::any::TypeId::of::<Disabled>()),
         };
         state.update(world);
         Ok(state)
@@ -223,9 +231,16 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         let archetypes = world.archetypes();
         let matched_before = self.matched.len();
         let mut writes: Option<Access> = None;
+        // An archetype examined before `Disabled` was registered cannot hold it.
+        let disabled = world
+            .component_id::<Disabled>()
+            .filter(|_| self.skip_disabled);
         for archetype in &archetypes[self.cursor..] {
             self.examined += 1;
-            if Q::matches(&self.data, archetype) && F::matches(&self.filter, archetype) {
+            if Q::matches(&self.data, archetype)
+                && F::matches(&self.filter, archetype)
+                && !disabled.is_some_and(|id| archetype.has(id))
+            {
                 self.matched.push(MatchedArchetype {
                     id: archetype.id(),
                     columns: Q::columns(&self.data, archetype),

@@ -28,6 +28,15 @@ pub use crate::registry::{AsyncProgress, AsyncSystem, Launched, Process, TickTim
 pub use crate::registry::{BoxedClock, Registry, System};
 pub use crate::ring::SnapshotRing;
 
+/// Entities with structure: the parent relation ([`ChildOf`](hierarchy::ChildOf),
+/// [`Children`](hierarchy::Children)) that [`Registry::set_parent`] and friends keep
+/// consistent, the [`Disabled`](hierarchy::Disabled) marker queries skip, and the errors of
+/// hierarchy edits and clones. The methods are on [`Registry`].
+pub mod hierarchy {
+    pub use crate::registry::{ChildOf, Children, CloneError, HierarchyError};
+    pub use freyr_core::Disabled;
+}
+
 // The API of the crates below, named here too so this crate's tests and docs read as a
 // program's code does.
 pub use freyr_core::snapshot::{MissingSnapshotTypes, WorldSnapshot};

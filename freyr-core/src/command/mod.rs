@@ -185,6 +185,27 @@ impl CommandBuffer {
         self.commands.len()
     }
 
+    /// The existing entities the recorded despawns name, in record order (despawns of pending
+    /// handles, which name entities this buffer spawns, are left out). The registry reads them
+    /// before a sync point applies the buffer, to despawn the children of a despawned parent.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut world = freyr::World::new();
+    /// let e = world.spawn(());
+    /// let mut commands = freyr::CommandBuffer::new();
+    /// let pending = commands.spawn(());
+    /// commands.despawn(pending);
+    /// commands.despawn(e);
+    /// assert_eq!(commands.despawned_entities().collect::<Vec<_>>(), [e]);
+    /// ```
+    pub fn despawned_entities(&self) -> impl Iterator<Item = Entity> + '_ {
+        self.commands.iter().filter_map(|c| match *c {
+            Command::Despawn(e) if pending_number(e).is_none() => Some(e),
+            _ => None,
+        })
+    }
+
     /// Whether no command is recorded.
     ///
     /// # Examples

@@ -223,6 +223,12 @@ impl StableHash for Entity {
     }
 }
 
+impl StableHash for freyr_core::Disabled {
+    // SAFETY: `Disabled` has no bytes and feeds none.
+    const PLAIN_BYTES: PlainBytes<Self> = unsafe { PlainBytes::new_unchecked(true) };
+    fn stable_hash(&self, _h: &mut StableHasher) {}
+}
+
 impl StableHash for () {
     // SAFETY: `()` has no bytes and feeds none.
     const PLAIN_BYTES: PlainBytes<Self> = unsafe { PlainBytes::new_unchecked(true) };

@@ -108,6 +108,12 @@ impl TypeAccess {
         self.entries.iter().map(|e| (e.type_id, e.name, e.kind))
     }
 
+    /// Whether `T` is recorded, with any access.
+    pub fn mentions<T: 'static>(&self) -> bool {
+        let id = TypeId::of::<T>();
+        self.entries.iter().any(|e| e.type_id == id)
+    }
+
     /// Whether `T` is recorded with write access.
     pub fn writes<T: 'static>(&self) -> bool {
         let id = TypeId::of::<T>();

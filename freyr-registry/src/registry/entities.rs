@@ -93,6 +93,12 @@ impl Registry {
     /// Despawns `entity` now (waiting for all in-flight work first). See also
     /// [`destroy_entity`](Registry::destroy_entity), which defers to the next sync point.
     ///
+    /// An entity in the [hierarchy](crate::hierarchy) leaves its parent's children, and its
+    /// descendants are despawned with it, after it, in
+    /// [`descendants`](Registry::descendants) order (breadth first, each parent's children in
+    /// order), each with its hooks; a panicking `Drop` or hook stops none of it, and the
+    /// first panic is re-raised afterwards.
+    ///
     /// # Errors
     ///
     /// [`NoSuchEntity`] (naming `entity`) if the handle is stale.
@@ -106,6 +112,14 @@ impl Registry {
     /// assert!(registry.despawn(e).is_err());
     /// ```
     pub fn despawn(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
+        if self.hierarchy_in_use() {
+            return self.despawn_tree(entity);
+        }
+        self.despawn_one(entity)
+    }
+
+    /// Despawns `entity` alone, with its hooks.
+    pub(super) fn despawn_one(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
         let before = self.hook_before(entity);
         self.world_mut().despawn(entity)?;
         if let Some(before) = before {
@@ -240,7 +254,9 @@ impl Registry {
     }
 
     /// Queues `entity` for destruction at the next sync point (after that sync point's commands).
-    /// A handle that is stale by then is skipped and counted as a stale command. To despawn now
+    /// A handle that is stale by then is skipped and counted as a stale command. An entity in
+    /// the [hierarchy](crate::hierarchy) takes its descendants with it, as
+    /// [`despawn`](Registry::despawn) does. To despawn now
     /// instead (waiting for in-flight work first), use [`despawn`](Registry::despawn); to record
     /// a despawn from inside a callback, [`Commands::despawn`](crate::Commands::despawn).
     ///

@@ -33,6 +33,7 @@ mod entities;
 mod events;
 mod fn_systems;
 mod hashing;
+pub(crate) mod hierarchy;
 mod hooks;
 #[cfg(feature = "persist")]
 mod persist;
@@ -69,6 +70,7 @@ use freyr_query::world::SyncedWorld;
 
 pub use self::async_progress::AsyncProgress;
 pub use self::async_system::{AsyncSystem, Launched, Process};
+pub use self::hierarchy::{ChildOf, Children, CloneError, HierarchyError};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -144,6 +146,8 @@ pub struct Registry {
     destroy_queue: Vec<Entity>,
     /// The component hooks (`on_add`, `on_insert`, `on_remove`).
     hooks: crate::hooks::Hooks,
+    /// The component types clones and prefabs copy.
+    cloners: hierarchy::Cloners,
     profiler: Profiler,
     /// The component types `world_hash_all` hashes, and those it deliberately leaves out.
     hashables: Hashables,
@@ -481,6 +485,7 @@ impl Registry {
             fn_systems: Default::default(),
             destroy_queue: Vec::new(),
             hooks: crate::hooks::Hooks::default(),
+            cloners: Default::default(),
             profiler,
             hashables: Hashables::default(),
             snapshot_types: Default::default(),

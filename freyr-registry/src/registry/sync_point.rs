@@ -119,6 +119,7 @@ impl Registry {
         let mut pending = core::mem::take(&mut self.pending);
         pending.sort_by_key(|(seq, _)| *seq);
         let world = self.sync.write(&self.profiler);
+        let doomed = super::hierarchy::doomed_by_commands(world, &pending);
         let mut first_panic = None;
         let (mut applied, mut stale) = (0, 0);
         let hooks = &self.hooks;
@@ -140,7 +141,13 @@ impl Registry {
         }
         self.profiler.record_commands(applied, stale);
         let (mut destroyed, mut stale) = (0, 0);
-        for entity in self.destroy_queue.drain(..) {
+        let mut queue = core::mem::take(&mut self.destroy_queue);
+        if !doomed.is_empty()
+            || (!queue.is_empty() && world.component_id::<super::hierarchy::ChildOf>().is_some())
+        {
+            queue = super::hierarchy::expand_destructions(world, doomed, queue);
+        }
+        for entity in queue.drain(..) {
             let before = world
                 .entity_location(entity)
                 .filter(|_| !hooks.is_empty())
@@ -159,6 +166,7 @@ impl Registry {
                 }
             }
         }
+        self.destroy_queue = queue;
         self.profiler.record_destroyed(destroyed, stale);
         if !log.is_empty()
             && let Some(p) = self.hooks.run(&mut log, world)

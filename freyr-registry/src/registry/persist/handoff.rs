@@ -178,6 +178,7 @@ impl Registry {
             spawned, news,
             "freyr: an import spawned other ids than it mapped"
         );
+        self.finish_imported_hierarchy(&news);
         Ok(map)
     }
 

@@ -1,0 +1,729 @@
+//! Entities with structure: the parent relation ([`ChildOf`], [`Children`]), its edits and
+//! walks, the despawn of a subtree, its registration for snapshots, saves and the hash, and the
+//! import rule for references that leave an exported set.
+//!
+//! The relation is two plain components, kept consistent by the registry's methods:
+//! `ChildOf(parent)` on every child, and `Children` (the children in insertion order) on every
+//! entity that ever had a child (it may be empty). Being components, they are copied by
+//! snapshots, written by saves, hashed and digested like any other state; they do not fragment
+//! archetypes by parent (one archetype holds the children of every parent).
+//!
+//! - `propagate`: the parallel, deterministic parent-to-child pass;
+//! - `enable`: disabling and enabling entities;
+//! - `clone`: cloning entities and subtrees, and prefabs.
+
+mod clone;
+mod enable;
+mod propagate;
+
+use core::fmt;
+use std::panic::{self, AssertUnwindSafe};
+
+use freyr_core::{Entity, NoSuchEntity, World};
+use freyr_persist::{StableHash, StableHasher};
+use freyr_query::first_panic::keep_first;
+
+use super::Registry;
+
+pub use self::clone::CloneError;
+pub(crate) use self::clone::Cloners;
+
+/// The parent of a child entity: on every entity that has a parent, naming it. Set with
+/// [`Registry::set_parent`] or [`Registry::spawn_child`], cleared with
+/// [`Registry::remove_parent`]; it cannot be built outside the registry, so every `ChildOf` is
+/// matched by an entry in its parent's [`Children`].
+///
+/// Readable in queries like any component (`&ChildOf`, `Without<ChildOf>` for the roots).
+/// Removing it with [`Registry::remove`] or through [`Registry::world_mut`] bypasses the
+/// relation and breaks it; use `remove_parent`.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::hierarchy::ChildOf;
+///
+/// let mut registry = freyr::Registry::with_workers(1);
+/// let ship = registry.spawn(("ship",));
+/// let turret = registry.spawn_child(ship, ("turret",)).unwrap();
+/// assert_eq!(registry.get::<ChildOf>(turret).unwrap().parent(), ship);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "persist", derive(serde::Serialize, serde::Deserialize))]
+pub struct ChildOf(Entity);
+
+impl ChildOf {
+    /// The parent.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let p = registry.spawn(());
+    /// let c = registry.spawn_child(p, ()).unwrap();
+    /// assert_eq!(registry.get::<freyr::hierarchy::ChildOf>(c).unwrap().parent(), p);
+    /// ```
+    pub fn parent(&self) -> Entity {
+        self.0
+    }
+}
+
+impl StableHash for ChildOf {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.0.stable_hash(h);
+    }
+}
+
+/// The children of a parent, in the order they were attached (a child attached again goes to
+/// the end). On every entity that ever had a child; empty once they all left. Kept by the
+/// registry's hierarchy methods; it cannot be built outside the registry.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::hierarchy::Children;
+///
+/// let mut registry = freyr::Registry::with_workers(1);
+/// let p = registry.spawn(());
+/// let a = registry.spawn_child(p, ()).unwrap();
+/// let b = registry.spawn_child(p, ()).unwrap();
+/// assert_eq!(registry.get::<Children>(p).unwrap().as_slice(), [a, b]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "persist", derive(serde::Serialize, serde::Deserialize))]
+pub struct Children(Vec<Entity>);
+
+impl Children {
+    /// The children, in order.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let p = registry.spawn(());
+    /// let c = registry.spawn_child(p, ()).unwrap();
+    /// let children = registry.get::<freyr::hierarchy::Children>(p).unwrap();
+    /// assert_eq!(children.as_slice(), [c]);
+    /// ```
+    pub fn as_slice(&self) -> &[Entity] {
+        &self.0
+    }
+}
+
+impl core::ops::Deref for Children {
+    type Target = [Entity];
+    fn deref(&self) -> &[Entity] {
+        &self.0
+    }
+}
+
+impl StableHash for Children {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.0.stable_hash(h);
+    }
+}
+
+/// Why a hierarchy edit was refused. The world is unchanged when one is returned.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::hierarchy::HierarchyError;
+///
+/// let mut registry = freyr::Registry::with_workers(1);
+/// let a = registry.spawn(());
+/// let b = registry.spawn_child(a, ()).unwrap();
+/// assert_eq!(
+///     registry.set_parent(a, b),
+///     Err(HierarchyError::Cycle { child: a, parent: b })
+/// );
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HierarchyError {
+    /// The entity is not alive in this registry: despawned, never spawned here (an entity of
+    /// another registry, or a command's pending handle).
+    NoSuchEntity(Entity),
+    /// Making `parent` the parent of `child` would close a cycle: `parent` is `child` or one
+    /// of its descendants.
+    Cycle {
+        /// The entity that was to get a parent.
+        child: Entity,
+        /// The refused parent.
+        parent: Entity,
+    },
+}
+
+impl fmt::Display for HierarchyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HierarchyError::NoSuchEntity(e) => write!(
+                f,
+                "freyr: hierarchy edit refused: entity {e:?} is not alive in this registry"
+            ),
+            HierarchyError::Cycle { child, parent } => write!(
+                f,
+                "freyr: hierarchy edit refused: making {parent:?} the parent of {child:?} would \
+                 make a cycle ({parent:?} is {child:?} or one of its descendants)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for HierarchyError {}
+
+impl From<NoSuchEntity> for HierarchyError {
+    fn from(e: NoSuchEntity) -> Self {
+        HierarchyError::NoSuchEntity(e.0)
+    }
+}
+
+/// The handle an imported `ChildOf` gets when its parent was not exported; never a live
+/// entity (its generation has the pending bit of command handles), removed right after the
+/// import.
+#[cfg(feature = "persist")]
+fn detached() -> Entity {
+    Entity::from_bits(u64::MAX).expect("a non-zero generation")
+}
+
+/// `root` then its descendants, breadth first, each parent's children in order. No recursion:
+/// a tree of any depth is walked with one growing list.
+pub(crate) fn subtree(world: &World, root: Entity) -> Vec<Entity> {
+    below(world, vec![root])
+}
+
+/// `roots` then their descendants, breadth first (the subtree walk of several siblings).
+fn below(world: &World, roots: Vec<Entity>) -> Vec<Entity> {
+    let mut out = roots;
+    let mut next = 0;
+    while next < out.len() {
+        if let Ok(children) = world.get::<Children>(out[next]) {
+            out.extend_from_slice(&children.0);
+        }
+        next += 1;
+    }
+    out
+}
+
+/// Each entity a despawn is about to remove, with its parent and children read before it goes,
+/// so the sync point can finish the relation after the despawn ran.
+pub(crate) struct DoomedParent {
+    entity: Entity,
+    parent: Option<Entity>,
+    children: Vec<Entity>,
+}
+
+impl Registry {
+    /// Registers [`ChildOf`] and [`Children`] for snapshots (by `Clone`), for the world hash
+    /// and digest, and (with the `persist` feature) for saves and exports under the names
+    /// `freyr.child_of` and `freyr.children`, version 1. Every hierarchy method calls it, so a
+    /// program calls it itself only before loading a save or importing an export into a
+    /// registry that has not used the hierarchy yet. Calling it again changes nothing.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.register_hierarchy();
+    /// registry.register_hierarchy();
+    /// assert_eq!(registry.hashable_count(), 2);
+    /// ```
+    pub fn register_hierarchy(&mut self) {
+        self.guard("Registry::register_hierarchy");
+        if self.snapshot_types.components.is_registered::<ChildOf>() {
+            return;
+        }
+        #[cfg(feature = "persist")]
+        {
+            fn remap_child_of(c: &mut ChildOf, map: &freyr_persist::persist::EntityMap) {
+                c.0 = map.get(c.0).unwrap_or_else(detached);
+            }
+            fn remap_children(c: &mut Children, map: &freyr_persist::persist::EntityMap) {
+                c.0 = c.0.iter().filter_map(|&e| map.get(e)).collect();
+            }
+            self.register_persistent_with_remap::<ChildOf>("freyr.child_of", 1, remap_child_of);
+            self.register_persistent_with_remap::<Children>("freyr.children", 1, remap_children);
+        }
+        if !self.snapshot_types.components.is_registered::<ChildOf>() {
+            self.snapshot_types.components.register_copy::<ChildOf>();
+        }
+        if !self.snapshot_types.components.is_registered::<Children>() {
+            self.snapshot_types.components.register_clone::<Children>();
+        }
+        self.hashables.register::<ChildOf>();
+        self.hashables.register::<Children>();
+        let world = self.world_mut();
+        world.register::<ChildOf>();
+        world.register::<Children>();
+    }
+
+    /// Whether this registry's world knows the relation (a world that never had it pays for
+    /// nothing at a despawn or a sync point).
+    pub(crate) fn hierarchy_in_use(&self) -> bool {
+        self.sync.component_id::<ChildOf>().is_some()
+    }
+
+    /// Makes `parent` the parent of `child` now (waiting for in-flight work first): `child`
+    /// leaves its old parent's [`Children`] and goes to the end of `parent`'s. Setting the
+    /// parent it already has changes nothing (its place among its siblings is kept). Costs
+    /// the depth of `parent` (the cycle check) plus the old parent's child count.
+    ///
+    /// # Errors
+    ///
+    /// [`HierarchyError::NoSuchEntity`] if either is not alive here;
+    /// [`HierarchyError::Cycle`] if `parent` is `child` or one of its descendants. The world
+    /// is unchanged on error.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let (a, b, c) = (registry.spawn(()), registry.spawn(()), registry.spawn(()));
+    /// registry.set_parent(c, a).unwrap();
+    /// registry.set_parent(c, b).unwrap();
+    /// assert_eq!(registry.parent(c), Some(b));
+    /// assert!(registry.children(a).is_empty());
+    /// assert_eq!(registry.children(b), [c]);
+    /// ```
+    pub fn set_parent(&mut self, child: Entity, parent: Entity) -> Result<(), HierarchyError> {
+        self.guard("Registry::set_parent");
+        self.register_hierarchy();
+        let world = self.world();
+        for e in [child, parent] {
+            if !world.contains(e) {
+                return Err(HierarchyError::NoSuchEntity(e));
+            }
+        }
+        let mut up = Some(parent);
+        while let Some(a) = up {
+            if a == child {
+                return Err(HierarchyError::Cycle { child, parent });
+            }
+            up = world.get::<ChildOf>(a).ok().map(|c| c.0);
+        }
+        let old = world.get::<ChildOf>(child).ok().map(|c| c.0);
+        if old == Some(parent) {
+            return Ok(());
+        }
+        if let Some(old) = old {
+            self.unlink(old, child);
+        }
+        self.insert(child, (ChildOf(parent),))?;
+        self.link(parent, child);
+        Ok(())
+    }
+
+    /// Makes `child` a root now: it leaves its parent's [`Children`] and loses its
+    /// [`ChildOf`]. Returns the parent it had (`None`: it was a root, nothing changed).
+    ///
+    /// # Errors
+    ///
+    /// [`HierarchyError::NoSuchEntity`] if `child` is not alive here (the world unchanged).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let p = registry.spawn(());
+    /// let c = registry.spawn_child(p, ()).unwrap();
+    /// assert_eq!(registry.remove_parent(c), Ok(Some(p)));
+    /// assert_eq!(registry.remove_parent(c), Ok(None));
+    /// assert_eq!(registry.parent(c), None);
+    /// ```
+    pub fn remove_parent(&mut self, child: Entity) -> Result<Option<Entity>, HierarchyError> {
+        self.guard("Registry::remove_parent");
+        self.register_hierarchy();
+        let world = self.world();
+        if !world.contains(child) {
+            return Err(HierarchyError::NoSuchEntity(child));
+        }
+        let Ok(&ChildOf(old)) = world.get::<ChildOf>(child) else {
+            return Ok(None);
+        };
+        self.unlink(old, child);
+        self.remove::<(ChildOf,)>(child)
+            .expect("the child is alive and has a parent");
+        Ok(Some(old))
+    }
+
+    /// Spawns an entity with `bundle` as the last child of `parent` now.
+    ///
+    /// # Errors
+    ///
+    /// [`HierarchyError::NoSuchEntity`] if `parent` is not alive here; nothing is spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let ship = registry.spawn(("ship",));
+    /// let crew = registry.spawn_child(ship, ("pilot",)).unwrap();
+    /// assert_eq!(registry.parent(crew), Some(ship));
+    /// ```
+    pub fn spawn_child<B: freyr_core::Bundle>(
+        &mut self,
+        parent: Entity,
+        bundle: B,
+    ) -> Result<Entity, HierarchyError> {
+        self.guard("Registry::spawn_child");
+        self.register_hierarchy();
+        if !self.contains(parent) {
+            return Err(HierarchyError::NoSuchEntity(parent));
+        }
+        let child = self.spawn(bundle);
+        self.insert(child, (ChildOf(parent),))?;
+        self.link(parent, child);
+        Ok(child)
+    }
+
+    /// Spawns one child of `parent` per bundle, appended to its children in order, with one
+    /// batch spawn; returns them in order.
+    ///
+    /// # Errors
+    ///
+    /// [`HierarchyError::NoSuchEntity`] if `parent` is not alive here; nothing is spawned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let carrier = registry.spawn(("carrier",));
+    /// let jets = registry.spawn_children(carrier, (0..3u32).map(|i| (i,))).unwrap();
+    /// assert_eq!(registry.children(carrier), jets);
+    /// ```
+    pub fn spawn_children<B: freyr_core::Bundle, I: IntoIterator<Item = B>>(
+        &mut self,
+        parent: Entity,
+        bundles: I,
+    ) -> Result<Vec<Entity>, HierarchyError> {
+        self.guard("Registry::spawn_children");
+        self.register_hierarchy();
+        if !self.contains(parent) {
+            return Err(HierarchyError::NoSuchEntity(parent));
+        }
+        let children = self.spawn_batch(bundles);
+        for &child in &children {
+            self.insert(child, (ChildOf(parent),))?;
+        }
+        self.link_all(parent, &children);
+        Ok(children)
+    }
+
+    /// The parent of `entity`; `None` for a root or an entity that is not alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let p = registry.spawn(());
+    /// let c = registry.spawn_child(p, ()).unwrap();
+    /// assert_eq!((registry.parent(c), registry.parent(p)), (Some(p), None));
+    /// ```
+    pub fn parent(&self, entity: Entity) -> Option<Entity> {
+        self.world().get::<ChildOf>(entity).ok().map(|c| c.0)
+    }
+
+    /// The children of `entity` in order; empty for a leaf or an entity that is not alive.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let p = registry.spawn(());
+    /// let a = registry.spawn_child(p, ()).unwrap();
+    /// let b = registry.spawn_child(p, ()).unwrap();
+    /// assert_eq!(registry.children(p), [a, b]);
+    /// assert!(registry.children(a).is_empty());
+    /// ```
+    pub fn children(&self, entity: Entity) -> &[Entity] {
+        self.world()
+            .get::<Children>(entity)
+            .map_or(&[], |c| c.as_slice())
+    }
+
+    /// The ancestors of `entity`, its parent first, the root last; empty for a root or an
+    /// entity that is not alive. Iterative: any depth.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let a = registry.spawn(());
+    /// let b = registry.spawn_child(a, ()).unwrap();
+    /// let c = registry.spawn_child(b, ()).unwrap();
+    /// assert_eq!(registry.ancestors(c).collect::<Vec<_>>(), [b, a]);
+    /// ```
+    pub fn ancestors(&self, entity: Entity) -> impl Iterator<Item = Entity> + '_ {
+        let world = self.world();
+        let mut at = world.get::<ChildOf>(entity).ok().map(|c| c.0);
+        core::iter::from_fn(move || {
+            let here = at?;
+            at = world.get::<ChildOf>(here).ok().map(|c| c.0);
+            Some(here)
+        })
+    }
+
+    /// The descendants of `entity` (itself left out), breadth first: its children in order,
+    /// then their children (each parent's in order, parents in the order they were listed),
+    /// and so on. The order a despawn removes a subtree in, after its root. Iterative: any
+    /// depth.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let root = registry.spawn(());
+    /// let a = registry.spawn_child(root, ()).unwrap();
+    /// let b = registry.spawn_child(root, ()).unwrap();
+    /// let a1 = registry.spawn_child(a, ()).unwrap();
+    /// assert_eq!(registry.descendants(root), [a, b, a1]);
+    /// ```
+    pub fn descendants(&self, entity: Entity) -> Vec<Entity> {
+        let world = self.world();
+        if !world.contains(entity) {
+            return Vec::new();
+        }
+        let mut all = subtree(world, entity);
+        all.remove(0);
+        all
+    }
+
+    /// Checks the relation's invariants over the whole world (for tests and debugging; it
+    /// scans every entity with a relation component): every `ChildOf(p)` names a live `p`
+    /// whose `Children` lists the child exactly once, every child listed has a `ChildOf`
+    /// naming its parent, and following parents from any entity ends at a root.
+    ///
+    /// # Panics
+    ///
+    /// With a message naming the first broken invariant.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// let p = registry.spawn(());
+    /// registry.spawn_child(p, ()).unwrap();
+    /// registry.check_hierarchy();
+    /// ```
+    pub fn check_hierarchy(&self) {
+        let world = self.world();
+        let mut children_of: Vec<(Entity, Entity)> = Vec::new();
+        let mut parents = 0usize;
+        for (e, c) in relation_rows::<ChildOf>(world) {
+            let p = c.0;
+            let listed = world.get::<Children>(p).unwrap_or_else(|_| {
+                panic!(
+                    "freyr: hierarchy broken: {e:?} names {p:?} as parent, which has no Children"
+                )
+            });
+            let count = listed.iter().filter(|&&x| x == e).count();
+            assert_eq!(
+                count, 1,
+                "freyr: hierarchy broken: {p:?} lists its child {e:?} {count} times"
+            );
+            children_of.push((e, p));
+            let mut steps = 0usize;
+            let mut up = Some(p);
+            while let Some(a) = up {
+                steps += 1;
+                assert!(
+                    steps <= world.len(),
+                    "freyr: hierarchy broken: a cycle above {e:?}"
+                );
+                up = world.get::<ChildOf>(a).ok().map(|c| c.0);
+            }
+        }
+        for (p, list) in relation_rows::<Children>(world) {
+            parents += list.len();
+            for &c in list.iter() {
+                let back = world.get::<ChildOf>(c).map(|c| c.0);
+                assert_eq!(
+                    back,
+                    Ok(p),
+                    "freyr: hierarchy broken: {p:?} lists {c:?}, whose parent is not {p:?}"
+                );
+            }
+        }
+        assert_eq!(
+            parents,
+            children_of.len(),
+            "freyr: hierarchy broken: the children lists and the ChildOf components disagree"
+        );
+    }
+
+    /// After an import: an imported entity whose parent was not exported (its `ChildOf` names
+    /// the detached handle) becomes a root.
+    #[cfg(feature = "persist")]
+    pub(super) fn finish_imported_hierarchy(&mut self, imported: &[Entity]) {
+        if !self.hierarchy_in_use() {
+            return;
+        }
+        let orphans: Vec<Entity> = {
+            let world = self.world();
+            imported
+                .iter()
+                .copied()
+                .filter(|&e| world.get::<ChildOf>(e).is_ok_and(|c| c.0 == detached()))
+                .collect()
+        };
+        for e in orphans {
+            self.remove::<(ChildOf,)>(e)
+                .expect("an imported orphan has ChildOf");
+        }
+    }
+
+    /// Appends `child` to `parent`'s children (adding `Children` if it has none).
+    fn link(&mut self, parent: Entity, child: Entity) {
+        self.link_all(parent, &[child]);
+    }
+
+    fn link_all(&mut self, parent: Entity, children: &[Entity]) {
+        match self.world_mut().get_mut::<Children>(parent) {
+            Ok(list) => list.0.extend_from_slice(children),
+            Err(_) => self
+                .insert(parent, (Children(children.to_vec()),))
+                .expect("the parent is alive"),
+        }
+    }
+
+    /// Takes `child` out of `parent`'s children, keeping the others' order.
+    fn unlink(&mut self, parent: Entity, child: Entity) {
+        unlink_in(self.world_mut(), parent, child);
+    }
+
+    /// [`Registry::despawn`] with the relation: `entity` leaves its parent, then it and its
+    /// descendants are despawned in [`descendants`](Registry::descendants) order, each with
+    /// its hooks. A panic in a `Drop` or a hook stops none of it; the first is re-raised.
+    pub(super) fn despawn_tree(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
+        let world = self.world();
+        if !world.contains(entity) {
+            return Err(NoSuchEntity(entity));
+        }
+        let order = subtree(world, entity);
+        if let Ok(&ChildOf(parent)) = world.get::<ChildOf>(entity) {
+            self.unlink(parent, entity);
+        }
+        let mut first_panic = None;
+        for e in order {
+            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| self.despawn_one(e))) {
+                keep_first(&mut first_panic, p);
+            }
+        }
+        if let Some(p) = first_panic {
+            panic::resume_unwind(p);
+        }
+        Ok(())
+    }
+}
+
+/// The parents and children of the entities the pending commands despawn, read before they
+/// apply (empty when `world` does not know the relation).
+pub(crate) fn doomed_by_commands(
+    world: &World,
+    pending: &[(u64, Vec<freyr_query::events::buffer::TaskOutput>)],
+) -> Vec<DoomedParent> {
+    if world.component_id::<ChildOf>().is_none() {
+        return Vec::new();
+    }
+    let mut doomed = Vec::new();
+    for (_, buffers) in pending {
+        for buffer in buffers {
+            for e in buffer.commands.despawned_entities() {
+                let parent = world.get::<ChildOf>(e).ok().map(|c| c.0);
+                let children = world.get::<Children>(e).map(|c| c.0.clone());
+                if parent.is_some() || children.is_ok() {
+                    doomed.push(DoomedParent {
+                        entity: e,
+                        parent,
+                        children: children.unwrap_or_default(),
+                    });
+                }
+            }
+        }
+    }
+    doomed
+}
+
+/// Finishes the relation after the commands of a sync point ran, then expands the queued
+/// destructions to their subtrees: the commands' despawned entities leave their parents and
+/// their children's subtrees are destroyed, then each queued entity leaves its parent and is
+/// followed by its descendants. Returns the list the sync point destroys, in order.
+pub(crate) fn expand_destructions(
+    world: &mut World,
+    doomed: Vec<DoomedParent>,
+    queue: Vec<Entity>,
+) -> Vec<Entity> {
+    let mut out = Vec::new();
+    // Each entity is listed once, at its first place: a queued entity that is also the
+    // descendant of a despawned parent (or of another queued entity) is destroyed once.
+    let mut listed: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
+    let list_tree = |world: &World,
+                     roots: Vec<Entity>,
+                     out: &mut Vec<Entity>,
+                     listed: &mut hashbrown::HashSet<Entity>| {
+        for e in below(world, roots) {
+            // A descendant a command already despawned is left out here; its own captured
+            // children are listed when its entry comes.
+            if world.contains(e) && listed.insert(e) {
+                out.push(e);
+            }
+        }
+    };
+    let mut finished: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
+    for d in doomed {
+        if world.contains(d.entity) || !finished.insert(d.entity) {
+            // The command was stale or did not run, or the entity was despawned twice.
+            continue;
+        }
+        if let Some(p) = d.parent {
+            unlink_in(world, p, d.entity);
+        }
+        let children = d
+            .children
+            .into_iter()
+            .filter(|&c| world.contains(c))
+            .collect();
+        list_tree(world, children, &mut out, &mut listed);
+    }
+    for e in queue {
+        if !world.contains(e) {
+            out.push(e); // counted as stale by the sync point
+            continue;
+        }
+        if listed.contains(&e) {
+            continue;
+        }
+        if let Ok(&ChildOf(p)) = world.get::<ChildOf>(e) {
+            unlink_in(world, p, e);
+        }
+        list_tree(world, vec![e], &mut out, &mut listed);
+    }
+    out
+}
+
+fn unlink_in(world: &mut World, parent: Entity, child: Entity) {
+    if let Ok(list) = world.get_mut::<Children>(parent)
+        && let Some(i) = list.0.iter().position(|&c| c == child)
+    {
+        list.0.remove(i);
+    }
+}
+
+/// Every live entity with a `T` and its value, in archetype and row order.
+fn relation_rows<T: freyr_core::Component>(world: &World) -> Vec<(Entity, &T)> {
+    let Some(id) = world.component_id::<T>() else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for a in world.archetypes() {
+        if !a.has(id) {
+            continue;
+        }
+        for chunk in a.chunks() {
+            for &e in chunk.entities() {
+                if let Ok(v) = world.get::<T>(e) {
+                    out.push((e, v));
+                }
+            }
+        }
+    }
+    out
+}
