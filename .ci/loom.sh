@@ -20,7 +20,9 @@
 # into the same target dir (cargo names a workspace crate's artifacts by its
 # path relative to the workspace root, so the copy shares them), so loom and
 # the rest of the dependency tree are built once; a mutant rebuilds only the
-# crate its patch touches and the ones above it (~20 s on 2 cores). After the
+# crate its patch touches, the ones above it that its model needs, and its
+# model's test file (freyr-query only for the hand-off model, through
+# loom-tests' `query` feature). After the
 # last mutant the copy is rebuilt unpatched, so the target dir holds only real
 # code; a run cut short before that leaves a marker, and the next run throws
 # the possibly mutated crates away first.
@@ -80,8 +82,19 @@ fi
 start=$(date +%s)
 now() { date +%s; }
 
+# features_for FILE: the launch hand-off model needs freyr-query (the `query` feature); the
+# others build without it, so a mutant of freyr-sched or freyr-sync rebuilds only that crate, the
+# models' library and the one test file.
+features_for() {
+    if [[ $1 == query_handoff ]]; then echo "--features=query"; else echo "--no-default-features"; fi
+}
+# build [FILE]: every model (no argument), or the models of one test file.
 build() {
-    cargo test --release -p freyr-loom-tests --no-run --quiet
+    if [[ $# == 0 ]]; then
+        cargo test --release -p freyr-loom-tests --features query --no-run --quiet
+    else
+        cargo test --release -p freyr-loom-tests "$(features_for "$1")" --test "$1" --no-run --quiet
+    fi
 }
 
 MUTANTS_DIR=$PWD/loom-tests/mutants
@@ -139,11 +152,11 @@ run_model() {
     local file=$1 test=$2
     if [[ $HAVE_NEXTEST == 1 ]]; then
         timeout "$MODEL_TIMEOUT" cargo nextest run --release -p freyr-loom-tests \
-            --test "$file" --no-fail-fast --failure-output final --success-output never \
+            "$(features_for "$file")" --test "$file" --no-fail-fast --failure-output final --success-output never \
             --status-level fail --final-status-level fail -E "test(=$test)"
     else
-        timeout "$MODEL_TIMEOUT" cargo test --release -p freyr-loom-tests --test "$file" \
-            --quiet -- --exact "$test"
+        timeout "$MODEL_TIMEOUT" cargo test --release -p freyr-loom-tests \
+            "$(features_for "$file")" --test "$file" --quiet -- --exact "$test"
     fi
 }
 
@@ -174,8 +187,8 @@ echo "::: loom: build (models, no mutant) ok in $(($(now) - t0)) s"
 
 t0=$(now)
 if [[ $HAVE_NEXTEST == 1 ]]; then
-    timeout "$((MODEL_TIMEOUT * 4))" cargo nextest run --release -p freyr-loom-tests --no-fail-fast \
-        --success-output final
+    timeout "$((MODEL_TIMEOUT * 4))" cargo nextest run --release -p freyr-loom-tests --features query \
+        --no-fail-fast --success-output final
 else
     for pair in "${PAIRS[@]}"; do
         IFS='|' read -r _ file test <<<"$pair"
@@ -194,8 +207,8 @@ DEEP_SKIP='test(=two_groups_waited_on_two_threads_each_return_after_their_own_wo
 if [[ ${FREYR_LOOM_DEEP:-1} == 1 && $HAVE_NEXTEST == 1 ]]; then
     t0=$(now)
     LOOM_MAX_PREEMPTIONS=$((LOOM_MAX_PREEMPTIONS + 1)) timeout "$((MODEL_TIMEOUT * 4))" \
-        cargo nextest run --release -p freyr-loom-tests --no-fail-fast --success-output final \
-        -E "not ($DEEP_SKIP)"
+        cargo nextest run --release -p freyr-loom-tests --features query --no-fail-fast \
+        --success-output final -E "not ($DEEP_SKIP)"
     echo "::: loom: all models pass at LOOM_MAX_PREEMPTIONS=$((LOOM_MAX_PREEMPTIONS + 1)) in $(($(now) - t0)) s"
 fi
 
@@ -210,7 +223,7 @@ for pair in "${PAIRS[@]}"; do
     IFS='|' read -r mutant file test <<<"$pair"
     t0=$(now)
     apply_mutant "$mutant"
-    if ! (cd "$SCRATCH" && build); then
+    if ! (cd "$SCRATCH" && build "$file"); then
         echo "::: loom: mutant $mutant does not build" >&2
         exit 1
     fi

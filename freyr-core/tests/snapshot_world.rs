@@ -60,8 +60,16 @@ fn advance(world: &mut World, ids: &[Entity]) -> Vec<Entity> {
     spawned
 }
 
+/// One observation of [`describe`]: data compared with `==` (formatted only when an assertion
+/// fails, which keeps the comparison cheap under Miri).
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Archetype(String, Vec<&'static str>, usize, usize, usize),
+    Row(Entity, usize, Option<Pos>, Option<Name>, Option<Late>),
+}
+
 /// Everything observable about a world's storage, in iteration order.
-fn describe(world: &World) -> Vec<String> {
+fn describe(world: &World) -> Vec<Seen> {
     let mut out = Vec::new();
     for archetype in world.archetypes() {
         let names: Vec<_> = archetype
@@ -69,21 +77,21 @@ fn describe(world: &World) -> Vec<String> {
             .iter()
             .map(|&c| world.component_info(c).name())
             .collect();
-        out.push(format!(
-            "{:?} {:?} len {} chunks {} slabs {}",
-            archetype.id(),
+        out.push(Seen::Archetype(
+            format!("{:?}", archetype.id()),
             names,
             archetype.len(),
             archetype.allocated_chunks(),
-            archetype.allocated_slabs()
+            archetype.allocated_slabs(),
         ));
         for chunk in archetype.chunks() {
             for (row, &e) in chunk.entities().iter().enumerate() {
-                out.push(format!(
-                    "{e:?} row {row} {:?} {:?} {:?}",
-                    world.get::<Pos>(e).ok(),
-                    world.get::<Name>(e).ok(),
-                    world.get::<Late>(e).ok()
+                out.push(Seen::Row(
+                    e,
+                    row,
+                    world.get::<Pos>(e).ok().copied(),
+                    world.get::<Name>(e).ok().cloned(),
+                    world.get::<Late>(e).ok().copied(),
                 ));
             }
         }

@@ -116,22 +116,37 @@ fn take_apart<'a>(world: &World, entities: &'a mut Vec<Vec<u8>>) -> WorldParts<'
     }
 }
 
+/// One observation of [`observe`]: data compared with `==` (formatted only when an assertion
+/// fails, which keeps the comparison cheap under Miri).
+#[derive(Debug, PartialEq)]
+enum Seen {
+    Allocator(Vec<u32>, Vec<u32>, usize, usize, Vec<u32>),
+    Archetype(Vec<ComponentId>, Vec<u32>, Vec<u32>),
+    Row(usize, Entity, Option<Pos>, Option<String>, Option<Late>),
+}
+
 /// Everything observable of `world`, as comparable data.
-fn observe(world: &World) -> Vec<String> {
-    let mut out = vec![format!("{:?}", world.allocator_view())];
+fn observe(world: &World) -> Vec<Seen> {
+    let view = world.allocator_view();
+    let mut out = vec![Seen::Allocator(
+        view.slots.to_vec(),
+        view.free.to_vec(),
+        view.len,
+        view.chunk_ids,
+        view.free_chunks.to_vec(),
+    )];
     for archetype in world.archetypes() {
-        out.push(format!(
-            "{:?} {:?} {:?}",
-            archetype.components(),
-            archetype.slab_sizes().collect::<Vec<_>>(),
-            archetype.chunk_ids().collect::<Vec<_>>()
+        out.push(Seen::Archetype(
+            archetype.components().to_vec(),
+            archetype.slab_sizes().collect(),
+            archetype.chunk_ids().collect(),
         ));
         for chunk in archetype.chunks() {
             for (row, e) in chunk.entities().iter().enumerate() {
-                let pos = world.get::<Pos>(*e).ok();
+                let pos = world.get::<Pos>(*e).ok().copied();
                 let name = world.get::<Name>(*e).ok().map(|n| n.0.clone());
-                let late = world.get::<Late>(*e).ok();
-                out.push(format!("{row} {e:?} {pos:?} {name:?} {late:?}"));
+                let late = world.get::<Late>(*e).ok().copied();
+                out.push(Seen::Row(row, *e, pos, name, late));
             }
         }
     }
