@@ -51,34 +51,34 @@ mod freyr {
     use freyr_core::{Entity, World};
 
     /// A world of `n` (Position, Velocity) entities and their ids.
-    pub fn world(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(pos_vel));
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+    pub(crate) fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.spawn_batch((0..BIG).map(pos_vel))
     }
 
     /// Nothing to prepare: the measured part spawns from an iterator.
-    pub fn simple_insert_input() {}
+    pub(crate) fn simple_insert_input() {}
 
     #[inline(never)]
-    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+    pub(crate) fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
         world.spawn_batch((0..SMALL).map(four))
     }
 
     #[inline(never)]
-    pub fn spawn_four(world: &mut World) {
+    pub(crate) fn spawn_four(world: &mut World) {
         for i in 0..SMALL {
             black_box(world.spawn(four(i)));
         }
     }
 
     #[inline(never)]
-    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.insert(e, (Extra(1.0),)).unwrap();
         }
@@ -88,14 +88,14 @@ mod freyr {
     }
 
     /// A world of `n` entities of `A` alone (ecs_bench_suite's `add_remove` setup).
-    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world_a(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(|_| (A(0.0),)));
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove_ab(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.insert(e, (B(0.0),)).unwrap();
         }
@@ -105,7 +105,7 @@ mod freyr {
     }
 
     #[inline(never)]
-    pub fn despawn(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.despawn(e).unwrap();
         }

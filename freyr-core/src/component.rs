@@ -153,7 +153,7 @@ impl ComponentInfo {
 
 /// A hasher for `TypeId` keys: a `TypeId` is already a hash, so it passes the bits through.
 #[derive(Default, Clone, Copy)]
-pub struct TypeIdHasher(u64);
+pub(crate) struct TypeIdHasher(u64);
 
 impl Hasher for TypeIdHasher {
     #[inline]

@@ -9,26 +9,26 @@ use crate::{BIG, DT, Group};
 
 /// The update every implementation runs per entity.
 #[inline(always)]
-pub fn integrate(p: &mut Position, v: &Velocity, dt: f32) {
+pub(crate) fn integrate(p: &mut Position, v: &Velocity, dt: f32) {
     p.0[0] += v.0[0] * dt;
     p.0[1] += v.0[1] * dt;
     p.0[2] += v.0[2] * dt;
 }
 
 /// The baseline: two plain `Vec`s.
-pub struct PlainVec {
+pub(crate) struct PlainVec {
     pos: Vec<Position>,
     vel: Vec<Velocity>,
 }
 
 impl PlainVec {
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         let (pos, vel) = (0..n).map(pos_vel).unzip();
         PlainVec { pos, vel }
     }
 
     #[inline(never)]
-    pub fn run(&mut self) {
+    pub(crate) fn run(&mut self) {
         let dt = black_box(DT);
         for (p, v) in self.pos.iter_mut().zip(&self.vel) {
             integrate(p, v, dt);
@@ -37,12 +37,12 @@ impl PlainVec {
 }
 
 /// Freyr: a registry and its cached query.
-pub struct Freyr {
+pub(crate) struct Freyr {
     registry: Registry,
 }
 
 impl Freyr {
-    pub fn new(n: usize, workers: usize) -> Self {
+    pub(crate) fn new(n: usize, workers: usize) -> Self {
         let mut registry = Registry::with_workers(workers);
         registry.spawn_batch((0..n).map(pos_vel));
         // Build the query state once, outside the measurement.
@@ -52,7 +52,7 @@ impl Freyr {
 
     /// `Query::each`.
     #[inline(never)]
-    pub fn run_each(&mut self) {
+    pub(crate) fn run_each(&mut self) {
         let dt = black_box(DT);
         self.registry
             .query::<(&mut Position, &Velocity)>()
@@ -61,7 +61,7 @@ impl Freyr {
 
     /// `Query::each_chunk`: the same with column slices.
     #[inline(never)]
-    pub fn run_each_chunk(&mut self) {
+    pub(crate) fn run_each_chunk(&mut self) {
         let dt = black_box(DT);
         self.registry
             .query::<(&mut Position, &Velocity)>()
@@ -74,7 +74,7 @@ impl Freyr {
 
     /// `Query::each_async` on every worker, then the sync point.
     #[inline(never)]
-    pub fn run_each_async(&mut self) {
+    pub(crate) fn run_each_async(&mut self) {
         let dt = black_box(DT);
         self.registry
             .query::<(&mut Position, &Velocity)>()
@@ -182,7 +182,7 @@ pub mod legion_peer {
     }
 }
 
-pub fn register(group: &mut Group<'_>) {
+pub(crate) fn register(group: &mut Group<'_>) {
     let mut plain = PlainVec::new(BIG);
     group.bench_function("each_1m/plain_vec", |b| b.iter(|| plain.run()));
     drop(plain);

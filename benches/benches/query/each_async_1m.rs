@@ -63,7 +63,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(BIG, n);
     group.bench_function(format!("each_async_1m/freyr/w{n}"), |b| {
         b.iter(|| freyr.run_each_async())

@@ -135,7 +135,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(n);
     group.bench_function(format!("heavy_compute/freyr/w{n}"), |b| {
         b.iter(|| freyr.run())

@@ -219,7 +219,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(n, true);
     group.bench_function(format!("schedule/freyr_each_async/w{n}"), |b| {
         b.iter(|| freyr.run())

@@ -11,7 +11,7 @@ use crate::Group;
 /// The entities the commands scenarios read: one command is recorded per source.
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-pub struct Source(pub u32);
+pub(crate) struct Source(pub u32);
 
 /// The component of every spawned entity.
 #[allow(
@@ -20,7 +20,7 @@ pub struct Source(pub u32);
 )]
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-pub struct Spawned(pub u32);
+pub(crate) struct Spawned(pub u32);
 
 /// Command counts of the `commands_*` rows, with their row names.
 const COMMANDS: [(usize, &str); 2] = [(10_000, "commands_10k"), (100_000, "commands_100k")];
@@ -220,7 +220,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = freyr_empty(n);
     group.bench_function(format!("sync_point/empty_update/freyr/w{n}"), |b| {
         b.iter(|| freyr.update(black_box(1.0 / 60.0)))

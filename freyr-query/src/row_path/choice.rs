@@ -27,7 +27,7 @@ use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Measured calls per copy before a loop decides.
-pub const PROBES: u32 = 8;
+pub(super) const PROBES: u32 = 8;
 /// Slots in the table (distinct row loops that can be measured).
 const SLOTS: usize = 512;
 /// Slots tried from a loop's home slot before it gives up and runs the AVX2 copy.

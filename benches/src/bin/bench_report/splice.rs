@@ -7,7 +7,7 @@
 //! - `bench-summary`: the summary table alone.
 
 /// The sections of one build: (name, body).
-pub fn sections(report: &str, generic: bool) -> [(String, String); 2] {
+pub(crate) fn sections(report: &str, generic: bool) -> [(String, String); 2] {
     let suffix = if generic { "-generic" } else { "" };
     let whole = report
         .lines()
@@ -41,7 +41,7 @@ pub fn sections(report: &str, generic: bool) -> [(String, String); 2] {
 /// # Errors
 ///
 /// A message when a section's BEGIN marker has no END marker after it.
-pub fn splice(text: &str, sections: &[(String, String)]) -> Result<(String, usize), String> {
+pub(crate) fn splice(text: &str, sections: &[(String, String)]) -> Result<(String, usize), String> {
     let mut out = text.to_string();
     let mut replaced = 0;
     for (name, body) in sections {
