@@ -197,6 +197,10 @@ pub(crate) fn fresh_component_id(count: usize) -> ComponentId {
 
 /// The per-world component registry: ids are dense and assigned in first-use order.
 #[derive(Default)]
+#[allow(
+    unnameable_types,
+    reason = "reached only through `Bundle`'s sealed supertrait, which other crates cannot call"
+)]
 pub struct Components {
     infos: Vec<ComponentInfo>,
     by_type: TypeIdMap<ComponentId>,

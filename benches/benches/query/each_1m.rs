@@ -84,22 +84,22 @@ impl Freyr {
 }
 
 #[cfg(feature = "compare")]
-pub mod hecs_peer {
+pub(crate) mod hecs_peer {
     use super::*;
 
-    pub struct Hecs {
+    pub(crate) struct Hecs {
         pub world: hecs::World,
     }
 
     impl Hecs {
-        pub fn new(n: usize) -> Self {
+        pub(crate) fn new(n: usize) -> Self {
             let mut world = hecs::World::new();
             world.spawn_batch((0..n).map(pos_vel)).for_each(drop);
             Hecs { world }
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(crate) fn run(&mut self) {
             let dt = black_box(DT);
             for (p, v) in self.world.query_mut::<(&mut Position, &Velocity)>() {
                 integrate(p, v, dt);
@@ -109,18 +109,18 @@ pub mod hecs_peer {
 }
 
 #[cfg(feature = "compare")]
-pub mod bevy_peer {
+pub(crate) mod bevy_peer {
     use super::*;
     use bevy_ecs::query::QueryState;
     use bevy_ecs::world::World;
 
-    pub struct Bevy {
+    pub(crate) struct Bevy {
         pub world: World,
         pub query: QueryState<(&'static mut Position, &'static Velocity)>,
     }
 
     impl Bevy {
-        pub fn new(n: usize) -> Self {
+        pub(crate) fn new(n: usize) -> Self {
             let mut world = World::new();
             world.spawn_batch((0..n).map(pos_vel)).for_each(drop);
             let query = world.query::<(&mut Position, &Velocity)>();
@@ -128,7 +128,7 @@ pub mod bevy_peer {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(crate) fn run(&mut self) {
             let dt = black_box(DT);
             for (mut p, v) in self.query.iter_mut(&mut self.world) {
                 integrate(&mut p, v, dt);
@@ -137,7 +137,7 @@ pub mod bevy_peer {
 
         /// `contiguous_iter_mut`: one pair of column slices per table, the loop over slices.
         #[inline(never)]
-        pub fn run_contiguous(&mut self) {
+        pub(crate) fn run_contiguous(&mut self) {
             let dt = black_box(DT);
             let tables = self
                 .query
@@ -153,19 +153,19 @@ pub mod bevy_peer {
 }
 
 #[cfg(feature = "compare")]
-pub mod legion_peer {
+pub(crate) mod legion_peer {
     use super::*;
     use legion::query::{IntoQuery, Query, Read, Write};
 
-    pub type PosVel = (Write<Position>, Read<Velocity>);
+    pub(crate) type PosVel = (Write<Position>, Read<Velocity>);
 
-    pub struct Legion {
+    pub(crate) struct Legion {
         pub world: legion::World,
         pub query: Query<PosVel>,
     }
 
     impl Legion {
-        pub fn new(n: usize) -> Self {
+        pub(crate) fn new(n: usize) -> Self {
             let mut world = legion::World::default();
             world.extend((0..n).map(pos_vel).collect::<Vec<_>>());
             let mut query = PosVel::query();
@@ -174,7 +174,7 @@ pub mod legion_peer {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(crate) fn run(&mut self) {
             let dt = black_box(DT);
             self.query
                 .for_each_mut(&mut self.world, |(p, v)| integrate(p, v, dt));

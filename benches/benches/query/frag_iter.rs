@@ -29,7 +29,7 @@ macro_rules! declare {
         #[allow(dead_code, reason = "the payload only sizes the component, as in ecs_bench_suite")]
         #[derive(Clone, Copy, Debug)]
         #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-        pub struct $t(pub f32);
+        pub(crate) struct $t(pub(crate) f32);
     )*};
 }
 letters!(declare);

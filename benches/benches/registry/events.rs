@@ -60,7 +60,7 @@ mod peers {
     }
 
     /// bevy_ecs: `EVENTS` emitters, a writer system and a reader system after it.
-    pub fn bevy_events() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn bevy_events() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
         world.init_resource::<Messages<Hit>>();
         world
@@ -72,7 +72,7 @@ mod peers {
     }
 
     /// One bevy_ecs tick: the schedule, then the double-buffer swap.
-    pub fn bevy_tick(
+    pub(super) fn bevy_tick(
         world: &mut bevy_ecs::world::World,
         schedule: &mut bevy_ecs::schedule::Schedule,
     ) {

@@ -286,7 +286,7 @@ pub fn is_adaptive(mode: u8) -> bool {
     )),
     allow(unused_imports)
 )]
-pub use choice::pick;
+pub use choice::{Pick, pick};
 
 /// The first row loop's choice: adaptive on a CPU with both copies, unless `FREYR_ROW_PATH`
 /// says `baseline` or `avx2`. A racing [`RowPath::force`] wins over it.
