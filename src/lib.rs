@@ -63,12 +63,19 @@ pub use freyr_registry::{AsyncSystem, Reduction, Registry, System};
 pub use freyr_sched::ThreadPool;
 
 /// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world
-/// ids) and the deferred structural changes of a [`CommandBuffer`].
+/// ids), the deferred structural changes of a [`CommandBuffer`], and the chunk memory a replaced
+/// world gives back for the next restore to reuse ([`SpareSlabs`](storage::SpareSlabs), see
+/// [`WorldSnapshot::restore_over`](snapshot::WorldSnapshot::restore_over)).
+///
+/// A world taken apart into raw parts (allocator slots, chunk ids, type-erased columns) is not
+/// part of this API: saves, loads and imports go through `Registry::save`,
+/// `Registry::load_into` and `Registry::import` (feature `persist`), whose file format is the
+/// contract.
 pub mod storage {
     pub use freyr_core::{
         AppliedCommand, ApplyReport, Archetype, ArchetypeId, Bundle, BundleTypes, CHUNK_CAPACITY,
         ChunkRef, CommandBuffer, Component, ComponentError, ComponentId, ComponentInfo, Entity,
-        NoSuchEntity, World, WorldId,
+        NoSuchEntity, SpareSlabs, World, WorldId,
     };
 }
 

@@ -68,7 +68,10 @@ impl LeverParams {
     /// The governor's parameters for this policy: `base` with its floor set to
     /// [`floor`](Self::floor).
     #[must_use]
-    pub(crate) fn governor(&self, base: freyr::time::GovernorParams) -> freyr::time::GovernorParams {
+    pub(crate) fn governor(
+        &self,
+        base: freyr::time::GovernorParams,
+    ) -> freyr::time::GovernorParams {
         freyr::time::GovernorParams {
             min_load_factor: self.floor(),
             ..base

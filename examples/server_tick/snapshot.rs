@@ -145,7 +145,13 @@ impl SnapshotTable {
     }
 
     /// Adds a live entity.
-    pub(crate) fn push(&mut self, entity: Entity, flight: &Flight, kind: AiKind, health: (u8, u64)) {
+    pub(crate) fn push(
+        &mut self,
+        entity: Entity,
+        flight: &Flight,
+        kind: AiKind,
+        health: (u8, u64),
+    ) {
         let index = entity.index() as usize;
         if self.row_of.len() <= index {
             self.row_of.resize(index + 1, 0);

@@ -69,7 +69,14 @@ pub(crate) fn put_signed(out: &mut Vec<u8>, v: i64) {
 }
 
 /// Appends a full record.
-pub(crate) fn put_full(out: &mut Vec<u8>, index: u32, generation: u32, kind: u8, q: &Quantized, hp: u8) {
+pub(crate) fn put_full(
+    out: &mut Vec<u8>,
+    index: u32,
+    generation: u32,
+    kind: u8,
+    q: &Quantized,
+    hp: u8,
+) {
     out.push(FULL);
     put_varint(out, u64::from(index));
     put_varint(out, u64::from(generation));

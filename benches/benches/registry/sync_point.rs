@@ -99,7 +99,9 @@ mod peers {
     }
 
     /// bevy_ecs: `n` sources, one system spawning through `Commands`.
-    pub(super) fn bevy_commands(n: usize) -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn bevy_commands(
+        n: usize,
+    ) -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
         world.spawn_batch((0..n as u32).map(Source)).for_each(drop);
         let mut schedule = crate::bevy_schedule();

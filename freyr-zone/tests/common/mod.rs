@@ -48,7 +48,10 @@ impl Layout {
 /// stats.
 /// Also each zone's whole-world hash (Freyr's `world_hash_all`: entity ids, row order and
 /// values), stronger than the merged digest: it changes if imports ran in another order.
-pub(crate) fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
+pub(crate) fn run_threads(
+    layout: Layout,
+    workers: usize,
+) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
     let bus = InProcessBus::new(layout.zones);
     let results: Vec<(ZoneDigest, ZoneStats, u64)> = std::thread::scope(|s| {
         let runs: Vec<_> = (0..layout.zones)
@@ -72,7 +75,10 @@ pub(crate) fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<Zo
 
 /// Every zone in one thread, stepped in turn (zone order reversed, so messages arrive in
 /// another order than on threads).
-pub(crate) fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
+pub(crate) fn run_lockstep(
+    layout: Layout,
+    workers: usize,
+) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
     let bus = InProcessBus::new(layout.zones);
     let mut zones: Vec<_> = (0..layout.zones)
         .map(|z| layout.zone(z, workers, bus.clone(), layout.config(z)))
