@@ -98,7 +98,7 @@ pub mod query {
 /// the panic-payload helpers.
 pub mod sched {
     pub use freyr_sched::{
-        GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
+        GroupPanic, IndexedJob, MAX_WORKERS, PoolId, PoolMetrics, Scope, TaskGroup, ThreadPool,
         ThreadPoolBuilder, WorkerMetrics, current_worker_index, drop_payload, keep_first,
         panic_message, resolve_worker_count,
     };
@@ -119,8 +119,8 @@ pub mod time {
     /// Deadline jobs: requested at tick T on the pool, applied at exactly T + K.
     pub mod deadline {
         pub use freyr_time::{
-            DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobPanic, JobStatus,
-            JobTicket, JobsInFlight, due_tick,
+            DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket,
+            JobsInFlight, due_tick,
         };
     }
 
@@ -129,9 +129,7 @@ pub mod time {
     /// [`AsyncSystem`](crate::AsyncSystem), the system that owns one.
     pub mod pump {
         pub use freyr_registry::{AsyncProgress, Launched, Process};
-        pub use freyr_time::{
-            AsyncPump, Completer, Discard, JobPanic, Launch, PumpError, PumpStats,
-        };
+        pub use freyr_time::{AsyncPump, Completer, Discard, Launch, PumpError, PumpStats};
     }
 
     /// Work budgets: [`Incremental`](budget::Incremental) jobs advanced by a fixed number of

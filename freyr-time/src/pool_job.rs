@@ -251,8 +251,6 @@ impl<R> fmt::Debug for PoolJob<R> {
     }
 }
 
-pub(crate) use freyr_sched::pool_hooks::pool_id;
-
 /// The text of a panic payload, owned (the rule of [`freyr_sched::panic_message`]).
 pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
     freyr_sched::panic_message(payload).to_owned()
