@@ -5,10 +5,10 @@ use core::ptr::NonNull;
 
 use freyr_core::{Archetype, CHUNK_CAPACITY, World};
 
-use crate::changed::{ArchetypeTicks, TickTerm};
+use crate::changed::TickTerm;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
-use crate::state::QueryState;
+use crate::state::{MatchedArchetype, QueryState};
 
 /// One run of consecutive chunks of a matched archetype in a launch: tasks `start..end`, `parts`
 /// per chunk; task `start + c * parts + k` runs part `k` of chunk `first_chunk + c` of
@@ -80,55 +80,59 @@ impl<C: Copy> Spans<C> {
             Some(spans) => spans.rest.push(span),
         };
         let mut start = 0;
+        if !terms.is_empty() {
+            // Filtered: one span per run of consecutive selected chunks of an archetype.
+            let mut open: Option<(&MatchedArchetype<C>, usize, usize)> = None;
+            let mut close =
+                |(matched, first_chunk, chunk): (&MatchedArchetype<C>, usize, usize)| {
+                    let end = start + (chunk - first_chunk) * parts;
+                    push(Span {
+                        archetype: NonNull::from(world.archetype(matched.id)),
+                        columns: matched.columns,
+                        first_chunk,
+                        start,
+                        end,
+                    });
+                    start = end;
+                };
+            state.for_each_selected_chunk(
+                world,
+                (terms, tick),
+                |matched, chunk, _| match &mut open {
+                    Some((run, _, next)) if run.id == matched.id && *next == chunk => *next += 1,
+                    _ => {
+                        if let Some(run) = open.replace((matched, chunk, chunk + 1)) {
+                            close(run);
+                        }
+                    }
+                },
+            );
+            if let Some(run) = open {
+                close(run);
+            }
+            return spans;
+        }
         for (i, matched) in state.matched().iter().enumerate() {
             let archetype = world.archetype(matched.id);
-            if terms.is_empty() {
-                // Unfiltered: the whole archetype is one span, stamped in one loop per written
-                // column (a launch over 1,954 chunks stamps them in about a microsecond; a
-                // check-and-stamp per chunk took several).
-                let chunks = archetype.chunk_count();
-                if chunks == 0 {
-                    continue;
-                }
-                for &column in state.written(i) {
-                    archetype.mark_all_changed(column, tick);
-                }
-                let end = start + chunks * parts;
-                push(Span {
-                    archetype: NonNull::from(archetype),
-                    columns: matched.columns,
-                    first_chunk: 0,
-                    start,
-                    end,
-                });
-                start = end;
-                continue;
-            }
-            let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
-                continue;
-            };
+            // Unfiltered: the whole archetype is one span, stamped in one loop per written
+            // column (a launch over 1,954 chunks stamps them in about a microsecond; a
+            // check-and-stamp per chunk took several).
             let chunks = archetype.chunk_count();
-            let mut chunk = 0;
-            while chunk < chunks {
-                if !select.select(chunk) {
-                    chunk += 1;
-                    continue;
-                }
-                let first_chunk = chunk;
-                chunk += 1;
-                while chunk < chunks && select.select(chunk) {
-                    chunk += 1;
-                }
-                let end = start + (chunk - first_chunk) * parts;
-                push(Span {
-                    archetype: NonNull::from(archetype),
-                    columns: matched.columns,
-                    first_chunk,
-                    start,
-                    end,
-                });
-                start = end;
+            if chunks == 0 {
+                continue;
             }
+            for &column in state.written(i) {
+                archetype.mark_all_changed(column, tick);
+            }
+            let end = start + chunks * parts;
+            push(Span {
+                archetype: NonNull::from(archetype),
+                columns: matched.columns,
+                first_chunk: 0,
+                start,
+                end,
+            });
+            start = end;
         }
         spans
     }
