@@ -59,7 +59,7 @@
 //!
 //! 1. leaves: `access/kind` ([`AccessKind`](access::AccessKind)), `access/sets`, `resources`
 //!    (the resource map), `row_path` (the AVX2 + FMA row loops), `tuples` (the tuple arities),
-//!    `first_panic`, `launch/callback`, `launch/handoff`, `launch/reduce`, and `events/` (the
+//!    `launch/callback`, `launch/handoff`, `launch/reduce`, and `events/` (the
 //!    event stores and the per-task output buffer);
 //! 2. `error`, `filter`, then `access/mod.rs` (the access sets a query declares);
 //! 3. `fetch` (what a query reads), `view` (other entities' components), `changed` (change
@@ -83,8 +83,6 @@ pub mod events;
 pub mod fetch;
 #[doc(hidden)]
 pub mod filter;
-#[doc(hidden)]
-pub mod first_panic;
 #[doc(hidden)]
 pub mod iter;
 #[doc(hidden)]

@@ -38,10 +38,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use freyr_core::{ArchetypeId, ComponentId};
-use freyr_sched::ThreadPool;
+use freyr_sched::{ThreadPool, keep_first};
 
 use crate::access::Access;
-use crate::first_panic::keep_first;
 use crate::launch::job::ErasedJob;
 use freyr_profile::profiler::Profiler;
 

@@ -234,24 +234,19 @@ impl<P> TaskRun<P> {
         )
     }
 
-    /// The rows that tasks `from..stop` (in `first..=end()`) run together: tasks in index order
-    /// cover the run's rows in order without gaps, so this is the span from the first task's
-    /// start to the last one's end; 0 when `from >= stop`. The amount of work a batch of tasks
-    /// does, for timing it per row (tasks differ in length at a chunk's end); only builds with
-    /// two copies of the row loops time them (see `row_path::is_adaptive`).
-    #[cfg_attr(
-        not(all(
-            target_arch = "x86_64",
-            not(all(target_feature = "avx2", target_feature = "fma"))
-        )),
-        allow(dead_code)
-    )]
-    #[inline(always)]
-    pub fn rows_of(&self, from: usize, stop: usize) -> usize {
-        if from >= stop {
-            return 0;
+    crate::two_row_copies! { used_by_method:
+        /// The rows that tasks `from..stop` (in `first..=end()`) run together: tasks in index order
+        /// cover the run's rows in order without gaps, so this is the span from the first task's
+        /// start to the last one's end; 0 when `from >= stop`. The amount of work a batch of tasks
+        /// does, for timing it per row (tasks differ in length at a chunk's end); only builds with
+        /// two copies of the row loops time them (see `row_path::is_adaptive`).
+        #[inline(always)]
+        pub fn rows_of(&self, from: usize, stop: usize) -> usize {
+            if from >= stop {
+                return 0;
+            }
+            self.task_rows(stop - 1).1 - self.task_rows(from).0
         }
-        self.task_rows(stop - 1).1 - self.task_rows(from).0
     }
 }
 
