@@ -143,15 +143,15 @@ impl JobsImage {
 /// ```
 pub struct Snapshot {
     /// The world.
-    pub world: WorldSnapshot,
+    world: WorldSnapshot,
     /// The tick the snapshot was taken at.
-    pub tick: u64,
+    tick: u64,
     /// The registered resources.
-    pub resources: Vec<ResourceImage>,
+    resources: Vec<ResourceImage>,
     /// The deadline jobs in flight, one image per result type registered at the snapshot.
-    pub jobs: Vec<JobsImage>,
+    jobs: Vec<JobsImage>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
-    pub complete: bool,
+    complete: bool,
 }
 
 impl Default for Snapshot {
@@ -222,6 +222,45 @@ impl Snapshot {
     /// ```
     pub fn jobs_in_flight(&self) -> usize {
         self.jobs.iter().map(|image| image.len).sum()
+    }
+
+    /// The images of the registered resources, in registration order. Internal to the Freyr
+    /// workspace (`Registry::restore` reads them), not a stable API.
+    #[doc(hidden)]
+    pub fn resources(&self) -> &[ResourceImage] {
+        &self.resources
+    }
+
+    /// The deadline jobs in flight, one image per result type. Internal to the Freyr workspace
+    /// (`Registry::restore` reads them), not a stable API.
+    #[doc(hidden)]
+    pub fn jobs(&self) -> &[JobsImage] {
+        &self.jobs
+    }
+
+    /// Starts a taking: marks the snapshot incomplete until [`finish_taking`] and hands out its
+    /// parts to fill, their buffers kept for reuse. Internal to the Freyr workspace
+    /// (`Registry::snapshot_into`), not a stable API.
+    ///
+    /// [`finish_taking`]: Snapshot::finish_taking
+    #[doc(hidden)]
+    pub fn start_taking(
+        &mut self,
+    ) -> (
+        &mut WorldSnapshot,
+        &mut Vec<ResourceImage>,
+        &mut Vec<JobsImage>,
+    ) {
+        self.complete = false;
+        (&mut self.world, &mut self.resources, &mut self.jobs)
+    }
+
+    /// Ends a taking whose parts are all filled: the snapshot is of `tick`, and complete.
+    /// Internal to the Freyr workspace (`Registry::snapshot_into`), not a stable API.
+    #[doc(hidden)]
+    pub fn finish_taking(&mut self, tick: u64) {
+        self.tick = tick;
+        self.complete = true;
     }
 }
 
