@@ -43,7 +43,7 @@ pub struct MatchedArchetype<C> {
 ///
 /// [`Archetype::runs`]: freyr_core::Archetype::runs
 #[derive(Copy, Clone)]
-pub struct RunPtrs<P> {
+pub(crate) struct RunPtrs<P> {
     pub ptrs: P,
     pub entities: ColumnPtr<Entity>,
     pub len: usize,

@@ -210,7 +210,12 @@ impl InFlight {
 
     /// Waits for every launch that conflicts with `op` (an implicit sync point when any of them
     /// had not been waited for yet). Disjoint launches keep running.
-    pub fn wait_conflicting(&self, pool: &ThreadPool, op: &OpAccess<'_>, profiler: &Profiler) {
+    pub(crate) fn wait_conflicting(
+        &self,
+        pool: &ThreadPool,
+        op: &OpAccess<'_>,
+        profiler: &Profiler,
+    ) {
         let mut start = None;
         for launch in &self.launches {
             if !launch.waited.get() && op.conflicts_with(&launch.access) {

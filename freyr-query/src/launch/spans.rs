@@ -18,7 +18,7 @@ use crate::state::{MatchedArchetype, QueryState};
 /// `archetype` points into the world the spans were built from; it is only dereferenced by the
 /// launch's tasks, while the launch is registered (see [`launch`](crate::launch::launch)'s safety contract).
 #[derive(Copy, Clone)]
-pub struct Span<C> {
+pub(crate) struct Span<C> {
     pub(crate) archetype: NonNull<Archetype>,
     pub(crate) columns: C,
     pub(crate) first_chunk: usize,
@@ -144,7 +144,7 @@ impl<C: Copy> Spans<C> {
 
     /// The chunk (of `span`'s archetype) that task `index` of `span` runs (a part of).
     #[inline(always)]
-    pub fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
+    pub(crate) fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
         let local = index - span.start;
         span.first_chunk
             + if self.parts == 1 {
@@ -157,7 +157,13 @@ impl<C: Copy> Spans<C> {
     /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
     /// rows starting at row 0 of `chunk`, with `ptrs` pointing there (see [`TaskRun`]).
     #[inline(always)]
-    pub fn task_run<P>(&self, span: &Span<C>, chunk: usize, len: usize, ptrs: P) -> TaskRun<P> {
+    pub(crate) fn task_run<P>(
+        &self,
+        span: &Span<C>,
+        chunk: usize,
+        len: usize,
+        ptrs: P,
+    ) -> TaskRun<P> {
         TaskRun {
             ptrs,
             len,
@@ -173,7 +179,7 @@ impl<C: Copy> Spans<C> {
     ///
     /// If `index >= self.tasks()`.
     #[inline]
-    pub fn find(&self, index: usize) -> &Span<C> {
+    pub(crate) fn find(&self, index: usize) -> &Span<C> {
         if index < self.first.end {
             return &self.first;
         }
@@ -214,7 +220,7 @@ impl<P> TaskRun<P> {
     /// rows, 64 per task) gives 8 tasks of 64 and 8 of 61 rows, which two workers split 500 and
     /// 500, where 15 tasks of 64 and one of 40 split at best 512 and 488.
     #[inline(always)]
-    pub fn task_rows(&self, index: usize) -> (usize, usize) {
+    pub(crate) fn task_rows(&self, index: usize) -> (usize, usize) {
         let local = index - self.first;
         if self.parts == 1 {
             let start = local * CHUNK_CAPACITY;
@@ -241,7 +247,7 @@ impl<P> TaskRun<P> {
         /// does, for timing it per row (tasks differ in length at a chunk's end); only builds with
         /// two copies of the row loops time them (see `row_path::is_adaptive`).
         #[inline(always)]
-        pub fn rows_of(&self, from: usize, stop: usize) -> usize {
+        pub(crate) fn rows_of(&self, from: usize, stop: usize) -> usize {
             if from >= stop {
                 return 0;
             }
