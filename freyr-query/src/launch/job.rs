@@ -413,7 +413,7 @@ impl TaskTrace {
 }
 
 /// The shared job of one launch. Tasks only ever get `&Job`.
-pub struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
+pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     pub(crate) group: TaskGroup,
     registry_id: u64,
     /// Per matched archetype: where it lives in the registry's world (tasks only create shared
@@ -445,7 +445,7 @@ unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Send for Job<Q, V, K> {}
 
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
-    pub fn new(
+    pub(crate) fn new(
         registry_id: u64,
         spans: Spans<Q::Columns>,
         views: V::Fetch,
@@ -548,7 +548,7 @@ impl<S: Default> Drop for ResetOnUnwind<'_, S> {
 }
 
 /// A launch's job with its types erased, as stored in the registry's in-flight list.
-pub trait ErasedJob: Send {
+pub(crate) trait ErasedJob: Send {
     /// The launch's task group.
     fn group(&self) -> &TaskGroup;
     /// Wall time from launch to the last task, if labelled.

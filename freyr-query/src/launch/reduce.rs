@@ -29,7 +29,7 @@ impl<A> ReduceSlot<A> {
         })
     }
 
-    pub fn set(&self, value: Option<A>) {
+    pub(crate) fn set(&self, value: Option<A>) {
         let mut outcome = freyr_sync::lock_std(&self.outcome);
         *outcome = match value {
             Some(v) => Outcome::Ready(v),

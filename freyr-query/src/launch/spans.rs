@@ -40,7 +40,7 @@ pub(crate) struct Span<C> {
 /// into `parts` tasks of at most `rows` rows, of near-equal length (a short last chunk's last
 /// ones empty), still in (chunk, row) order. The layout depends only on the chunk lengths and
 /// `rows`, never on the worker count.
-pub struct Spans<C> {
+pub(crate) struct Spans<C> {
     first: Span<C>,
     rest: Vec<Span<C>>,
     /// Tasks per chunk: `CHUNK_CAPACITY.div_ceil(rows)`.
@@ -54,7 +54,7 @@ impl<C: Copy> Spans<C> {
     /// `CHUNK_CAPACITY` or more means one task per chunk), keeping only the chunks that pass the
     /// change filter `terms` and stamping `tick` on the written columns of those; `None` when no
     /// chunk is left.
-    pub fn new<Q, F>(
+    pub(crate) fn new<Q, F>(
         world: &World,
         state: &QueryState<Q, F>,
         rows: usize,
@@ -138,7 +138,7 @@ impl<C: Copy> Spans<C> {
     }
 
     /// Total number of tasks.
-    pub fn tasks(&self) -> usize {
+    pub(crate) fn tasks(&self) -> usize {
         self.rest.last().unwrap_or(&self.first).end
     }
 
@@ -207,7 +207,7 @@ pub struct TaskRun<P> {
 impl<P> TaskRun<P> {
     /// The task index one past the run's last task.
     #[inline(always)]
-    pub fn end(&self) -> usize {
+    pub(crate) fn end(&self) -> usize {
         self.first + self.len.div_ceil(CHUNK_CAPACITY) * self.parts
     }
 
