@@ -13,6 +13,10 @@ use freyr_query::resources::{AnyResource, ResourceOps, Resources};
 
 /// The types a registry's snapshots copy: components (through freyr-core's [`SnapshotTypes`])
 /// and resources, each registered or excluded.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 #[derive(Default)]
 pub struct SnapshotRegistry {
     /// The component types copied (freyr-core's table).
@@ -75,6 +79,10 @@ impl SnapshotRegistry {
 }
 
 /// One registered resource in a snapshot: its value at the snapshot, or `None` if absent.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 pub struct ResourceImage {
     /// How the resource is copied.
     pub ops: ResourceOps,
@@ -85,6 +93,10 @@ pub struct ResourceImage {
 /// The deadline jobs of one result type in flight at a snapshot: a
 /// [`JobsInFlight<R>`](freyr_time::JobsInFlight), with what a restore checks before it looks
 /// inside.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 pub struct JobsImage {
     /// The result type's id.
     pub type_id: TypeId,
@@ -450,6 +462,10 @@ impl fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The registry's pool as a [`ParallelFor`]: the snapshot's copying, spread over the workers.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 pub struct OnPool<'a>(pub &'a ThreadPool);
 
 impl ParallelFor for OnPool<'_> {
