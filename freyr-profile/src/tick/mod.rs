@@ -15,8 +15,8 @@
 //! nothing is allocated. While on, a tick costs a few clock reads, one snapshot of the pool's
 //! counters at each end, and its record; a traced tick also stamps every batch of tasks.
 
-pub(crate) mod record;
-pub(crate) mod report;
+pub mod record;
+pub mod report;
 pub mod trace;
 
 use std::collections::VecDeque;

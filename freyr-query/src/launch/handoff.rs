@@ -5,10 +5,10 @@
 //!
 //! The protocol (freyr-sched's PROTOCOL.md, "The query launch hand-off"):
 //! - task `i` runs exactly once, on one thread, and only it writes `slots[i]`
-//!   ([`TaskSlots::with_mut`]); the retiring thread reads the slots ([`TaskSlots::into_vec`])
+//!   (`TaskSlots::with_mut`); the retiring thread reads the slots (`TaskSlots::into_vec`)
 //!   only after the launch's task group completed, whose acquire orders every task's writes
 //!   before the read;
-//! - every finished batch of tasks decrements the [`Countdown`] with `AcqRel`: the call that
+//! - every finished batch of tasks decrements the `Countdown` with `AcqRel`: the call that
 //!   takes it to zero is unique, and happens after every other task finished, so the end stamp
 //!   it writes is no earlier than any task's end.
 

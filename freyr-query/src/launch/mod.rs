@@ -8,7 +8,7 @@
 //! - [`inflight`]: the registry's in-flight list and the waiting rules (the soundness model);
 //! - [`reduce`]: deterministic reductions;
 //! - [`callback`]: the per-thread "inside a callback of registry N" marker;
-//! - this file: [`launch`], which builds a job and registers it; it imports from the files
+//! - this file: `launch`, which builds a job and registers it; it imports from the files
 //!   above, and none of them imports from it.
 
 pub mod callback;

@@ -1,4 +1,4 @@
-//! Which rows each task of a launch covers: the matched archetypes' task ranges ([`Spans`])
+//! Which rows each task of a launch covers: the matched archetypes' task ranges (`Spans`)
 //! and one task's (or one batch's) run of rows ([`TaskRun`]).
 
 use core::ptr::NonNull;
@@ -192,7 +192,7 @@ impl<C: Copy> Spans<C> {
 /// chunk), its length, and how task indices map to its rows.
 ///
 /// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: the `k`-th of the chunk's
-/// near-equal parts of at most `rows` rows (see [`task_rows`](TaskRun::task_rows); chunks are
+/// near-equal parts of at most `rows` rows (see `TaskRun::task_rows`; chunks are
 /// full except the archetype's last, cut at `len`).
 pub struct TaskRun<P> {
     pub(crate) ptrs: P,
