@@ -5,10 +5,10 @@
 //!
 //! The protocol (freyr-sched's PROTOCOL.md, "The query launch hand-off"):
 //! - task `i` runs exactly once, on one thread, and only it writes `slots[i]`
-//!   (`TaskSlots::with_mut`); the retiring thread reads the slots (`TaskSlots::into_vec`)
+//!   ([`TaskSlots::with_mut`]); the retiring thread reads the slots ([`TaskSlots::into_vec`])
 //!   only after the launch's task group completed, whose acquire orders every task's writes
 //!   before the read;
-//! - every finished batch of tasks decrements the `Countdown` with `AcqRel`: the call that
+//! - every finished batch of tasks decrements the [`Countdown`] with `AcqRel`: the call that
 //!   takes it to zero is unique, and happens after every other task finished, so the end stamp
 //!   it writes is no earlier than any task's end.
 
@@ -25,7 +25,7 @@ unsafe impl<S: Send> Sync for TaskSlots<S> {}
 
 impl<S: Default> TaskSlots<S> {
     /// `tasks` slots, each `S::default()`.
-    pub(crate) fn new(tasks: usize) -> Self {
+    pub fn new(tasks: usize) -> Self {
         TaskSlots((0..tasks).map(|_| UnsafeCell::new(S::default())).collect())
     }
 }
@@ -43,7 +43,7 @@ impl<S> TaskSlots<S> {
     ///
     /// If `index` is out of range.
     #[inline(always)]
-    pub(crate) unsafe fn with_mut<R>(&self, index: usize, f: impl FnOnce(&mut S) -> R) -> R {
+    pub unsafe fn with_mut<R>(&self, index: usize, f: impl FnOnce(&mut S) -> R) -> R {
         // MUTANT `handoff_slot_index_shift`: a task writes its neighbour's slot (the last two
         // tasks share the last slot, and the first slot stays unset).
         let cell = &self.0[index];
@@ -53,7 +53,7 @@ impl<S> TaskSlots<S> {
 
     /// The slots' values in task order, at retirement: owning `self` means no task still holds
     /// a reference to the launch.
-    pub(crate) fn into_vec(self) -> Vec<S> {
+    pub fn into_vec(self) -> Vec<S> {
         self.0
             .into_vec()
             .into_iter()
@@ -64,14 +64,14 @@ impl<S> TaskSlots<S> {
 
 /// The launch-timing countdown: tasks left, and the end stamp that the last task to finish
 /// writes.
-pub(crate) struct Countdown {
+pub struct Countdown {
     remaining: AtomicUsize,
     end: AtomicU64,
 }
 
 impl Countdown {
     /// A countdown over `tasks` tasks, no end stamped.
-    pub(crate) fn new(tasks: usize) -> Self {
+    pub fn new(tasks: usize) -> Self {
         Countdown {
             remaining: AtomicUsize::new(tasks),
             end: AtomicU64::new(0),
@@ -83,7 +83,7 @@ impl Countdown {
     /// value, raised to at least 1 since 0 means "not stamped"; it returns `true`, every other
     /// call `false`.
     #[inline]
-    pub(crate) fn finish(&self, n: usize, stamp: impl FnOnce() -> u64) -> bool {
+    pub fn finish(&self, n: usize, stamp: impl FnOnce() -> u64) -> bool {
         // MUTANT `handoff_countdown_relaxed`: the decrement orders nothing, so the last
         // finisher need not see the others.
         let order = Ordering::AcqRel;
@@ -98,7 +98,7 @@ impl Countdown {
     }
 
     /// The end stamp, or `None` when no call finished the last task (a task panicked first).
-    pub(crate) fn end(&self) -> Option<u64> {
+    pub fn end(&self) -> Option<u64> {
         match self.end.load(Ordering::Acquire) {
             0 => None,
             n => Some(n),
