@@ -66,12 +66,19 @@ pub use freyr_registry::{AsyncSystem, Reduction, Registry, System};
 pub use freyr_sched::ThreadPool;
 
 /// Storage: the world's layout (archetypes of 512-entity chunks, component ids and infos, world
-/// ids) and the deferred structural changes of a [`CommandBuffer`].
+/// ids), the deferred structural changes of a [`CommandBuffer`], and the chunk memory a replaced
+/// world gives back for the next restore to reuse ([`SpareSlabs`](storage::SpareSlabs), see
+/// [`WorldSnapshot::restore_over`](snapshot::WorldSnapshot::restore_over)).
+///
+/// A world taken apart into raw parts (allocator slots, chunk ids, type-erased columns) is not
+/// part of this API: saves, loads and imports go through `Registry::save`,
+/// `Registry::load_into` and `Registry::import` (feature `persist`), whose file format is the
+/// contract.
 pub mod storage {
     pub use freyr_core::{
         AppliedCommand, ApplyReport, Archetype, ArchetypeId, Bundle, BundleTypes, CHUNK_CAPACITY,
         ChunkRef, CommandBuffer, Component, ComponentError, ComponentId, ComponentInfo, Entity,
-        NoSuchEntity, World, WorldId,
+        NoSuchEntity, SpareSlabs, World, WorldId,
     };
 }
 
@@ -106,7 +113,7 @@ pub mod system {
 /// the panic-payload helpers.
 pub mod sched {
     pub use freyr_sched::{
-        GroupPanic, IndexedJob, MAX_WORKERS, PoolMetrics, Scope, TaskGroup, ThreadPool,
+        GroupPanic, IndexedJob, MAX_WORKERS, PoolId, PoolMetrics, Scope, TaskGroup, ThreadPool,
         ThreadPoolBuilder, WorkerMetrics, current_worker_index, drop_payload, keep_first,
         panic_message, resolve_worker_count,
     };
@@ -127,8 +134,8 @@ pub mod time {
     /// Deadline jobs: requested at tick T on the pool, applied at exactly T + K.
     pub mod deadline {
         pub use freyr_time::{
-            DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobPanic, JobStatus,
-            JobTicket, JobsInFlight, due_tick,
+            DeadlineError, DeadlineScheduler, DeadlineStats, Delivered, JobStatus, JobTicket,
+            JobsInFlight, due_tick,
         };
     }
 
@@ -137,9 +144,7 @@ pub mod time {
     /// [`AsyncSystem`](crate::AsyncSystem), the system that owns one.
     pub mod pump {
         pub use freyr_registry::{AsyncProgress, Launched, Process};
-        pub use freyr_time::{
-            AsyncPump, Completer, Discard, JobPanic, Launch, PumpError, PumpStats,
-        };
+        pub use freyr_time::{AsyncPump, Completer, Discard, Launch, PumpError, PumpStats};
     }
 
     /// Work budgets: [`Incremental`](budget::Incremental) jobs advanced by a fixed number of

@@ -51,34 +51,34 @@ mod freyr {
     use freyr_core::{Entity, World};
 
     /// A world of `n` (Position, Velocity) entities and their ids.
-    pub fn world(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(pos_vel));
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+    pub(crate) fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.spawn_batch((0..BIG).map(pos_vel))
     }
 
     /// Nothing to prepare: the measured part spawns from an iterator.
-    pub fn simple_insert_input() {}
+    pub(crate) fn simple_insert_input() {}
 
     #[inline(never)]
-    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+    pub(crate) fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
         world.spawn_batch((0..SMALL).map(four))
     }
 
     #[inline(never)]
-    pub fn spawn_four(world: &mut World) {
+    pub(crate) fn spawn_four(world: &mut World) {
         for i in 0..SMALL {
             black_box(world.spawn(four(i)));
         }
     }
 
     #[inline(never)]
-    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.insert(e, (Extra(1.0),)).unwrap();
         }
@@ -88,14 +88,14 @@ mod freyr {
     }
 
     /// A world of `n` entities of `A` alone (ecs_bench_suite's `add_remove` setup).
-    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world_a(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(|_| (A(0.0),)));
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove_ab(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.insert(e, (B(0.0),)).unwrap();
         }
@@ -105,7 +105,7 @@ mod freyr {
     }
 
     #[inline(never)]
-    pub fn despawn(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.despawn(e).unwrap();
         }
@@ -117,34 +117,34 @@ mod hecs_peer {
     use super::*;
     use hecs::{Entity, World};
 
-    pub fn world(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(pos_vel)).collect();
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+    pub(crate) fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.spawn_batch((0..BIG).map(pos_vel)).collect()
     }
 
     /// Nothing to prepare: the measured part spawns from an iterator.
-    pub fn simple_insert_input() {}
+    pub(crate) fn simple_insert_input() {}
 
     #[inline(never)]
-    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+    pub(crate) fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
         world.spawn_batch((0..SMALL).map(four)).collect()
     }
 
     #[inline(never)]
-    pub fn spawn_four(world: &mut World) {
+    pub(crate) fn spawn_four(world: &mut World) {
         for i in 0..SMALL {
             black_box(world.spawn(four(i)));
         }
     }
 
     #[inline(never)]
-    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.insert_one(e, Extra(1.0)).unwrap();
         }
@@ -153,14 +153,14 @@ mod hecs_peer {
         }
     }
 
-    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world_a(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(|_| (A(0.0),))).collect();
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove_ab(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.insert_one(e, B(0.0)).unwrap();
         }
@@ -170,7 +170,7 @@ mod hecs_peer {
     }
 
     #[inline(never)]
-    pub fn despawn(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.despawn(e).unwrap();
         }
@@ -183,34 +183,34 @@ mod bevy_peer {
     use bevy_ecs::entity::Entity;
     use bevy_ecs::world::World;
 
-    pub fn world(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(pos_vel)).collect();
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+    pub(crate) fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.spawn_batch((0..BIG).map(pos_vel)).collect()
     }
 
     /// Nothing to prepare: the measured part spawns from an iterator.
-    pub fn simple_insert_input() {}
+    pub(crate) fn simple_insert_input() {}
 
     #[inline(never)]
-    pub fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
+    pub(crate) fn simple_insert(world: &mut World, _: ()) -> Vec<Entity> {
         world.spawn_batch((0..SMALL).map(four)).collect()
     }
 
     #[inline(never)]
-    pub fn spawn_four(world: &mut World) {
+    pub(crate) fn spawn_four(world: &mut World) {
         for i in 0..SMALL {
             black_box(world.spawn(four(i)).id());
         }
     }
 
     #[inline(never)]
-    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.entity_mut(e).insert(Extra(1.0));
         }
@@ -219,14 +219,14 @@ mod bevy_peer {
         }
     }
 
-    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world_a(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::new();
         let ids = world.spawn_batch((0..n).map(|_| (A(0.0),))).collect();
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove_ab(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.entity_mut(e).insert(B(0.0));
         }
@@ -236,7 +236,7 @@ mod bevy_peer {
     }
 
     #[inline(never)]
-    pub fn despawn(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             assert!(world.despawn(e));
         }
@@ -250,20 +250,20 @@ mod legion_peer {
 
     type Columns = (Vec<Transform>, Vec<Position>, Vec<Rotation>, Vec<Velocity>);
 
-    pub fn world(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::default();
         let ids = world.extend((0..n).map(pos_vel)).to_vec();
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn spawn_batch(world: &mut World) -> Vec<Entity> {
+    pub(crate) fn spawn_batch(world: &mut World) -> Vec<Entity> {
         world.extend((0..BIG).map(pos_vel)).to_vec()
     }
 
     #[inline(never)]
     /// The four component columns, built outside the measured part.
-    pub fn simple_insert_input() -> Columns {
+    pub(crate) fn simple_insert_input() -> Columns {
         (
             (0..SMALL).map(|i| four(i).0).collect(),
             (0..SMALL).map(|i| four(i).1).collect(),
@@ -273,19 +273,19 @@ mod legion_peer {
     }
 
     #[inline(never)]
-    pub fn simple_insert(world: &mut World, columns: Columns) -> Vec<Entity> {
+    pub(crate) fn simple_insert(world: &mut World, columns: Columns) -> Vec<Entity> {
         world.extend(columns.into_soa()).to_vec()
     }
 
     #[inline(never)]
-    pub fn spawn_four(world: &mut World) {
+    pub(crate) fn spawn_four(world: &mut World) {
         for i in 0..SMALL {
             black_box(world.push(four(i)));
         }
     }
 
     #[inline(never)]
-    pub fn add_remove(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.entry(e).unwrap().add_component(Extra(1.0));
         }
@@ -294,14 +294,14 @@ mod legion_peer {
         }
     }
 
-    pub fn world_a(n: usize) -> (World, Vec<Entity>) {
+    pub(crate) fn world_a(n: usize) -> (World, Vec<Entity>) {
         let mut world = World::default();
         let ids = world.extend((0..n).map(|_| (A(0.0),))).to_vec();
         (world, ids)
     }
 
     #[inline(never)]
-    pub fn add_remove_ab(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn add_remove_ab(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             world.entry(e).unwrap().add_component(B(0.0));
         }
@@ -311,7 +311,7 @@ mod legion_peer {
     }
 
     #[inline(never)]
-    pub fn despawn(world: &mut World, ids: &[Entity]) {
+    pub(crate) fn despawn(world: &mut World, ids: &[Entity]) {
         for &e in ids {
             assert!(world.remove(e));
         }

@@ -119,7 +119,7 @@ mod bevy_peer {
     use bevy_ecs::world::World;
 
     /// Two worlds of the same entities: the live one and the copy.
-    pub fn worlds() -> (World, World) {
+    pub(crate) fn worlds() -> (World, World) {
         let mut live = World::new();
         live.spawn_batch((0..ENTITIES).map(row));
         let mut copy = World::new();
@@ -129,7 +129,7 @@ mod bevy_peer {
 
     /// Copies the four components of every entity of `live` into `copy`, row by row.
     #[inline(never)]
-    pub fn copy_into(live: &mut World, copy: &mut World) {
+    pub(crate) fn copy_into(live: &mut World, copy: &mut World) {
         let mut from = live.query::<(&A, &B, &C, &D)>();
         let mut to = copy.query::<(&mut A, &mut B, &mut C, &mut D)>();
         for ((a, b, c, d), (mut a2, mut b2, mut c2, mut d2)) in
@@ -423,7 +423,7 @@ mod hecs_peer {
         deserialize(&mut Context::default(), &mut de).expect("a valid hecs save")
     }
 
-    pub fn rows(group: &mut criterion::BenchmarkGroup<'_, WallTime>) {
+    pub(crate) fn rows(group: &mut criterion::BenchmarkGroup<'_, WallTime>) {
         let mut world = hecs::World::new();
         world.spawn_batch((0..1_000_000u32).map(|i| (Position([i as f32; 3]), Velocity([1.0; 3]))));
         group.bench_function("save_1m_pos_vel_hecs", |b| {

@@ -24,11 +24,11 @@ use freyr::profile::ProfileReport;
 use freyr::{Phase, Registry, StableHash};
 
 /// Fixed time step of the simulation, in seconds.
-pub const DT: f32 = 1.0 / 60.0;
+pub(crate) const DT: f32 = 1.0 / 60.0;
 
 /// Where an entity is.
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-pub struct Position {
+pub(crate) struct Position {
     /// x coordinate.
     pub x: f32,
     /// y coordinate.
@@ -39,7 +39,7 @@ pub struct Position {
 
 /// How fast an entity moves, per second.
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-pub struct Velocity {
+pub(crate) struct Velocity {
     /// x component.
     pub x: f32,
     /// y component.
@@ -50,11 +50,11 @@ pub struct Velocity {
 
 /// Ticks left before a non-AI entity expires (and is despawned).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, StableHash)]
-pub struct Lifetime(pub u32);
+pub(crate) struct Lifetime(pub u32);
 
 /// The state of an AI-driven entity.
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-pub struct Ai {
+pub(crate) struct Ai {
     /// Seconds until the next decision.
     pub think_timer: f32,
     /// Desired direction of travel (x, y), unit length.
@@ -69,13 +69,13 @@ pub struct Ai {
 
 /// The current tick number, a resource read by the AI pass.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     /// Ticks completed so far.
     pub tick: u32,
 }
 
 /// [`freyr::mix`] over (`key`, `tick`, `salt`): the per-entity random source.
-pub fn mix(key: u64, tick: u32, salt: u64) -> u64 {
+pub(crate) fn mix(key: u64, tick: u32, salt: u64) -> u64 {
     freyr::mix(
         key ^ u64::from(tick).wrapping_mul(0xD6E8_FEB8_6659_FD93)
             ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15),
@@ -83,7 +83,7 @@ pub fn mix(key: u64, tick: u32, salt: u64) -> u64 {
 }
 
 /// A float in `[0, 1)` from the top 24 bits of `bits`.
-pub fn unit(bits: u64) -> f32 {
+pub(crate) fn unit(bits: u64) -> f32 {
     (bits >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
 }
 
@@ -95,7 +95,7 @@ fn direction(bits: u64) -> [f32; 2] {
 
 /// The size and shape of a run.
 #[derive(Clone, Copy, Debug)]
-pub struct Config {
+pub(crate) struct Config {
     /// Entities at the start.
     pub entities: usize,
     /// One in `ai_every` entities has an [`Ai`] (10 = 10%).
@@ -111,7 +111,7 @@ pub struct Config {
 impl Config {
     /// Ticks a non-AI entity lives: the population of non-AI entities divided by `churn`, so
     /// about `churn` of them expire per tick.
-    pub fn lifetime(&self) -> u32 {
+    pub(crate) fn lifetime(&self) -> u32 {
         let plain = self.entities - self.entities / self.ai_every;
         (plain / self.churn.max(1)).max(1) as u32
     }
@@ -126,7 +126,7 @@ impl Config {
 }
 
 /// What a run measured.
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// Workers the pool really had.
     pub workers: usize,
     /// Wall time of building the world.
@@ -145,7 +145,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// The `q`-quantile (0.0..=1.0) of the tick times, nearest rank.
-    pub fn tick_quantile(&self, q: f64) -> Duration {
+    pub(crate) fn tick_quantile(&self, q: f64) -> Duration {
         let mut sorted = self.tick_times.clone();
         sorted.sort_unstable();
         if sorted.is_empty() {
@@ -176,7 +176,7 @@ fn initial(i: usize, config: &Config) -> (Position, Velocity, u32) {
 }
 
 /// Builds the world and the systems of a run.
-pub fn build(config: &Config) -> Registry {
+pub(crate) fn build(config: &Config) -> Registry {
     let mut registry = Registry::with_workers(config.workers);
     registry.insert_resource(Clock::default());
     let ai_count = config.entities / config.ai_every;
@@ -276,12 +276,12 @@ pub fn build(config: &Config) -> Registry {
 }
 
 /// Hash of the whole world (every live entity's id and components).
-pub fn world_hash(registry: &Registry) -> u64 {
+pub(crate) fn world_hash(registry: &Registry) -> u64 {
     registry.world_hash::<(Position, Velocity, Ai, Lifetime)>()
 }
 
 /// Builds the world, runs `config.ticks` updates, and reports.
-pub fn run(config: &Config) -> Outcome {
+pub(crate) fn run(config: &Config) -> Outcome {
     let start = Instant::now();
     let mut registry = build(config);
     let setup = start.elapsed();

@@ -3,7 +3,7 @@
 use crate::session::Config;
 
 /// The flags, their ranges and defaults, as `--help` prints them.
-pub const USAGE: &str = "\
+pub(crate) const USAGE: &str = "\
 usage: rollback [--ticks N] [--players N] [--delay N] [--workers N] [--entities N]
   --ticks N     ticks to run, 1..=100000 (default 600)
   --players N   simulated players, 2..=8 (default 2)
@@ -16,7 +16,7 @@ usage: rollback [--ticks N] [--players N] [--delay N] [--workers N] [--entities 
 /// # Errors
 ///
 /// A message naming the flag and what was wrong.
-pub fn parse(args: &[String]) -> Result<Option<Config>, String> {
+pub(crate) fn parse(args: &[String]) -> Result<Option<Config>, String> {
     let mut config = Config {
         ticks: 600,
         players: 2,

@@ -8,37 +8,37 @@ use freyr::{Phase, Registry, StableHash, mix};
 
 /// The deadline jobs' latency, in ticks: shorter than most input delays, so jobs are in
 /// flight across the ticks a rollback goes back to.
-pub const JOB_LATENCY: u64 = 3;
+pub(crate) const JOB_LATENCY: u64 = 3;
 
 #[derive(Clone, Copy, StableHash)]
-pub struct Pos(pub i64, pub i64);
+pub(crate) struct Pos(pub i64, pub i64);
 #[derive(Clone, Copy, StableHash)]
-pub struct Vel(pub i64, pub i64);
+pub(crate) struct Vel(pub i64, pub i64);
 #[derive(Clone, Copy, StableHash)]
-pub struct Player(pub u8);
+pub(crate) struct Player(pub u8);
 #[derive(Clone, Copy, StableHash)]
-pub struct Bullet {
+pub(crate) struct Bullet {
     pub owner: u8,
     pub ttl: u8,
 }
 /// Scenery the players fly over (`--entities` of them), drifting.
 #[derive(Clone, Copy, StableHash)]
-pub struct Rock(pub u32);
+pub(crate) struct Rock(pub u32);
 /// A type first used when a player raises a shield (input bit 3): new archetypes inside
 /// the ticks a rollback re-simulates.
 #[derive(Clone, Copy, StableHash)]
-pub struct Shield(pub u8);
+pub(crate) struct Shield(pub u8);
 /// The score of a deadline job, put on the scoreboard entity when it lands.
 #[derive(Clone, StableHash)]
-pub struct Score(pub Vec<u64>);
+pub(crate) struct Score(pub Vec<u64>);
 
 /// The inputs of the tick about to run, one per player (set by the session before `update`).
-pub struct TickInputs(pub Vec<u8>);
+pub(crate) struct TickInputs(pub Vec<u8>);
 
 /// The input player `player` really gives on tick `tick`: deterministic, changing often
 /// enough that predictions miss.
 #[must_use]
-pub fn real_input(player: u8, tick: u64) -> u8 {
+pub(crate) fn real_input(player: u8, tick: u64) -> u8 {
     // Held for 3 ticks at a time, like a thumb on a stick.
     (mix((u64::from(player) << 32) | (tick / 3)) & 0x1f) as u8
 }
@@ -46,7 +46,7 @@ pub fn real_input(player: u8, tick: u64) -> u8 {
 /// A world of `players` players and `rocks` rocks, with the snapshot registrations, the
 /// deadline jobs and the systems.
 #[must_use]
-pub fn new_world(workers: usize, players: u8, rocks: u32) -> Registry {
+pub(crate) fn new_world(workers: usize, players: u8, rocks: u32) -> Registry {
     let mut r = Registry::with_workers(workers);
     r.register_snapshot_copy::<Pos>();
     r.register_snapshot_copy::<Vel>();
@@ -157,14 +157,14 @@ fn advance(r: &mut Registry, _: f32) {
 
 /// The world hash the session prints and the tests compare.
 #[must_use]
-pub fn hash(r: &Registry) -> u64 {
+pub(crate) fn hash(r: &Registry) -> u64 {
     r.world_hash::<(Pos, Vel, Player, Bullet, Rock, Shield, Score)>()
 }
 
 /// The entities with a position, in the order `each` visits them.
 #[cfg(test)]
 #[must_use]
-pub fn each_order(r: &mut Registry) -> Vec<Entity> {
+pub(crate) fn each_order(r: &mut Registry) -> Vec<Entity> {
     let mut order = Vec::new();
     r.query::<&Pos>().each(|e, _| order.push(e));
     order

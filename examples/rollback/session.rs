@@ -12,7 +12,7 @@ use crate::game::{self, TickInputs};
 
 /// What a run is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Config {
+pub(crate) struct Config {
     pub ticks: u64,
     pub players: u8,
     pub delay: u64,
@@ -22,7 +22,7 @@ pub struct Config {
 
 /// What a run did.
 #[derive(Debug, Default)]
-pub struct Report {
+pub(crate) struct Report {
     pub rollbacks: u64,
     pub resimulated: u64,
     pub snapshot_time: Duration,
@@ -54,7 +54,7 @@ impl Inputs {
 
 /// Runs a session and reports it. `delay` 0 is the run with every input on time.
 #[must_use]
-pub fn run(config: Config) -> Report {
+pub(crate) fn run(config: Config) -> Report {
     let mut r = game::new_world(config.workers, config.players, config.entities);
     let players = usize::from(config.players);
     let len = config.ticks as usize;

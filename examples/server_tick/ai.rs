@@ -23,14 +23,14 @@ use crate::grid::{SpatialGrid, dist2};
 use crate::world::{ALT_MAX, ALT_MIN, Ai, AiKind, Flight, Input, mix, unit};
 
 /// How far a pursuit looks for a target, in metres.
-pub const PURSUIT_RANGE: f32 = 3000.0;
+pub(crate) const PURSUIT_RANGE: f32 = 3000.0;
 /// How far a script scans its neighbourhood, in metres.
-pub const SCRIPT_RANGE: f32 = 2500.0;
+pub(crate) const SCRIPT_RANGE: f32 = 2500.0;
 /// Interpreter steps per scripted sample.
-pub const SCRIPT_STEPS: usize = 600;
+pub(crate) const SCRIPT_STEPS: usize = 600;
 
 /// Samples `entity`'s controller for tick `tick`.
-pub fn sample(
+pub(crate) fn sample(
     entity: Entity,
     flight: &Flight,
     ai: &mut Ai,

@@ -16,22 +16,22 @@ use crate::server::Settings;
 
 /// The most ticks a run may ask for: about 2.1 years at 60 Hz (peer ids, one per join, stay
 /// within `u32` even with a peer leaving and joining every tick).
-pub const MAX_TICKS: u64 = 4_000_000_000;
+pub(crate) const MAX_TICKS: u64 = 4_000_000_000;
 /// The most aircraft.
-pub const MAX_ENTITIES: usize = 10_000_000;
+pub(crate) const MAX_ENTITIES: usize = 10_000_000;
 /// The most peers.
-pub const MAX_PEERS: usize = 65_536;
+pub(crate) const MAX_PEERS: usize = 65_536;
 /// The shortest and the longest tick budget, in milliseconds.
-pub const BUDGET_MS: (f64, f64) = (0.001, 60_000.0);
+pub(crate) const BUDGET_MS: (f64, f64) = (0.001, 60_000.0);
 /// The largest cell size and interest radius, in metres.
-pub const MAX_METRES: f32 = 1_000_000.0;
+pub(crate) const MAX_METRES: f32 = 1_000_000.0;
 /// The most ticks one `--trace-ticks` range may hold (a trace is kept in memory until written).
-pub const MAX_TRACE_TICKS: u64 = 600;
+pub(crate) const MAX_TRACE_TICKS: u64 = 600;
 /// The largest tick profiler window, in ticks: one hour at 60 Hz.
-pub const MAX_PROFILE_WINDOW: usize = 216_000;
+pub(crate) const MAX_PROFILE_WINDOW: usize = 216_000;
 
 /// The usage text.
-pub const USAGE: &str = "usage: server_tick [flags]
+pub(crate) const USAGE: &str = "usage: server_tick [flags]
   --ticks N                 ticks to run, 1..=4000000000 (default 600)
   --workers N               total parallelism incl. the calling thread, 0..=256
                             (default 0 = one per CPU)
@@ -64,7 +64,7 @@ Bad input exits with status 2 before anything runs.";
 
 /// Everything the flags set.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Args {
+pub(crate) struct Args {
     /// The world.
     pub settings: Settings,
     /// Ticks to run.
@@ -112,7 +112,7 @@ impl Default for Args {
 
 /// Why the flags were not taken.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ArgsError {
+pub(crate) enum ArgsError {
     /// `-h` or `--help`: print [`USAGE`] and exit 0.
     Help,
     /// A flag or value that is not accepted; the message names it and its range.
@@ -169,7 +169,7 @@ fn usize_of(n: u64) -> usize {
 ///
 /// [`ArgsError::Help`] for `-h` / `--help`; otherwise [`ArgsError::Invalid`] naming the flag,
 /// the value and what it takes.
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, ArgsError> {
+pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, ArgsError> {
     let mut out = Args::default();
     let mut force: Option<f64> = None;
     let mut governor_on = true;
@@ -400,7 +400,7 @@ impl Args {
     /// The ticks to trace: `--trace-ticks`, else the two in the middle of the run (or the only
     /// tick of a one-tick run) when a trace or timeline is asked for.
     #[must_use]
-    pub fn traced_ticks(&self) -> Range<u64> {
+    pub(crate) fn traced_ticks(&self) -> Range<u64> {
         match (
             &self.trace_ticks,
             self.trace.is_some() || self.timeline_svg.is_some(),
@@ -414,7 +414,7 @@ impl Args {
     /// The tick profiler's configuration: the `--profile-window` ring (never sized to the run)
     /// and the traced ticks.
     #[must_use]
-    pub fn profile_config(&self) -> TickProfileConfig {
+    pub(crate) fn profile_config(&self) -> TickProfileConfig {
         TickProfileConfig {
             window: self.profile_window,
             trace_ticks: self.traced_ticks(),
@@ -424,7 +424,7 @@ impl Args {
 
     /// The governor's parameters: the defaults with `--budget-ms`.
     #[must_use]
-    pub fn governor_params(&self) -> GovernorParams {
+    pub(crate) fn governor_params(&self) -> GovernorParams {
         GovernorParams {
             budget: self.budget,
             ..GovernorParams::default()
@@ -433,7 +433,7 @@ impl Args {
 
     /// The pace as the flag spells it.
     #[must_use]
-    pub fn pace_name(&self) -> &'static str {
+    pub(crate) fn pace_name(&self) -> &'static str {
         match self.pace {
             Pace::RealTime => "realtime",
             Pace::Free => "free",

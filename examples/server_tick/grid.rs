@@ -15,7 +15,7 @@ use freyr::Entity;
 /// One aircraft as the grid saw it when it was built: a copy, so readers see the state of that
 /// moment whatever happens to the world afterwards.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct GridEntry {
+pub(crate) struct GridEntry {
     /// The aircraft.
     pub entity: Entity,
     /// Its position when the grid was built.
@@ -25,7 +25,7 @@ pub struct GridEntry {
 }
 
 /// A uniform grid of square cells over the map `[0, side)²`.
-pub struct SpatialGrid {
+pub(crate) struct SpatialGrid {
     cell_size: f32,
     cells_per_side: usize,
     /// `cell_start[c]..cell_start[c + 1]` are the entries of cell `c`.
@@ -43,7 +43,7 @@ impl SpatialGrid {
     /// If `cell_size` is not a positive number (pass e.g. 2000.0), or the map would need more
     /// than [`MAX_CELLS_PER_SIDE`] cells a side (pass a larger cell).
     #[must_use]
-    pub fn new(cell_size: f32, side: f32) -> Self {
+    pub(crate) fn new(cell_size: f32, side: f32) -> Self {
         assert!(
             cell_size.is_finite() && cell_size > 0.0,
             "the grid's cell size must be a positive number of metres (got {cell_size}); try 2000"
@@ -72,20 +72,20 @@ impl SpatialGrid {
     }
 
     /// Starts a rebuild: forgets every entry, keeps the buffers.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.staging.clear();
         self.entries.clear();
     }
 
     /// Adds an entry to the rebuild in progress.
-    pub fn push(&mut self, entry: GridEntry) {
+    pub(crate) fn push(&mut self, entry: GridEntry) {
         let (cx, cy) = self.cell_of(entry.pos[0], entry.pos[1]);
         let cell = (cy * self.cells_per_side + cx) as u32;
         self.staging.push((cell, entry));
     }
 
     /// Ends a rebuild: sorts the pushed entries into their cells (a stable counting sort).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         let cells = self.cells_per_side * self.cells_per_side;
         self.cell_start.clear();
         self.cell_start.resize(cells + 1, 0);
@@ -116,14 +116,14 @@ impl SpatialGrid {
     /// The number of entries.
     #[cfg(test)]
     #[must_use]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.entries.len()
     }
 
     /// Calls `f` for every entry within `radius` metres of `center` (3-D distance), cell by
     /// cell in row-major order and, within a cell, in insertion order: the same order on every
     /// machine and worker count.
-    pub fn for_each_within(
+    pub(crate) fn for_each_within(
         &self,
         center: [f32; 3],
         radius: f32,
@@ -147,31 +147,31 @@ impl SpatialGrid {
     /// The capacity of the entry buffer (to show a rebuild reuses it).
     #[cfg(test)]
     #[must_use]
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.entries.capacity()
     }
 }
 
 /// The most cells a grid has on a side (16.8 million cells, 64 MiB of cell index).
-pub const MAX_CELLS_PER_SIDE: usize = 4096;
+pub(crate) const MAX_CELLS_PER_SIDE: usize = 4096;
 
 /// The cells a side of a `side` metre map needs at `cell_size` metres a cell, if at most
 /// [`MAX_CELLS_PER_SIDE`].
 #[must_use]
-pub fn cells_per_side(cell_size: f32, side: f32) -> Option<usize> {
+pub(crate) fn cells_per_side(cell_size: f32, side: f32) -> Option<usize> {
     let cells = (f64::from(side) / f64::from(cell_size)).ceil().max(1.0);
     (cells <= MAX_CELLS_PER_SIDE as f64).then_some(cells as usize)
 }
 
 /// The smallest cell a `side` metre map takes, in metres (rounded up to the millimetre).
 #[must_use]
-pub fn min_cell_size(side: f32) -> f64 {
+pub(crate) fn min_cell_size(side: f32) -> f64 {
     (f64::from(side) / MAX_CELLS_PER_SIDE as f64 * 1000.0).ceil() / 1000.0
 }
 
 /// Squared 3-D distance.
 #[must_use]
-pub fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
+pub(crate) fn dist2(a: [f32; 3], b: [f32; 3]) -> f32 {
     let d = [a[0] - b[0], a[1] - b[1], a[2] - b[2]];
     d[0] * d[0] + d[1] * d[1] + d[2] * d[2]
 }

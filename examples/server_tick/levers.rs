@@ -23,7 +23,7 @@
 /// | `budget_floor_bytes` | 400 | the byte budget never goes below this |
 /// | `min_interest_fraction` | 0.5 | the interest radius never shrinks below this fraction (1.0 = lever off) |
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LeverParams {
+pub(crate) struct LeverParams {
     /// The fixed tick rate.
     pub tick_hz: u32,
     /// The lowest snapshot send rate; sets the load-factor floor and caps the send interval at
@@ -55,20 +55,23 @@ impl Default for LeverParams {
 impl LeverParams {
     /// The lowest load factor: `min_snapshot_hz / tick_hz` (the governor's `min_load_factor`).
     #[must_use]
-    pub fn floor(&self) -> f64 {
+    pub(crate) fn floor(&self) -> f64 {
         f64::from(self.min_snapshot_hz) / f64::from(self.tick_hz.max(1))
     }
 
     /// The longest snapshot send interval: `tick_hz / min_snapshot_hz` ticks (at least 1).
     #[must_use]
-    pub fn max_snapshot_interval(&self) -> u32 {
+    pub(crate) fn max_snapshot_interval(&self) -> u32 {
         (self.tick_hz / self.min_snapshot_hz.max(1)).max(1)
     }
 
     /// The governor's parameters for this policy: `base` with its floor set to
     /// [`floor`](Self::floor).
     #[must_use]
-    pub fn governor(&self, base: freyr::time::GovernorParams) -> freyr::time::GovernorParams {
+    pub(crate) fn governor(
+        &self,
+        base: freyr::time::GovernorParams,
+    ) -> freyr::time::GovernorParams {
         freyr::time::GovernorParams {
             min_load_factor: self.floor(),
             ..base
@@ -84,7 +87,7 @@ impl LeverParams {
 /// asks or in which order, so skipping is serial-equivalent. Neighbouring
 /// entities are staggered, so each tick samples about `1 / stride` of them.
 #[must_use]
-pub fn ai_sample_due(entity_index: u64, tick: u64, stride: u32) -> bool {
+pub(crate) fn ai_sample_due(entity_index: u64, tick: u64, stride: u32) -> bool {
     stride <= 1
         || tick
             .wrapping_add(entity_index)
@@ -94,7 +97,7 @@ pub fn ai_sample_due(entity_index: u64, tick: u64, stride: u32) -> bool {
 /// The lever values for one tick, derived from a load factor by
 /// [`Levers::for_load_factor`]. Frozen for the whole tick.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Levers {
+pub(crate) struct Levers {
     /// The load factor they were derived from, in `[floor, 1]`.
     pub load_factor: f64,
     /// Send a snapshot to each peer every this many ticks (1 = every tick).
@@ -111,7 +114,7 @@ impl Levers {
     /// The levers at load factor 1: every one a no-op.
     #[must_use]
     #[allow(dead_code)] // the benches, which compile this file too, start from it
-    pub fn unloaded(params: &LeverParams) -> Levers {
+    pub(crate) fn unloaded(params: &LeverParams) -> Levers {
         Levers::for_load_factor(params, 1.0)
     }
 
@@ -125,7 +128,7 @@ impl Levers {
     ///
     /// A pure function: the same load factor gives the same levers everywhere.
     #[must_use]
-    pub fn for_load_factor(params: &LeverParams, load_factor: f64) -> Levers {
+    pub(crate) fn for_load_factor(params: &LeverParams, load_factor: f64) -> Levers {
         let lf = if load_factor.is_nan() {
             1.0
         } else {

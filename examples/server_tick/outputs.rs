@@ -30,12 +30,12 @@ struct Output {
 }
 
 /// The output files, open and not yet written.
-pub struct Outputs {
+pub(crate) struct Outputs {
     open: Vec<Output>,
 }
 
 /// The outcome of writing one output: the line to print, or the error.
-pub type Written = Result<String, String>;
+pub(crate) type Written = Result<String, String>;
 
 impl Outputs {
     /// Opens (creating where needed) every output file `args` names, leaving existing contents
@@ -45,7 +45,7 @@ impl Outputs {
     ///
     /// `cannot write PATH: OS ERROR` for the first file that cannot be opened for writing;
     /// the files this call created before it are removed again.
-    pub fn open(args: &Args) -> Result<Outputs, String> {
+    pub(crate) fn open(args: &Args) -> Result<Outputs, String> {
         let wanted = [
             (Kind::Json, &args.json),
             (Kind::Trace, &args.trace),
@@ -77,13 +77,13 @@ impl Outputs {
 
     /// The paths opened, in the order they are written.
     #[cfg(test)]
-    pub fn paths(&self) -> Vec<&Path> {
+    pub(crate) fn paths(&self) -> Vec<&Path> {
         self.open.iter().map(|o| o.path.as_path()).collect()
     }
 
     /// Writes every output from `profile`, each on its own: one that fails is reported and the
     /// others are still written. Returns one outcome per output, in order.
-    pub fn write(self, profile: &TickProfile) -> Vec<Written> {
+    pub(crate) fn write(self, profile: &TickProfile) -> Vec<Written> {
         self.open
             .into_iter()
             .map(|o| {

@@ -13,7 +13,7 @@ use crate::world::{mix, unit};
 
 /// What a peer last received of one entity.
 #[derive(Clone, Copy, Debug)]
-pub struct Known {
+pub(crate) struct Known {
     /// The generation it was told about: a different live generation at the same index is a
     /// new entity (the old one was despawned).
     pub generation: u32,
@@ -32,7 +32,7 @@ pub struct Known {
 /// Nothing sent depends on the map's order: the only pass over it (the despawn sweep) sorts what
 /// it finds.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct IndexHasher(u64);
+pub(crate) struct IndexHasher(u64);
 
 impl Hasher for IndexHasher {
     fn finish(&self) -> u64 {
@@ -51,11 +51,11 @@ impl Hasher for IndexHasher {
 }
 
 /// What a peer holds, by entity index.
-pub type KnownMap = HashMap<u32, Known, BuildHasherDefault<IndexHasher>>;
+pub(crate) type KnownMap = HashMap<u32, Known, BuildHasherDefault<IndexHasher>>;
 
 /// A running digest of a byte stream: FNV-1a 64 over every byte ever sent, plus counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StreamDigest {
+pub(crate) struct StreamDigest {
     /// FNV-1a 64 of the concatenated packets.
     pub hash: u64,
     /// Bytes sent.
@@ -76,7 +76,7 @@ impl Default for StreamDigest {
 
 impl StreamDigest {
     /// Adds one packet.
-    pub fn absorb(&mut self, packet: &[u8]) {
+    pub(crate) fn absorb(&mut self, packet: &[u8]) {
         for &b in packet {
             self.hash = (self.hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
         }
@@ -86,7 +86,7 @@ impl StreamDigest {
 }
 
 /// One peer.
-pub struct Peer {
+pub(crate) struct Peer {
     /// The peer's id (never reused).
     pub id: u32,
     /// How far it sees, in metres, before the governor's interest scale.
@@ -118,7 +118,7 @@ pub struct Peer {
 
 /// An entity in a peer's interest set, with its relevance.
 #[derive(Clone, Copy, Debug)]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// Its row in the snapshot table.
     pub row: u32,
     /// Its entity index (the tie-break: ranking is a total order).
@@ -131,7 +131,7 @@ impl Peer {
     /// A peer with id `id` on a map `map_side` metres across; its radius, send interval and
     /// orbit follow from the id.
     #[must_use]
-    pub fn new(id: u32, base_radius: f32, map_side: f32) -> Self {
+    pub(crate) fn new(id: u32, base_radius: f32, map_side: f32) -> Self {
         let h = mix(u64::from(id), 0x7065_6572);
         Peer {
             id,
@@ -153,7 +153,7 @@ impl Peer {
     /// Where the peer looks from at tick `tick`: a slow orbit around a point fixed by its id,
     /// at least 5% of the map's side from its edges (2 km on the 40 km map).
     #[must_use]
-    pub fn position(&self, tick: u64) -> [f32; 3] {
+    pub(crate) fn position(&self, tick: u64) -> [f32; 3] {
         let h = mix(u64::from(self.id), 0x6f72_6274);
         let margin = self.map_side * 0.05;
         let span = self.map_side - 2.0 * margin;
@@ -169,7 +169,7 @@ impl Peer {
     /// Whether the peer gets a snapshot at `tick`, given the governor's send interval: the
     /// longer of its own interval and the governor's spaces it out.
     #[must_use]
-    pub fn due(&self, tick: u64, governor_interval: u32) -> bool {
+    pub(crate) fn due(&self, tick: u64, governor_interval: u32) -> bool {
         let interval = u64::from(self.send_interval.max(governor_interval).max(1));
         self.last_sent
             .is_none_or(|last| tick.saturating_sub(last) >= interval)

@@ -11,12 +11,18 @@ use core::f32::consts::{PI, TAU};
 use crate::world::{ALT_MAX, ALT_MIN, DT, Flight, Input, MAX_SPEED, mix, unit};
 
 /// The fastest turn, in radians per second.
-pub const MAX_TURN_RATE: f32 = 0.6;
+pub(crate) const MAX_TURN_RATE: f32 = 0.6;
 /// Peak turbulence acceleration, in metres per second squared.
-pub const TURBULENCE: f32 = 1.5;
+pub(crate) const TURBULENCE: f32 = 1.5;
 
 /// Advances `flight` by one tick of [`DT`] seconds on a map `side` metres across.
-pub fn integrate(entity_index: u32, flight: &mut Flight, input: &Input, tick: u64, side: f32) {
+pub(crate) fn integrate(
+    entity_index: u32,
+    flight: &mut Flight,
+    input: &Input,
+    tick: u64,
+    side: f32,
+) {
     // Turn towards the asked heading by the shorter way, at most MAX_TURN_RATE.
     let mut turn = (input.heading - flight.heading).rem_euclid(TAU);
     if turn > PI {

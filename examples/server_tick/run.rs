@@ -17,7 +17,7 @@ use crate::world::mix;
 
 /// Where each tick's levers come from.
 #[derive(Clone, Debug, PartialEq)]
-pub enum LeverSource {
+pub(crate) enum LeverSource {
     /// The governor, stepped from measured wall time (`enabled: false` holds it at load 1).
     Governor {
         /// Whether it may shed work.
@@ -30,7 +30,7 @@ pub enum LeverSource {
 
 /// How the loop keeps time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pace {
+pub(crate) enum Pace {
     /// Real time: a tick every 1/60 s, sleeping in between, catch-up clamped.
     RealTime,
     /// As fast as the machine goes: one tick per frame of a clock advanced by exactly `dt`.
@@ -39,7 +39,7 @@ pub enum Pace {
 
 /// How to run.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RunConfig {
+pub(crate) struct RunConfig {
     /// Ticks to run.
     pub ticks: u64,
     /// How the loop keeps time.
@@ -56,7 +56,7 @@ pub struct RunConfig {
 
 /// What a run did.
 #[derive(Clone, Debug, PartialEq)]
-pub struct RunReport {
+pub(crate) struct RunReport {
     /// Ticks run.
     pub ticks: u64,
     /// Wall time of the whole run.
@@ -83,7 +83,7 @@ pub struct RunReport {
 
 /// Folds one tick's levers into the lever digest.
 #[must_use]
-pub fn lever_digest(h: u64, tick: u64, l: &Levers) -> u64 {
+pub(crate) fn lever_digest(h: u64, tick: u64, l: &Levers) -> u64 {
     let fields = [
         tick,
         l.load_factor.to_bits(),
@@ -153,7 +153,7 @@ fn govern(registry: &mut Registry, _dt: f32) {
 /// # Panics
 ///
 /// If `config.governor` is invalid (the message names the field).
-pub fn run(server: &mut Server, config: &RunConfig) -> RunReport {
+pub(crate) fn run(server: &mut Server, config: &RunConfig) -> RunReport {
     let dt = Duration::from_secs(1) / 60;
     let registry = &mut server.registry;
     let manual = ManualClock::new();

@@ -34,7 +34,7 @@ use crate::world::{Ai, Flight, Health, Input, hit, map_side, mix, new_aircraft};
 
 /// What the world looks like and how it changes.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// Aircraft at the start (the population stays at this size). The map's side grows with
     /// it, at constant density (see [`Settings::map_side`]).
     pub entities: usize,
@@ -57,7 +57,7 @@ impl Settings {
     /// The side of the square map, in metres: 40 km at the default 20,000 aircraft, scaled
     /// with the square root of the count so the density stays 12.5 aircraft per km².
     #[must_use]
-    pub fn map_side(&self) -> f32 {
+    pub(crate) fn map_side(&self) -> f32 {
         map_side(self.entities)
     }
 }
@@ -79,7 +79,7 @@ impl Default for Settings {
 /// The tick length: 60 Hz.
 // For hand-driven ticks (the benches and the tests); the example's own loop is `run_frame`.
 #[cfg_attr(not(test), allow(dead_code))]
-pub const DT: f32 = 1.0 / 60.0;
+pub(crate) const DT: f32 = 1.0 / 60.0;
 
 /// The peers and what the per-peer pass reuses every tick (a resource).
 struct Peers {
@@ -112,7 +112,7 @@ struct Population {
 }
 
 /// The server: the registry holding the aircraft, the peers and the systems of the tick.
-pub struct Server {
+pub(crate) struct Server {
     /// The world, the pool, the systems and their shared state (resources).
     pub registry: Registry,
     settings: Settings,
@@ -122,7 +122,7 @@ impl Server {
     /// A server with `workers` total parallelism (0: one per CPU), its systems registered and
     /// its levers at their unloaded defaults.
     #[must_use]
-    pub fn new(settings: Settings, workers: usize) -> Self {
+    pub(crate) fn new(settings: Settings, workers: usize) -> Self {
         let side = settings.map_side();
         let mut registry = Registry::with_workers(workers);
         registry.spawn_batch((0..settings.entities as u64).map(|n| new_aircraft(n, 0, side)));
@@ -168,13 +168,13 @@ impl Server {
     /// Runs one tick by hand (numbered `registry.tick()`), under the [`Levers`] resource: what
     /// `run_frame` does for every tick it owes.
     #[cfg_attr(not(test), allow(dead_code))]
-    pub fn tick(&mut self) {
+    pub(crate) fn tick(&mut self) {
         self.registry.update(DT);
     }
 
     /// One digest over every peer's byte stream, departed ones included, in peer-id order.
     #[must_use]
-    pub fn stream_digest(&self) -> u64 {
+    pub(crate) fn stream_digest(&self) -> u64 {
         self.streams().iter().fold(0, |h, (id, s)| {
             mix(mix(mix(h, u64::from(*id)), s.hash), s.bytes)
         })
@@ -182,7 +182,7 @@ impl Server {
 
     /// Every peer's stream, departed ones included, in peer-id order.
     #[must_use]
-    pub fn streams(&self) -> Vec<(u32, StreamDigest)> {
+    pub(crate) fn streams(&self) -> Vec<(u32, StreamDigest)> {
         let state = self.peers();
         let mut all = state.departed.clone();
         all.extend(state.peers.iter().map(|p| {
@@ -195,31 +195,31 @@ impl Server {
 
     /// The hash of every aircraft's state.
     #[must_use]
-    pub fn world_hash(&self) -> u64 {
+    pub(crate) fn world_hash(&self) -> u64 {
         self.registry.world_hash::<(Flight, Input, Ai)>()
     }
 
     /// The settings it was made with.
     #[must_use]
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
     /// Peers connected now.
     #[must_use]
-    pub fn peer_count(&self) -> usize {
+    pub(crate) fn peer_count(&self) -> usize {
         self.peers().peers.len()
     }
 
     /// Bytes sent to all peers so far.
     #[must_use]
-    pub fn bytes_sent(&self) -> u64 {
+    pub(crate) fn bytes_sent(&self) -> u64 {
         self.streams().iter().map(|(_, s)| s.bytes).sum()
     }
 
     /// Aircraft shot down so far.
     #[must_use]
-    pub fn killed(&self) -> u64 {
+    pub(crate) fn killed(&self) -> u64 {
         self.registry
             .resource::<Population>()
             .expect("the server inserts its population at start")

@@ -20,22 +20,22 @@ use crate::world::{AiKind, Flight, MAX_SPEED};
 
 /// An entity a peer has not been sent for this many ticks is forgotten by both sides; it is sent
 /// in full when it is next relevant.
-pub const RETENTION_TICKS: u64 = 180;
+pub(crate) const RETENTION_TICKS: u64 = 180;
 
 /// A peer's map of what it holds is purged of forgotten entities every this many ticks (in
 /// between, a forgotten entry is only ignored: see [`build`]).
-pub const PURGE_TICKS: u64 = 60;
+pub(crate) const PURGE_TICKS: u64 = 60;
 
 /// The ticks of despawns the [`DespawnLog`] keeps: a peer built again within this many ticks
 /// reads its despawns from the log; one that waited longer, or is new, sweeps what it holds.
 /// Covers the peers' own send interval (2) and the governor's default longest one (4).
-pub const DESPAWN_LOG_TICKS: u64 = 8;
+pub(crate) const DESPAWN_LOG_TICKS: u64 = 8;
 
 /// An aircraft was despawned: the event the tail sends for each one it destroys (through
 /// `Registry::send_event`, stored at the tail's sync point), read by the next tick's gather
 /// into the [`DespawnLog`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Despawned(pub Entity);
+pub(crate) struct Despawned(pub Entity);
 
 /// The despawns of the last [`DESPAWN_LOG_TICKS`] ticks (or the retention it was made with), in
 /// the order they were recorded, each with the first tick whose snapshot table no longer holds
@@ -45,7 +45,7 @@ pub struct Despawned(pub Entity);
 /// `(s, t]`: [`DespawnLog::since`] gives them when the log still holds all of them, at a cost
 /// of the despawns in the window, not of the entities the peer holds.
 #[derive(Clone, Debug)]
-pub struct DespawnLog {
+pub(crate) struct DespawnLog {
     retention: u64,
     /// (tick seen, index, generation); ticks never decrease.
     entries: VecDeque<(u64, u32, u32)>,
@@ -57,7 +57,7 @@ impl DespawnLog {
     /// An empty log keeping `retention` ticks of despawns (0: none, every peer sweeps), covering
     /// every tick from 0 on until the first [`prune`](DespawnLog::prune) drops some.
     #[must_use]
-    pub fn new(retention: u64) -> Self {
+    pub(crate) fn new(retention: u64) -> Self {
         DespawnLog {
             retention,
             entries: VecDeque::new(),
@@ -67,7 +67,7 @@ impl DespawnLog {
 
     /// Records that `entity` is gone from the snapshot table of `tick` on (ticks recorded never
     /// decrease).
-    pub fn push(&mut self, tick: u64, entity: Entity) {
+    pub(crate) fn push(&mut self, tick: u64, entity: Entity) {
         debug_assert!(self.entries.back().is_none_or(|e| e.0 <= tick));
         self.entries
             .push_back((tick, entity.index(), entity.generation()));
@@ -75,7 +75,7 @@ impl DespawnLog {
 
     /// Forgets the despawns seen more than `retention` ticks before `tick`: from then on the
     /// log covers the ticks `(tick - retention, tick]`.
-    pub fn prune(&mut self, tick: u64) {
+    pub(crate) fn prune(&mut self, tick: u64) {
         let from = (tick + 1).saturating_sub(self.retention);
         while self.entries.front().is_some_and(|e| e.0 < from) {
             self.entries.pop_front();
@@ -86,7 +86,7 @@ impl DespawnLog {
     /// The (index, generation) of every despawn seen after tick `since`, in recorded order, or
     /// `None` when the log no longer holds all of them (`since` is older than its retention).
     #[must_use]
-    pub fn since(&self, since: u64) -> Option<impl Iterator<Item = (u32, u32)> + '_> {
+    pub(crate) fn since(&self, since: u64) -> Option<impl Iterator<Item = (u32, u32)> + '_> {
         if since.saturating_add(1) < self.covers_from {
             return None;
         }
@@ -97,7 +97,7 @@ impl DespawnLog {
 
 /// One live entity as every peer sees it this tick.
 #[derive(Clone, Copy, Debug)]
-pub struct SnapRow {
+pub(crate) struct SnapRow {
     /// The entity.
     pub entity: Entity,
     /// Its flight state after this tick's integration.
@@ -114,7 +114,7 @@ pub struct SnapRow {
 }
 
 /// The frozen, read-only input of the per-peer pass.
-pub struct SnapshotTable {
+pub(crate) struct SnapshotTable {
     /// Live entities, in the world's iteration order.
     pub rows: Vec<SnapRow>,
     /// `row_of[index]` is the row of the live entity with that index, plus one (0: none).
@@ -127,7 +127,7 @@ impl SnapshotTable {
     /// An empty table whose grid has cells `cell_size` metres wide over a map `side` metres
     /// across.
     #[must_use]
-    pub fn new(cell_size: f32, side: f32) -> Self {
+    pub(crate) fn new(cell_size: f32, side: f32) -> Self {
         SnapshotTable {
             rows: Vec::new(),
             row_of: Vec::new(),
@@ -136,7 +136,7 @@ impl SnapshotTable {
     }
 
     /// Starts a gather: forgets every row, keeps the buffers.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         for row in &self.rows {
             self.row_of[row.entity.index() as usize] = 0;
         }
@@ -145,7 +145,13 @@ impl SnapshotTable {
     }
 
     /// Adds a live entity.
-    pub fn push(&mut self, entity: Entity, flight: &Flight, kind: AiKind, health: (u8, u64)) {
+    pub(crate) fn push(
+        &mut self,
+        entity: Entity,
+        flight: &Flight,
+        kind: AiKind,
+        health: (u8, u64),
+    ) {
         let index = entity.index() as usize;
         if self.row_of.len() <= index {
             self.row_of.resize(index + 1, 0);
@@ -168,7 +174,7 @@ impl SnapshotTable {
     }
 
     /// Ends a gather.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         self.grid.finish();
     }
 
@@ -179,7 +185,7 @@ impl SnapshotTable {
 
     /// Whether the entity with `index` and `generation` is alive.
     #[must_use]
-    pub fn alive(&self, index: u32, generation: u32) -> bool {
+    pub(crate) fn alive(&self, index: u32, generation: u32) -> bool {
         match self.row_of.get(index as usize) {
             Some(&r) if r > 0 => self.rows[r as usize - 1].entity.generation() == generation,
             _ => false,
@@ -189,7 +195,7 @@ impl SnapshotTable {
 
 /// What the governor's levers say about this tick's snapshots.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct SnapshotLevers {
+pub(crate) struct SnapshotLevers {
     /// The per-peer byte budget.
     pub byte_budget: u32,
     /// The interest-radius scale.
@@ -206,7 +212,7 @@ pub struct SnapshotLevers {
 /// the same records, sorted by (index, generation). An entity not sent for more than
 /// [`RETENTION_TICKS`] is forgotten: ignored at once, dropped from the map every
 /// [`PURGE_TICKS`].
-pub fn build(
+pub(crate) fn build(
     peer: &mut Peer,
     table: &SnapshotTable,
     log: &DespawnLog,

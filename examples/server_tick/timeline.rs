@@ -54,7 +54,7 @@ fn register_font() {
 /// # Errors
 ///
 /// A message when the tick was not traced or the drawing fails.
-pub fn draw(events: &[TraceEvent], tick: u64) -> Result<(String, usize), String> {
+pub(crate) fn draw(events: &[TraceEvent], tick: u64) -> Result<(String, usize), String> {
     register_font();
     let mut svg = String::new();
     let drawn = draw_into(&mut svg, events, tick)?;

@@ -17,7 +17,7 @@
 
 /// The state of an entity as a peer sees it: quantised, so a delta of zero means "unchanged".
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Quantized {
+pub(crate) struct Quantized {
     /// x, y, z position, vx, vy, vz velocity, heading.
     pub fields: [i32; 7],
 }
@@ -25,7 +25,7 @@ pub struct Quantized {
 impl Quantized {
     /// Quantises a flight state.
     #[must_use]
-    pub fn of(pos: [f32; 3], vel: [f32; 3], heading: f32) -> Self {
+    pub(crate) fn of(pos: [f32; 3], vel: [f32; 3], heading: f32) -> Self {
         let q = |v: f32, step: f32| (v / step).round() as i32;
         Quantized {
             fields: [
@@ -42,20 +42,20 @@ impl Quantized {
 }
 
 /// The packet header's first byte.
-pub const PACKET: u8 = 0xF5;
+pub(crate) const PACKET: u8 = 0xF5;
 /// The end-of-packet byte.
-pub const END: u8 = 0x00;
+pub(crate) const END: u8 = 0x00;
 /// Tag of a full record.
-pub const FULL: u8 = 0x01;
+pub(crate) const FULL: u8 = 0x01;
 /// Tag of a delta record.
-pub const DELTA: u8 = 0x02;
+pub(crate) const DELTA: u8 = 0x02;
 /// Tag of a despawn record.
-pub const DESPAWN: u8 = 0x03;
+pub(crate) const DESPAWN: u8 = 0x03;
 /// Tag of a health record.
-pub const HEALTH: u8 = 0x04;
+pub(crate) const HEALTH: u8 = 0x04;
 
 /// Appends `v` as an unsigned LEB128 varint.
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -64,12 +64,19 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// Appends `v` zigzag-encoded, then as a varint.
-pub fn put_signed(out: &mut Vec<u8>, v: i64) {
+pub(crate) fn put_signed(out: &mut Vec<u8>, v: i64) {
     put_varint(out, ((v << 1) ^ (v >> 63)) as u64);
 }
 
 /// Appends a full record.
-pub fn put_full(out: &mut Vec<u8>, index: u32, generation: u32, kind: u8, q: &Quantized, hp: u8) {
+pub(crate) fn put_full(
+    out: &mut Vec<u8>,
+    index: u32,
+    generation: u32,
+    kind: u8,
+    q: &Quantized,
+    hp: u8,
+) {
     out.push(FULL);
     put_varint(out, u64::from(index));
     put_varint(out, u64::from(generation));
@@ -81,7 +88,7 @@ pub fn put_full(out: &mut Vec<u8>, index: u32, generation: u32, kind: u8, q: &Qu
 }
 
 /// Appends a delta record of `now` against `before`.
-pub fn put_delta(out: &mut Vec<u8>, index: u32, before: &Quantized, now: &Quantized) {
+pub(crate) fn put_delta(out: &mut Vec<u8>, index: u32, before: &Quantized, now: &Quantized) {
     out.push(DELTA);
     put_varint(out, u64::from(index));
     let mut mask = 0u8;
@@ -99,14 +106,14 @@ pub fn put_delta(out: &mut Vec<u8>, index: u32, before: &Quantized, now: &Quanti
 }
 
 /// Appends a health record: entity `index`'s new hit points.
-pub fn put_health(out: &mut Vec<u8>, index: u32, hp: u8) {
+pub(crate) fn put_health(out: &mut Vec<u8>, index: u32, hp: u8) {
     out.push(HEALTH);
     put_varint(out, u64::from(index));
     out.push(hp);
 }
 
 /// Appends a despawn record.
-pub fn put_despawn(out: &mut Vec<u8>, index: u32, generation: u32) {
+pub(crate) fn put_despawn(out: &mut Vec<u8>, index: u32, generation: u32) {
     out.push(DESPAWN);
     put_varint(out, u64::from(index));
     put_varint(out, u64::from(generation));
@@ -115,7 +122,7 @@ pub fn put_despawn(out: &mut Vec<u8>, index: u32, generation: u32) {
 /// A decoded record (the client's side, used by the tests to check what a peer was told).
 #[cfg(test)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Record {
+pub(crate) enum Record {
     /// A full record.
     Full {
         index: u32,
@@ -141,7 +148,7 @@ pub enum Record {
 ///
 /// A message naming what was malformed.
 #[cfg(test)]
-pub fn decode(mut bytes: &[u8]) -> Result<(u64, Vec<Record>), String> {
+pub(crate) fn decode(mut bytes: &[u8]) -> Result<(u64, Vec<Record>), String> {
     fn byte(b: &mut &[u8]) -> Result<u8, String> {
         let (&first, rest) = b.split_first().ok_or("truncated packet")?;
         *b = rest;

@@ -10,33 +10,33 @@ use freyr::hash::StableHasher;
 use freyr::{Entity, StableHash};
 
 /// The fixed tick length, in seconds (60 Hz).
-pub const DT: f32 = 1.0 / 60.0;
+pub(crate) const DT: f32 = 1.0 / 60.0;
 /// The side of the map at [`REFERENCE_ENTITIES`] aircraft: 40 km.
-pub const REFERENCE_SIDE: f32 = 40_000.0;
+pub(crate) const REFERENCE_SIDE: f32 = 40_000.0;
 /// The population [`REFERENCE_SIDE`] is sized for (the example's default).
-pub const REFERENCE_ENTITIES: usize = 20_000;
+pub(crate) const REFERENCE_ENTITIES: usize = 20_000;
 
 /// The side, in metres, of the square map `[0, side)²` that holds `entities` aircraft: the map
 /// grows with the population at constant density, 12.5 aircraft per km² (20,000 on 40 km × 40
 /// km, 200,000 on 126.5 km), so each aircraft's neighbourhood, and with it the AI's cost per
 /// aircraft, stays the same whatever the count. At least 1 m.
 #[must_use]
-pub fn map_side(entities: usize) -> f32 {
+pub(crate) fn map_side(entities: usize) -> f32 {
     let scale = (entities as f64 / REFERENCE_ENTITIES as f64).sqrt();
     ((f64::from(REFERENCE_SIDE) * scale) as f32).max(1.0)
 }
 /// Altitude bounds, in metres.
-pub const ALT_MIN: f32 = 100.0;
+pub(crate) const ALT_MIN: f32 = 100.0;
 /// Altitude bounds, in metres.
-pub const ALT_MAX: f32 = 12_000.0;
+pub(crate) const ALT_MAX: f32 = 12_000.0;
 /// The fastest an aircraft flies, in metres per second.
-pub const MAX_SPEED: f32 = 250.0;
+pub(crate) const MAX_SPEED: f32 = 250.0;
 
 /// The hash every random choice comes from: [`freyr::mix`] of the two keys folded SplitMix64's
 /// way, keyed by what the choice is about (entity index, tick, purpose), never a shared
 /// generator, so the outcome does not depend on which worker evaluates it or in which order.
 #[must_use]
-pub fn mix(a: u64, b: u64) -> u64 {
+pub(crate) fn mix(a: u64, b: u64) -> u64 {
     freyr::mix(
         a.wrapping_mul(0x9E37_79B9_7F4A_7C15)
             .wrapping_add(b)
@@ -46,13 +46,13 @@ pub fn mix(a: u64, b: u64) -> u64 {
 
 /// A uniform value in `[0, 1)` from a hash.
 #[must_use]
-pub fn unit(h: u64) -> f32 {
+pub(crate) fn unit(h: u64) -> f32 {
     (h >> 40) as f32 / (1u64 << 24) as f32
 }
 
 /// An aircraft's flight state: written only by the integrate pass, for its own entity.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Flight {
+pub(crate) struct Flight {
     /// Position: x, y across the map, z the altitude, in metres.
     pub pos: [f32; 3],
     /// Velocity, in metres per second.
@@ -65,22 +65,22 @@ pub struct Flight {
 /// few percent per tick), so the per-peer pass sends it only from chunks changed since the
 /// tick the peer last received the entity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Health(pub u8);
+pub(crate) struct Health(pub u8);
 
 /// Aircraft per squadron: consecutive spawn numbers fly, and are engaged, together.
-pub const SQUADRON: u64 = 64;
+pub(crate) const SQUADRON: u64 = 64;
 
 /// Whether aircraft `index` takes damage at `tick`: its squadron is engaged (1 in 25 per tick)
 /// and it is hit (1 in 2): about 2% of aircraft per tick, a pure function of (entity, tick).
 #[must_use]
-pub fn hit(index: u32, tick: u64) -> bool {
+pub(crate) fn hit(index: u32, tick: u64) -> bool {
     let index = u64::from(index);
     mix(index / SQUADRON, tick).is_multiple_of(25) && mix(index, tick ^ 0x6869_7421) & 1 == 0
 }
 
 /// What the controller asks of the airframe: written only by the AI pass, for its own entity.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Input {
+pub(crate) struct Input {
     /// The heading to turn towards, in radians.
     pub heading: f32,
     /// Fraction of [`MAX_SPEED`] to fly at, `[0, 1]`.
@@ -91,7 +91,7 @@ pub struct Input {
 
 /// The controller kinds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AiKind {
+pub(crate) enum AiKind {
     /// Circles its waypoint: a few arithmetic operations.
     Patrol,
     /// Chases an aircraft found through the grid: a neighbourhood search when it has no target.
@@ -103,7 +103,7 @@ pub enum AiKind {
 /// An aircraft's controller and its own memory: written only by the AI pass, for its own
 /// entity.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Ai {
+pub(crate) struct Ai {
     /// The controller kind.
     pub kind: AiKind,
     /// The point a patrol circles, or a script's home.
@@ -146,7 +146,7 @@ impl StableHash for Ai {
 /// The components of aircraft number `n` of a batch made at tick `tick` on a map `side` metres
 /// across: a pure function, so the same spawns happen on every worker count.
 #[must_use]
-pub fn new_aircraft(n: u64, tick: u64, side: f32) -> (Flight, Input, Ai, Health) {
+pub(crate) fn new_aircraft(n: u64, tick: u64, side: f32) -> (Flight, Input, Ai, Health) {
     let h = |purpose: u64| mix(mix(n, tick), purpose);
     let pos = [
         unit(h(1)) * side,

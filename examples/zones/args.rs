@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 /// The usage text.
-pub const USAGE: &str = "usage: zones [flags]
+pub(crate) const USAGE: &str = "usage: zones [flags]
   --bus inproc|nats://HOST:PORT  the bus: every zone on threads of this process on the
                             in-process bus (default), or one zone per process on a NATS
                             JetStream server (loopback only: 127.0.0.1, localhost, [::1])
@@ -24,7 +24,7 @@ pub const USAGE: &str = "usage: zones [flags]
 
 /// Which bus.
 #[derive(Clone, Debug, PartialEq)]
-pub enum BusChoice {
+pub(crate) enum BusChoice {
     /// Zones `0..zones` on threads of this process.
     InProcess { zones: u32 },
     /// Zone `zone` of `of` on a NATS server.
@@ -33,7 +33,7 @@ pub enum BusChoice {
 
 /// The parsed flags.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Args {
+pub(crate) struct Args {
     pub bus: BusChoice,
     pub aircraft: u64,
     pub side: f32,
@@ -48,7 +48,7 @@ pub struct Args {
 
 /// Why the command line was not accepted.
 #[derive(Debug, PartialEq)]
-pub enum ArgsError {
+pub(crate) enum ArgsError {
     Help,
     Invalid(String),
 }
@@ -68,11 +68,11 @@ fn number<T: std::str::FromStr + PartialOrd + std::fmt::Display>(
 }
 
 /// The map side for `aircraft` at the server example's density (12.5 per km²).
-pub fn default_side(aircraft: u64) -> f32 {
+pub(crate) fn default_side(aircraft: u64) -> f32 {
     (40_000.0 * (aircraft as f64 / 20_000.0).sqrt()).max(10.0) as f32
 }
 
-pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, ArgsError> {
+pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, ArgsError> {
     let mut it = args.into_iter();
     let (mut bus, mut zones, mut zone, mut of) = (None::<String>, None, None, None);
     let mut a = Args {

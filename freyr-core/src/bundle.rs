@@ -73,6 +73,10 @@ pub(crate) mod sealed {
     use super::*;
 
     /// The hidden machinery behind [`Bundle`](super::Bundle), implemented for tuples only.
+    #[allow(
+        unnameable_types,
+        reason = "sealed on purpose: other crates use `Bundle`, only this crate implements it"
+    )]
     pub trait BundleImpl: Sized {
         /// Number of components.
         const LEN: usize;

@@ -153,7 +153,7 @@ impl ComponentInfo {
 
 /// A hasher for `TypeId` keys: a `TypeId` is already a hash, so it passes the bits through.
 #[derive(Default, Clone, Copy)]
-pub struct TypeIdHasher(u64);
+pub(crate) struct TypeIdHasher(u64);
 
 impl Hasher for TypeIdHasher {
     #[inline]
@@ -197,6 +197,10 @@ pub(crate) fn fresh_component_id(count: usize) -> ComponentId {
 
 /// The per-world component registry: ids are dense and assigned in first-use order.
 #[derive(Default)]
+#[allow(
+    unnameable_types,
+    reason = "reached only through `Bundle`'s sealed supertrait, which other crates cannot call"
+)]
 pub struct Components {
     infos: Vec<ComponentInfo>,
     by_type: TypeIdMap<ComponentId>,

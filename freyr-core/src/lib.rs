@@ -52,9 +52,9 @@
 //!    out), `world/row_move` (moving a row along an edge, and building an edge's mappings);
 //! 5. `world/mod.rs`, then `world/spawn` and `world/change`, which add [`World`] methods;
 //! 6. `recorded`, `command/mod.rs`, then `command/apply`, which adds [`CommandBuffer`] methods;
-//! 7. `snapshot` (in-memory copies for rollback) and [`parts`] (a world read as a save records
-//!    it and built again from decoded parts), which add [`World`] methods; `persist` (serde
-//!    for [`Entity`], feature `serde`).
+//! 7. `snapshot` (in-memory copies for rollback) and `parts` (a world read as a save records
+//!    it and built again from decoded parts, internal to the workspace), which add [`World`]
+//!    methods; `persist` (serde for [`Entity`], feature `serde`).
 
 mod archetype;
 mod arena;
@@ -67,6 +67,7 @@ mod component;
 mod edges;
 mod entity;
 mod error;
+#[doc(hidden)]
 pub mod parts;
 #[cfg(feature = "serde")]
 mod persist;
@@ -89,6 +90,7 @@ pub use crate::command::apply::{AppliedCommand, ApplyReport};
 pub use crate::component::{Component, ComponentId, ComponentInfo, Disabled};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};
+pub use crate::spare::SpareSlabs;
 pub use crate::ticks::ChangedEntry;
 pub use crate::world::World;
 pub use crate::world_id::WorldId;

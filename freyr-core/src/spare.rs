@@ -7,9 +7,9 @@ use core::ptr::NonNull;
 use hashbrown::HashMap;
 
 /// Chunk memory (slab allocations, without their values) that a world gave up through
-/// [`World::recycle_into`](crate::World::recycle_into), for the next world built with
-/// [`World::from_parts_reading`](crate::World::from_parts_reading) to copy into instead of
-/// asking the allocator for new pages. A slab is reused only for a slab of the same size and
+/// [`World::recycle_into`](crate::World::recycle_into), for the next world a snapshot restores
+/// ([`WorldSnapshot::restore_over`](crate::snapshot::WorldSnapshot::restore_over)) or a load
+/// builds to copy into instead of asking the allocator for new pages. A slab is reused only for a slab of the same size and
 /// alignment; what is not reused stays here until [`clear`](SpareSlabs::clear) or drop frees
 /// it.
 ///
@@ -20,7 +20,7 @@ use hashbrown::HashMap;
 /// # Examples
 /// ```
 /// use freyr::World;
-/// use freyr_core::parts::SpareSlabs;
+/// use freyr::storage::SpareSlabs;
 ///
 /// let mut world = World::new();
 /// world.spawn_batch((0..1000u32).map(|i| (i,)));
@@ -47,7 +47,7 @@ impl SpareSlabs {
     ///
     /// # Examples
     /// ```
-    /// assert_eq!(freyr_core::parts::SpareSlabs::new().bytes(), 0);
+    /// assert_eq!(freyr::storage::SpareSlabs::new().bytes(), 0);
     /// ```
     pub fn new() -> SpareSlabs {
         SpareSlabs::default()
@@ -59,7 +59,7 @@ impl SpareSlabs {
     /// ```
     /// let mut world = freyr::World::new();
     /// world.spawn((1u64,));
-    /// let mut spare = freyr_core::parts::SpareSlabs::new();
+    /// let mut spare = freyr::storage::SpareSlabs::new();
     /// world.recycle_into(&mut spare);
     /// assert!(spare.bytes() > 0);
     /// ```
@@ -73,7 +73,7 @@ impl SpareSlabs {
     /// ```
     /// let mut world = freyr::World::new();
     /// world.spawn((1u64,));
-    /// let mut spare = freyr_core::parts::SpareSlabs::new();
+    /// let mut spare = freyr::storage::SpareSlabs::new();
     /// world.recycle_into(&mut spare);
     /// spare.clear();
     /// assert_eq!(spare.bytes(), 0);

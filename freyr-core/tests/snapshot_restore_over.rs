@@ -7,7 +7,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use freyr_core::parts::SpareSlabs;
+use freyr_core::SpareSlabs;
 use freyr_core::snapshot::{Sequential, SnapshotTypes};
 use freyr_core::{Entity, World};
 

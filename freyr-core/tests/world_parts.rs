@@ -6,9 +6,10 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use freyr_core::SpareSlabs;
 use freyr_core::parts::{
-    AllocatorParts, ArchetypeParts, ColumnValues, InvalidParts, SpareSlabs, WorldParts,
-    append_entity_bits, component_info,
+    AllocatorParts, ArchetypeParts, ColumnValues, InvalidParts, WorldParts, append_entity_bits,
+    component_info,
 };
 use freyr_core::{Archetype, CHUNK_CAPACITY, ComponentId, Entity, World};
 

@@ -85,7 +85,7 @@ impl Hashables {
 
     /// How a component type joins the world digest: `Some(Some(_))` hashed, `Some(None)`
     /// excluded, `None` neither.
-    pub fn column_fns(&self, type_id: TypeId) -> Option<Option<ColumnFns>> {
+    pub(crate) fn column_fns(&self, type_id: TypeId) -> Option<Option<ColumnFns>> {
         if let Some(h) = self.hashed.iter().find(|h| h.type_id == type_id) {
             Some(Some(h.column))
         } else if self.excluded.contains(&type_id) {

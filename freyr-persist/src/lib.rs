@@ -10,6 +10,13 @@
 //! `Registry::world_digest`, ...) live in `freyr-registry`; a program uses them through the
 //! `freyr` facade (`freyr::snapshot`, `freyr::persist`, `freyr::hash`).
 //!
+//! # Workspace internals
+//!
+//! The modules marked `#[doc(hidden)]` are public only so that `freyr-registry` can build on them:
+//! they are internal to the Freyr workspace, not a stable API, and the `freyr` facade exports
+//! none of them. What they hold that only this crate uses is `pub(crate)` (the workspace lints
+//! `unreachable_pub` and `unnameable_types` keep it so).
+//!
 //! # Layout
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:

@@ -13,6 +13,10 @@ use freyr_query::resources::{AnyResource, ResourceOps, Resources};
 
 /// The types a registry's snapshots copy: components (through freyr-core's [`SnapshotTypes`])
 /// and resources, each registered or excluded.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 #[derive(Default)]
 pub struct SnapshotRegistry {
     /// The component types copied (freyr-core's table).
@@ -75,6 +79,10 @@ impl SnapshotRegistry {
 }
 
 /// One registered resource in a snapshot: its value at the snapshot, or `None` if absent.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 pub struct ResourceImage {
     /// How the resource is copied.
     pub ops: ResourceOps,
@@ -85,6 +93,10 @@ pub struct ResourceImage {
 /// The deadline jobs of one result type in flight at a snapshot: a
 /// [`JobsInFlight<R>`](freyr_time::JobsInFlight), with what a restore checks before it looks
 /// inside.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 pub struct JobsImage {
     /// The result type's id.
     pub type_id: TypeId,
@@ -143,15 +155,15 @@ impl JobsImage {
 /// ```
 pub struct Snapshot {
     /// The world.
-    pub world: WorldSnapshot,
+    world: WorldSnapshot,
     /// The tick the snapshot was taken at.
-    pub tick: u64,
+    tick: u64,
     /// The registered resources.
-    pub resources: Vec<ResourceImage>,
+    resources: Vec<ResourceImage>,
     /// The deadline jobs in flight, one image per result type registered at the snapshot.
-    pub jobs: Vec<JobsImage>,
+    jobs: Vec<JobsImage>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
-    pub complete: bool,
+    complete: bool,
 }
 
 impl Default for Snapshot {
@@ -222,6 +234,45 @@ impl Snapshot {
     /// ```
     pub fn jobs_in_flight(&self) -> usize {
         self.jobs.iter().map(|image| image.len).sum()
+    }
+
+    /// The images of the registered resources, in registration order. Internal to the Freyr
+    /// workspace (`Registry::restore` reads them), not a stable API.
+    #[doc(hidden)]
+    pub fn resources(&self) -> &[ResourceImage] {
+        &self.resources
+    }
+
+    /// The deadline jobs in flight, one image per result type. Internal to the Freyr workspace
+    /// (`Registry::restore` reads them), not a stable API.
+    #[doc(hidden)]
+    pub fn jobs(&self) -> &[JobsImage] {
+        &self.jobs
+    }
+
+    /// Starts a taking: marks the snapshot incomplete until [`finish_taking`] and hands out its
+    /// parts to fill, their buffers kept for reuse. Internal to the Freyr workspace
+    /// (`Registry::snapshot_into`), not a stable API.
+    ///
+    /// [`finish_taking`]: Snapshot::finish_taking
+    #[doc(hidden)]
+    pub fn start_taking(
+        &mut self,
+    ) -> (
+        &mut WorldSnapshot,
+        &mut Vec<ResourceImage>,
+        &mut Vec<JobsImage>,
+    ) {
+        self.complete = false;
+        (&mut self.world, &mut self.resources, &mut self.jobs)
+    }
+
+    /// Ends a taking whose parts are all filled: the snapshot is of `tick`, and complete.
+    /// Internal to the Freyr workspace (`Registry::snapshot_into`), not a stable API.
+    #[doc(hidden)]
+    pub fn finish_taking(&mut self, tick: u64) {
+        self.tick = tick;
+        self.complete = true;
     }
 }
 
@@ -411,6 +462,10 @@ impl fmt::Display for SnapshotError {
 impl std::error::Error for SnapshotError {}
 
 /// The registry's pool as a [`ParallelFor`]: the snapshot's copying, spread over the workers.
+///
+/// Internal to the Freyr workspace (`freyr-registry` takes and restores snapshots with it),
+/// not a stable API.
+#[doc(hidden)]
 pub struct OnPool<'a>(pub &'a ThreadPool);
 
 impl ParallelFor for OnPool<'_> {

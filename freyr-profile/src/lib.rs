@@ -4,6 +4,13 @@
 //! The `Registry` (in `freyr-registry`) owns both; a program reads them through the `freyr`
 //! facade (`freyr::profile`).
 //!
+//! # Workspace internals
+//!
+//! The modules marked `#[doc(hidden)]` are public only so that `freyr-query` and `freyr-registry` can build on them:
+//! they are internal to the Freyr workspace, not a stable API, and the `freyr` facade exports
+//! none of them. What they hold that only this crate uses is `pub(crate)` (the workspace lints
+//! `unreachable_pub` and `unnameable_types` keep it so).
+//!
 //! # Layout
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:

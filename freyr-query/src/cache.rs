@@ -26,7 +26,7 @@ impl QueryCache {
     /// # Errors
     ///
     /// On conflicting access in `Q`.
-    pub fn state_mut<Q: QueryData, F: QueryFilter>(
+    pub(crate) fn state_mut<Q: QueryData, F: QueryFilter>(
         &mut self,
         world: &World,
     ) -> Result<&mut QueryState<Q, F>, QueryError> {

@@ -32,7 +32,7 @@ pub struct TickTerm {
 }
 
 /// The chunk selection and stamping of one run of a query over one archetype.
-pub struct ArchetypeTicks<'a> {
+pub(crate) struct ArchetypeTicks<'a> {
     archetype: &'a Archetype,
     /// `(column, kind, since)` per term.
     terms: Vec<(usize, TickKind, u64)>,
@@ -44,7 +44,7 @@ impl<'a> ArchetypeTicks<'a> {
     /// The selection for `archetype` whose written columns are `written`, stamping `tick`; `None`
     /// when a term names a component the archetype lacks (no chunk of it passes).
     #[inline]
-    pub fn new(
+    pub(crate) fn new(
         archetype: &'a Archetype,
         terms: &[TickTerm],
         written: &'a [usize],
@@ -65,7 +65,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Whether chunk `chunk` passes every term.
     #[inline]
-    pub fn passes(&self, chunk: usize) -> bool {
+    pub(crate) fn passes(&self, chunk: usize) -> bool {
         self.terms.iter().all(|&(column, kind, since)| {
             let stamp = match kind {
                 TickKind::Changed => self.archetype.changed_tick(chunk, column),
@@ -77,7 +77,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Stamps the written columns of chunk `chunk` changed: the run was granted write access.
     #[inline]
-    pub fn stamp(&self, chunk: usize) {
+    pub(crate) fn stamp(&self, chunk: usize) {
         for &column in self.written {
             self.archetype.mark_changed(chunk, column, self.tick);
         }
@@ -85,7 +85,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Checks chunk `chunk` and, when it passes, stamps it: what a run does before visiting it.
     #[inline]
-    pub fn select(&self, chunk: usize) -> bool {
+    pub(crate) fn select(&self, chunk: usize) -> bool {
         let pass = self.passes(chunk);
         if pass {
             self.stamp(chunk);

@@ -343,6 +343,10 @@ tuples_up_to_12!(impl_query_data_tuple);
 
 mod sealed {
     /// Keeps [`QueryData`](super::QueryData) to the implementations in this file.
+    #[allow(
+        unnameable_types,
+        reason = "sealed on purpose: other crates use the trait, only this crate implements it"
+    )]
     pub trait Sealed {}
 }
 

@@ -159,6 +159,10 @@ impl<T: Component> QueryFilter for Without<T> {
 
 mod sealed {
     /// Keeps [`QueryFilter`](super::QueryFilter) to the implementations in this file.
+    #[allow(
+        unnameable_types,
+        reason = "sealed on purpose: other crates use the trait, only this crate implements it"
+    )]
     pub trait Sealed {}
 }
 

@@ -53,13 +53,20 @@
 //! The chapters "Queries", "Parallel iteration" and "Golden rules" of the guide (`docs/`)
 //! describe the model in full.
 //!
+//! # Workspace internals
+//!
+//! The modules marked `#[doc(hidden)]` are public only so that `freyr-persist` and `freyr-registry` can build on them:
+//! they are internal to the Freyr workspace, not a stable API, and the `freyr` facade exports
+//! none of them. What they hold that only this crate uses is `pub(crate)` (the workspace lints
+//! `unreachable_pub` and `unnameable_types` keep it so).
+//!
 //! # Layout
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:
 //!
 //! 1. leaves: `access/kind` ([`AccessKind`](access::AccessKind)), `access/sets`, `resources`
 //!    (the resource map), `row_path` (the AVX2 + FMA row loops), `tuples` (the tuple arities),
-//!    `first_panic`, `launch/callback`, `launch/handoff`, `launch/reduce`, and `events/` (the
+//!    `launch/callback`, `launch/handoff`, `launch/reduce`, and `events/` (the
 //!    event stores and the per-task output buffer);
 //! 2. `error`, `filter`, then `access/mod.rs` (the access sets a query declares);
 //! 3. `fetch` (what a query reads), `view` (other entities' components), `changed` (change
@@ -83,8 +90,6 @@ pub mod events;
 pub mod fetch;
 #[doc(hidden)]
 pub mod filter;
-#[doc(hidden)]
-pub mod first_panic;
 #[doc(hidden)]
 pub mod iter;
 #[doc(hidden)]

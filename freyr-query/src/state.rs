@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use freyr_core::{ArchetypeId, ChangedEntry, Disabled, Entity, World, WorldId};
+use freyr_core::{ArchetypeId, ChangedEntry, ChunkRef, Disabled, Entity, World, WorldId};
 
 use crate::access::{Access, TypeAccess};
+use crate::changed::{ArchetypeTicks, TickTerm};
 use crate::error::QueryError;
 use crate::fetch::{ColumnPtr, QueryData};
 use crate::filter::QueryFilter;
@@ -42,7 +43,7 @@ pub struct MatchedArchetype<C> {
 ///
 /// [`Archetype::runs`]: freyr_core::Archetype::runs
 #[derive(Copy, Clone)]
-pub struct RunPtrs<P> {
+pub(crate) struct RunPtrs<P> {
     pub ptrs: P,
     pub entities: ColumnPtr<Entity>,
     pub len: usize,
@@ -337,5 +338,30 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// The column indices `Q` writes in the `i`-th matched archetype.
     pub fn written(&self, i: usize) -> &[usize] {
         &self.written[i]
+    }
+
+    /// Calls `visit` with every chunk of the matched archetypes of `world` (the world this state
+    /// was refreshed against) that passes the change filter `terms`, with its matched archetype
+    /// and its index in the archetype, in (archetype, chunk) order, after stamping `tick` on
+    /// the chunk's written columns: the chunk walk of a change-filtered `each`, `each_chunk`,
+    /// `each_with` and launch.
+    #[inline]
+    pub(crate) fn for_each_selected_chunk<'s, 'w>(
+        &'s self,
+        world: &'w World,
+        (terms, tick): (&[TickTerm], u64),
+        mut visit: impl FnMut(&'s MatchedArchetype<Q::Columns>, usize, ChunkRef<'w>),
+    ) {
+        for (i, matched) in self.matched.iter().enumerate() {
+            let archetype = world.archetype(matched.id);
+            let Some(select) = ArchetypeTicks::new(archetype, terms, self.written(i), tick) else {
+                continue;
+            };
+            for (index, chunk) in archetype.chunks().enumerate() {
+                if select.select(index) {
+                    visit(matched, index, chunk);
+                }
+            }
+        }
     }
 }

@@ -204,6 +204,10 @@ unsafe impl<T: Send + Sync + 'static> ViewSet for Res<T> {
 
 mod sealed {
     /// Keeps [`ViewSet`](super::ViewSet) to the implementations in this file.
+    #[allow(
+        unnameable_types,
+        reason = "sealed on purpose: other crates use the trait, only this crate implements it"
+    )]
     pub trait Sealed {}
 }
 

@@ -88,37 +88,12 @@ mod worker_count;
 #[doc = include_str!("../PROTOCOL.md")]
 pub mod protocol {}
 
-/// Two views of a pool's internals for `freyr-time` (its deadline stall telemetry and its
-/// pool-job ownership checks). Not part of the API.
-#[doc(hidden)]
-pub mod pool_hooks {
-    use crate::ThreadPool;
-
-    /// A pool's identity: a multi-threaded pool is named by its shared state's address, unique
-    /// while it lives (a dropped pool ran all its tasks, so a later pool reusing the address
-    /// cannot strand a waiter). Every pool of one is 0: it runs each job before `spawn`
-    /// returns, so nothing waits on it.
-    #[must_use]
-    pub fn pool_id(pool: &ThreadPool) -> usize {
-        pool.shared()
-            .map_or(0, |shared| core::ptr::from_ref(shared) as usize)
-    }
-
-    /// The tasks the calling thread's slot of `pool` has run so far.
-    #[must_use]
-    pub fn tasks_run_here(pool: &ThreadPool) -> u64 {
-        pool.current_counters()
-            .tasks_run
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-}
-
 pub use group::TaskGroup;
 pub use group_inner::GroupPanic;
 pub use job::IndexedJob;
 pub use metrics::{PoolMetrics, WorkerMetrics};
 pub use payload::{drop_payload, keep_first, panic_message};
-pub use pool::{ThreadPool, ThreadPoolBuilder};
+pub use pool::{PoolId, ThreadPool, ThreadPoolBuilder};
 pub use scope::Scope;
 pub use shared::current_worker_index;
 pub use worker_count::{MAX_WORKERS, resolve_worker_count};

@@ -204,6 +204,23 @@ impl ThreadPoolBuilder {
     }
 }
 
+/// A [`ThreadPool`]'s identity ([`ThreadPool::id`]): equal for the same live pool, different
+/// for two live pools with workers of their own.
+///
+/// # Examples
+///
+/// ```
+/// let pool = freyr::ThreadPool::new(2);
+/// assert_ne!(pool.id(), freyr::sched::PoolId::INLINE);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct PoolId(usize);
+
+impl PoolId {
+    /// The id every pool of one shares (it runs each job inline, so nothing waits on it).
+    pub const INLINE: PoolId = PoolId(0);
+}
+
 impl ThreadPool {
     /// A pool of `workers` total threads including the caller (`workers - 1`
     /// background threads); 0 = auto, 1 = inline.
@@ -247,6 +264,60 @@ impl ThreadPool {
     #[must_use]
     pub fn workers(&self) -> usize {
         self.workers
+    }
+
+    /// This pool's identity, to check later that work is waited for on the pool it was
+    /// submitted to (as the deadline scheduler and the async pump of `freyr::time` do).
+    ///
+    /// Two pools with workers of their own that are alive at the same time have different ids;
+    /// an id may be reused after its pool is dropped (a dropped pool ran every task it was
+    /// given, so nothing can still wait on it). Every pool of one shares [`PoolId::INLINE`]: it
+    /// runs each job before the submitting call returns, so nothing ever waits on it either.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::PoolId;
+    /// let (a, b) = (ThreadPool::new(2), ThreadPool::new(2));
+    /// assert_eq!(a.id(), a.id());
+    /// assert_ne!(a.id(), b.id());
+    /// assert_eq!(ThreadPool::new(1).id(), PoolId::INLINE);
+    /// ```
+    #[must_use]
+    pub fn id(&self) -> PoolId {
+        PoolId(
+            self.shared()
+                .map_or(0, |shared| core::ptr::from_ref(shared) as usize),
+        )
+    }
+
+    /// The tasks run so far in the calling thread's slot of this pool: its own slot if it is one
+    /// of this pool's workers, else the slot that every thread outside the pool shares. The
+    /// difference across a wait is how many tasks the waiting thread ran while it helped (as
+    /// the deadline scheduler's stall telemetry reports); [`metrics`](Self::metrics) gives
+    /// every slot at once, with an allocation.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::ThreadPool;
+    /// use freyr::sched::TaskGroup;
+    /// let pool = ThreadPool::new(1);
+    /// let before = pool.tasks_run_here();
+    /// let group = TaskGroup::new();
+    /// fn nop(_: &(), _: usize) {}
+    /// // SAFETY: static job; `group` outlives the wait.
+    /// unsafe { pool.submit_indexed(&group, &(), 10, nop) };
+    /// group.wait(&pool);
+    /// // A pool of one runs every task on the calling thread.
+    /// assert_eq!(pool.tasks_run_here() - before, 10);
+    /// ```
+    #[must_use]
+    pub fn tasks_run_here(&self) -> u64 {
+        self.current_counters()
+            .tasks_run
+            .load(core::sync::atomic::Ordering::Relaxed)
     }
 
     /// The protocol state, or `None` for an inline pool.

@@ -68,6 +68,30 @@ pub fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Locks a `std::sync::Mutex`, ignoring poisoning, in every build: under loom too, where
+/// [`lock`] takes loom's `Mutex`. For state outside the pool protocol that loom does not model
+/// (a deadline job's result, a pump's completion slot, a reduction's outcome), whose owners
+/// leave it consistent when a panic unwinds through a critical section, so a poisoned lock is
+/// as good as any.
+///
+/// # Examples
+///
+/// ```
+/// let count = std::sync::Mutex::new(1);
+/// let _ = std::panic::catch_unwind(|| {
+///     let _guard = count.lock().unwrap();
+///     panic!("poisons the lock");
+/// });
+/// assert!(count.is_poisoned());
+/// *freyr_sync::lock_std(&count) += 1;
+/// assert_eq!(*freyr_sync::lock_std(&count), 2);
+/// ```
+pub fn lock_std<T: ?Sized>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// Waits on `condvar` (releasing `guard` while blocked, as `Condvar::wait` does), ignoring
 /// poisoning (see [`lock`]). Wake-ups may be spurious: call it in a loop over the condition.
 ///

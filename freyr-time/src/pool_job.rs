@@ -18,6 +18,7 @@ use freyr_sched::TaskGroup;
 use freyr_sched::ThreadPool;
 use freyr_sched::drop_payload;
 use freyr_sync as sync;
+use freyr_sync::lock_std as lock;
 
 /// A job that panicked: the panic's message, delivered in place of its
 /// result.
@@ -251,8 +252,6 @@ impl<R> fmt::Debug for PoolJob<R> {
     }
 }
 
-pub(crate) use freyr_sched::pool_hooks::pool_id;
-
 /// The text of a panic payload, owned (the rule of [`freyr_sched::panic_message`]).
 pub(crate) fn panic_message(payload: &(dyn core::any::Any + Send)) -> String {
     freyr_sched::panic_message(payload).to_owned()
@@ -265,12 +264,6 @@ pub(crate) fn drop_quietly<T>(value: T) {
     if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(value))) {
         drop_payload(payload);
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 #[cfg(all(test, not(freyr_loom)))]

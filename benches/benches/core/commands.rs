@@ -51,7 +51,7 @@ fn sync_point(world: &mut World, buffers: &mut [CommandBuffer]) {
 /// Registers the `record` and `sync_point` rows for `n` commands. Each iteration is the fastest
 /// of a few runs, as for the rows quoted against peers (see `best_of`); dropping what a run
 /// built falls outside its measured part.
-pub fn bench(group: &mut Group, n: usize, label: &str) {
+pub(crate) fn bench(group: &mut Group, n: usize, label: &str) {
     group.bench_function(format!("commands_{label}/record"), |b| {
         let (_world, targets) = world(n);
         b.iter_custom(|iters| {

@@ -68,7 +68,7 @@ impl Bevy {
     }
 }
 
-pub fn register(group: &mut Group<'_>) {
+pub(crate) fn register(group: &mut Group<'_>) {
     let mut freyr = Freyr::new();
     group.bench_function("changed_50k/freyr", |b| b.iter(|| freyr.run()));
     #[cfg(feature = "compare")]

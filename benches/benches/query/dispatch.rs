@@ -39,7 +39,7 @@ fn rayon_run() {
     });
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(n);
     group.bench_function(format!("chunk_tasks_1954/freyr_each_async/w{n}"), |b| {
         b.iter(|| freyr.run())

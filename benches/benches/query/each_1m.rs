@@ -9,26 +9,26 @@ use crate::{BIG, DT, Group};
 
 /// The update every implementation runs per entity.
 #[inline(always)]
-pub fn integrate(p: &mut Position, v: &Velocity, dt: f32) {
+pub(crate) fn integrate(p: &mut Position, v: &Velocity, dt: f32) {
     p.0[0] += v.0[0] * dt;
     p.0[1] += v.0[1] * dt;
     p.0[2] += v.0[2] * dt;
 }
 
 /// The baseline: two plain `Vec`s.
-pub struct PlainVec {
+pub(crate) struct PlainVec {
     pos: Vec<Position>,
     vel: Vec<Velocity>,
 }
 
 impl PlainVec {
-    pub fn new(n: usize) -> Self {
+    pub(crate) fn new(n: usize) -> Self {
         let (pos, vel) = (0..n).map(pos_vel).unzip();
         PlainVec { pos, vel }
     }
 
     #[inline(never)]
-    pub fn run(&mut self) {
+    pub(crate) fn run(&mut self) {
         let dt = black_box(DT);
         for (p, v) in self.pos.iter_mut().zip(&self.vel) {
             integrate(p, v, dt);
@@ -37,12 +37,12 @@ impl PlainVec {
 }
 
 /// Freyr: a registry and its cached query.
-pub struct Freyr {
+pub(crate) struct Freyr {
     registry: Registry,
 }
 
 impl Freyr {
-    pub fn new(n: usize, workers: usize) -> Self {
+    pub(crate) fn new(n: usize, workers: usize) -> Self {
         let mut registry = Registry::with_workers(workers);
         registry.spawn_batch((0..n).map(pos_vel));
         // Build the query state once, outside the measurement.
@@ -52,7 +52,7 @@ impl Freyr {
 
     /// `Query::each`.
     #[inline(never)]
-    pub fn run_each(&mut self) {
+    pub(crate) fn run_each(&mut self) {
         let dt = black_box(DT);
         self.registry
             .query::<(&mut Position, &Velocity)>()
@@ -61,7 +61,7 @@ impl Freyr {
 
     /// `Query::each_chunk`: the same with column slices.
     #[inline(never)]
-    pub fn run_each_chunk(&mut self) {
+    pub(crate) fn run_each_chunk(&mut self) {
         let dt = black_box(DT);
         self.registry
             .query::<(&mut Position, &Velocity)>()
@@ -74,7 +74,7 @@ impl Freyr {
 
     /// `Query::each_async` on every worker, then the sync point.
     #[inline(never)]
-    pub fn run_each_async(&mut self) {
+    pub(crate) fn run_each_async(&mut self) {
         let dt = black_box(DT);
         self.registry
             .query::<(&mut Position, &Velocity)>()
@@ -84,22 +84,22 @@ impl Freyr {
 }
 
 #[cfg(feature = "compare")]
-pub mod hecs_peer {
+pub(crate) mod hecs_peer {
     use super::*;
 
-    pub struct Hecs {
+    pub(crate) struct Hecs {
         pub world: hecs::World,
     }
 
     impl Hecs {
-        pub fn new(n: usize) -> Self {
+        pub(crate) fn new(n: usize) -> Self {
             let mut world = hecs::World::new();
             world.spawn_batch((0..n).map(pos_vel)).for_each(drop);
             Hecs { world }
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(crate) fn run(&mut self) {
             let dt = black_box(DT);
             for (p, v) in self.world.query_mut::<(&mut Position, &Velocity)>() {
                 integrate(p, v, dt);
@@ -109,18 +109,18 @@ pub mod hecs_peer {
 }
 
 #[cfg(feature = "compare")]
-pub mod bevy_peer {
+pub(crate) mod bevy_peer {
     use super::*;
     use bevy_ecs::query::QueryState;
     use bevy_ecs::world::World;
 
-    pub struct Bevy {
+    pub(crate) struct Bevy {
         pub world: World,
         pub query: QueryState<(&'static mut Position, &'static Velocity)>,
     }
 
     impl Bevy {
-        pub fn new(n: usize) -> Self {
+        pub(crate) fn new(n: usize) -> Self {
             let mut world = World::new();
             world.spawn_batch((0..n).map(pos_vel)).for_each(drop);
             let query = world.query::<(&mut Position, &Velocity)>();
@@ -128,7 +128,7 @@ pub mod bevy_peer {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(crate) fn run(&mut self) {
             let dt = black_box(DT);
             for (mut p, v) in self.query.iter_mut(&mut self.world) {
                 integrate(&mut p, v, dt);
@@ -137,7 +137,7 @@ pub mod bevy_peer {
 
         /// `contiguous_iter_mut`: one pair of column slices per table, the loop over slices.
         #[inline(never)]
-        pub fn run_contiguous(&mut self) {
+        pub(crate) fn run_contiguous(&mut self) {
             let dt = black_box(DT);
             let tables = self
                 .query
@@ -153,19 +153,19 @@ pub mod bevy_peer {
 }
 
 #[cfg(feature = "compare")]
-pub mod legion_peer {
+pub(crate) mod legion_peer {
     use super::*;
     use legion::query::{IntoQuery, Query, Read, Write};
 
-    pub type PosVel = (Write<Position>, Read<Velocity>);
+    pub(crate) type PosVel = (Write<Position>, Read<Velocity>);
 
-    pub struct Legion {
+    pub(crate) struct Legion {
         pub world: legion::World,
         pub query: Query<PosVel>,
     }
 
     impl Legion {
-        pub fn new(n: usize) -> Self {
+        pub(crate) fn new(n: usize) -> Self {
             let mut world = legion::World::default();
             world.extend((0..n).map(pos_vel).collect::<Vec<_>>());
             let mut query = PosVel::query();
@@ -174,7 +174,7 @@ pub mod legion_peer {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(crate) fn run(&mut self) {
             let dt = black_box(DT);
             self.query
                 .for_each_mut(&mut self.world, |(p, v)| integrate(p, v, dt));
@@ -182,7 +182,7 @@ pub mod legion_peer {
     }
 }
 
-pub fn register(group: &mut Group<'_>) {
+pub(crate) fn register(group: &mut Group<'_>) {
     let mut plain = PlainVec::new(BIG);
     group.bench_function("each_1m/plain_vec", |b| b.iter(|| plain.run()));
     drop(plain);

@@ -17,7 +17,7 @@ mod peers {
     /// hecs has no parallel iterator: batches of one chunk's size bridged to rayon (call inside
     /// `install`).
     #[inline(never)]
-    pub fn hecs_run(hecs: &mut Hecs) {
+    pub(super) fn hecs_run(hecs: &mut Hecs) {
         let dt = black_box(DT);
         hecs.world
             .query_mut::<(&mut Position, &Velocity)>()
@@ -32,7 +32,7 @@ mod peers {
 
     /// bevy_ecs `par_iter_mut` on its `ComputeTaskPool`.
     #[inline(never)]
-    pub fn bevy_run(bevy: &mut Bevy) {
+    pub(super) fn bevy_run(bevy: &mut Bevy) {
         let dt = black_box(DT);
         bevy.query
             .par_iter_mut(&mut bevy.world)
@@ -41,7 +41,7 @@ mod peers {
 
     /// bevy_ecs `contiguous_par_iter_mut`: column slices per batch, on its `ComputeTaskPool`.
     #[inline(never)]
-    pub fn bevy_contiguous_run(bevy: &mut Bevy) {
+    pub(super) fn bevy_contiguous_run(bevy: &mut Bevy) {
         let dt = black_box(DT);
         bevy.query
             .contiguous_par_iter_mut(&mut bevy.world)
@@ -55,7 +55,7 @@ mod peers {
 
     /// legion `par_for_each_mut` (rayon underneath; call inside `install`).
     #[inline(never)]
-    pub fn legion_run(legion: &mut Legion) {
+    pub(super) fn legion_run(legion: &mut Legion) {
         let dt = black_box(DT);
         legion
             .query
@@ -63,7 +63,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(BIG, n);
     group.bench_function(format!("each_async_1m/freyr/w{n}"), |b| {
         b.iter(|| freyr.run_each_async())

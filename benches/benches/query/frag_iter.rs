@@ -13,7 +13,7 @@ const PER: usize = 20;
 /// The iterated component.
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-pub struct Data(pub f32);
+pub(crate) struct Data(pub f32);
 
 macro_rules! letters {
     ($m:ident) => {
@@ -29,7 +29,7 @@ macro_rules! declare {
         #[allow(dead_code, reason = "the payload only sizes the component, as in ecs_bench_suite")]
         #[derive(Clone, Copy, Debug)]
         #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-        pub struct $t(pub f32);
+        pub(crate) struct $t(pub(crate) f32);
     )*};
 }
 letters!(declare);
@@ -153,7 +153,7 @@ impl Legion {
     }
 }
 
-pub fn register(group: &mut Group<'_>) {
+pub(crate) fn register(group: &mut Group<'_>) {
     let mut freyr = Freyr::new();
     group.bench_function("frag_iter/freyr", |b| b.iter(|| freyr.run()));
     #[cfg(feature = "compare")]

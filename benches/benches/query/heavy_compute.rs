@@ -47,10 +47,10 @@ mod peers {
     use super::*;
     use rayon::prelude::*;
 
-    pub struct Hecs(hecs::World);
+    pub(super) struct Hecs(hecs::World);
 
     impl Hecs {
-        pub fn new() -> Self {
+        pub(super) fn new() -> Self {
             let mut world = hecs::World::new();
             world.spawn_batch((0..N).map(entity)).for_each(drop);
             Hecs(world)
@@ -58,7 +58,7 @@ mod peers {
 
         /// Batches of 64 (ecs_bench_suite's `par_iter(64)`) bridged to rayon (inside `install`).
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             self.0
                 .query_mut::<(&mut Transform, &mut Position)>()
                 .into_iter_batched(BATCH as u32)
@@ -72,13 +72,13 @@ mod peers {
         }
     }
 
-    pub struct Bevy(
+    pub(super) struct Bevy(
         bevy_ecs::world::World,
         bevy_ecs::query::QueryState<(&'static mut Transform, &'static mut Position)>,
     );
 
     impl Bevy {
-        pub fn new() -> Self {
+        pub(super) fn new() -> Self {
             let mut world = bevy_ecs::world::World::new();
             world.spawn_batch((0..N).map(entity)).for_each(drop);
             let query = world.query::<(&mut Transform, &mut Position)>();
@@ -86,7 +86,7 @@ mod peers {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             self.1
                 .par_iter_mut(&mut self.0)
                 .for_each(|(mut t, mut p)| work(&mut t, &mut p));
@@ -95,7 +95,7 @@ mod peers {
 
         /// `contiguous_par_iter_mut`: column slices per batch.
         #[inline(never)]
-        pub fn run_contiguous(&mut self) {
+        pub(super) fn run_contiguous(&mut self) {
             self.1
                 .contiguous_par_iter_mut(&mut self.0)
                 .expect("table components: the query is dense")
@@ -108,7 +108,7 @@ mod peers {
         }
     }
 
-    pub struct Legion(
+    pub(super) struct Legion(
         legion::World,
         legion::query::Query<(
             legion::query::Write<Transform>,
@@ -117,7 +117,7 @@ mod peers {
     );
 
     impl Legion {
-        pub fn new() -> Self {
+        pub(super) fn new() -> Self {
             use legion::query::{IntoQuery, Write};
             let mut world = legion::World::default();
             world.extend((0..N).map(entity).collect::<Vec<_>>());
@@ -128,14 +128,14 @@ mod peers {
         /// `par_for_each_mut` (rayon underneath; call inside `install`). legion splits by
         /// archetype chunk, its own batch size.
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             self.1.par_for_each_mut(&mut self.0, |(t, p)| work(t, p));
             black_box(&mut self.0);
         }
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(n);
     group.bench_function(format!("heavy_compute/freyr/w{n}"), |b| {
         b.iter(|| freyr.run())

@@ -126,7 +126,7 @@ impl Legion {
     }
 }
 
-pub fn register(group: &mut Group<'_>) {
+pub(crate) fn register(group: &mut Group<'_>) {
     let mut freyr = Freyr::new();
     group.bench_function("simple_iter/freyr", |b| b.iter(|| freyr.run()));
     #[cfg(feature = "compare")]

@@ -14,20 +14,20 @@ const LANES: usize = 3;
 /// Floats per piece: one 512-entity chunk's worth.
 const PIECE: usize = CHUNK * LANES;
 
-pub struct Stream {
+pub(crate) struct Stream {
     a: Vec<f32>,
     b: Vec<f32>,
 }
 
 impl Stream {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let a = (0..BIG * LANES).map(|i| i as f32).collect();
         let b = (0..BIG * LANES).map(|i| (i % 7) as f32 * 0.25).collect();
         Stream { a, b }
     }
 
     #[inline(never)]
-    pub fn run_seq(&mut self) {
+    pub(crate) fn run_seq(&mut self) {
         let s = black_box(DT);
         for (a, b) in self.a.iter_mut().zip(&self.b) {
             *a += b * s;
@@ -36,7 +36,7 @@ impl Stream {
 
     /// Rayon, 1,954 pieces of one chunk's bytes (call inside `install`).
     #[inline(never)]
-    pub fn run_rayon(&mut self) {
+    pub(crate) fn run_rayon(&mut self) {
         let s = black_box(DT);
         self.a
             .par_chunks_mut(PIECE)
@@ -50,7 +50,7 @@ impl Stream {
 
     /// Freyr `parallel_for`, one index per piece (grain 1).
     #[inline(never)]
-    pub fn run_parallel_for(&mut self, pool: &ThreadPool) {
+    pub(crate) fn run_parallel_for(&mut self, pool: &ThreadPool) {
         let s = black_box(DT);
         let len = self.a.len();
         let a = SyncPtr(self.a.as_mut_ptr());
@@ -83,12 +83,12 @@ impl SyncPtr {
 // SAFETY: only used to write disjoint pieces, one per `parallel_for` index (see `run_parallel_for`).
 unsafe impl Sync for SyncPtr {}
 
-pub fn register_seq(group: &mut Group<'_>) {
+pub(crate) fn register_seq(group: &mut Group<'_>) {
     let mut stream = Stream::new();
     group.bench_function("stream_1m/seq", |b| b.iter(|| stream.run_seq()));
 }
 
-pub fn register_par(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register_par(group: &mut Group<'_>, n: usize) {
     let mut stream = Stream::new();
     let rayon = rayon_pool(n);
     group.bench_function(format!("stream_1m/par_rayon/w{n}"), |b| {

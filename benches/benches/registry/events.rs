@@ -16,12 +16,12 @@ use crate::Group;
 /// The entities that send: one event per entity per tick.
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-pub struct Emitter(pub u32);
+pub(crate) struct Emitter(pub u32);
 
 /// The event (a bevy_ecs message under `compare`).
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::message::Message))]
-pub struct Hit(pub u32);
+pub(crate) struct Hit(pub u32);
 
 const EVENTS: usize = 1_000_000;
 
@@ -60,7 +60,7 @@ mod peers {
     }
 
     /// bevy_ecs: `EVENTS` emitters, a writer system and a reader system after it.
-    pub fn bevy_events() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn bevy_events() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
         world.init_resource::<Messages<Hit>>();
         world
@@ -72,7 +72,7 @@ mod peers {
     }
 
     /// One bevy_ecs tick: the schedule, then the double-buffer swap.
-    pub fn bevy_tick(
+    pub(super) fn bevy_tick(
         world: &mut bevy_ecs::world::World,
         schedule: &mut bevy_ecs::schedule::Schedule,
     ) {
@@ -81,7 +81,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = freyr_events(n);
     group.bench_function(format!("events/send_read_1m/freyr/w{n}"), |b| {
         b.iter(|| freyr.update(black_box(1.0 / 60.0)))

@@ -16,7 +16,7 @@ macro_rules! components {
         /// One float of the schedule scenario.
         #[derive(Clone, Copy, Debug)]
         #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-        pub struct $t(pub f32);
+        pub(crate) struct $t(pub(crate) f32);
     )*};
 }
 components!(A, B, C, D, E);
@@ -103,17 +103,17 @@ mod peers {
     use super::*;
 
     /// hecs has no scheduler: the three loops in order.
-    pub struct Hecs(hecs::World);
+    pub(super) struct Hecs(hecs::World);
 
     impl Hecs {
-        pub fn new() -> Self {
+        pub(super) fn new() -> Self {
             let mut world = hecs::World::new();
             four_archetypes!(|v: Vec<_>| world.spawn_batch(v).for_each(drop));
             Hecs(world)
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             for (a, b) in self.0.query_mut::<(&mut A, &mut B)>() {
                 swap(&mut a.0, &mut b.0);
             }
@@ -128,7 +128,7 @@ mod peers {
     }
 
     /// bevy_ecs: three systems on the multi-threaded executor.
-    pub struct Bevy(bevy_ecs::world::World, bevy_ecs::schedule::Schedule);
+    pub(super) struct Bevy(bevy_ecs::world::World, bevy_ecs::schedule::Schedule);
 
     fn ab(mut q: bevy_ecs::system::Query<(&mut A, &mut B)>) {
         for (mut a, mut b) in q.iter_mut() {
@@ -149,7 +149,7 @@ mod peers {
     }
 
     impl Bevy {
-        pub fn new() -> Self {
+        pub(super) fn new() -> Self {
             let mut world = bevy_ecs::world::World::new();
             four_archetypes!(|v: Vec<_>| world.spawn_batch(v).for_each(drop));
             let mut schedule = crate::bevy_schedule();
@@ -159,13 +159,13 @@ mod peers {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             self.1.run(&mut self.0);
         }
     }
 
     /// legion: three systems through its parallel `Schedule`, in a rayon pool of `n` threads.
-    pub struct Legion {
+    pub(super) struct Legion {
         world: legion::World,
         resources: legion::Resources,
         schedule: legion::Schedule,
@@ -173,7 +173,7 @@ mod peers {
     }
 
     impl Legion {
-        pub fn new(n: usize) -> Self {
+        pub(super) fn new(n: usize) -> Self {
             use legion::query::{IntoQuery, Write};
             use legion::systems::SystemBuilder;
             let mut world = legion::World::default();
@@ -212,14 +212,14 @@ mod peers {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             self.schedule
                 .execute_in_thread_pool(&mut self.world, &mut self.resources, &self.pool);
         }
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = Freyr::new(n, true);
     group.bench_function(format!("schedule/freyr_each_async/w{n}"), |b| {
         b.iter(|| freyr.run())

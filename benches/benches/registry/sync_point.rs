@@ -11,7 +11,7 @@ use crate::Group;
 /// The entities the commands scenarios read: one command is recorded per source.
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-pub struct Source(pub u32);
+pub(crate) struct Source(pub u32);
 
 /// The component of every spawned entity.
 #[allow(
@@ -20,7 +20,7 @@ pub struct Source(pub u32);
 )]
 #[derive(Clone, Copy, Debug)]
 #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-pub struct Spawned(pub u32);
+pub(crate) struct Spawned(pub u32);
 
 /// Command counts of the `commands_*` rows, with their row names.
 const COMMANDS: [(usize, &str); 2] = [(10_000, "commands_10k"), (100_000, "commands_100k")];
@@ -84,7 +84,7 @@ mod peers {
     fn empty() {}
 
     /// bevy_ecs: a schedule of three empty systems.
-    pub fn bevy_empty() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn bevy_empty() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut schedule = crate::bevy_schedule();
         schedule.add_systems((empty, empty, empty));
         let mut world = bevy_ecs::world::World::new();
@@ -99,7 +99,9 @@ mod peers {
     }
 
     /// bevy_ecs: `n` sources, one system spawning through `Commands`.
-    pub fn bevy_commands(n: usize) -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn bevy_commands(
+        n: usize,
+    ) -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
         world.spawn_batch((0..n as u32).map(Source)).for_each(drop);
         let mut schedule = crate::bevy_schedule();
@@ -107,7 +109,7 @@ mod peers {
         (world, schedule)
     }
 
-    pub fn bevy_clean(world: &mut bevy_ecs::world::World, n: usize) {
+    pub(super) fn bevy_clean(world: &mut bevy_ecs::world::World, n: usize) {
         let spawned: Vec<_> = world
             .query_filtered::<bevy_ecs::entity::Entity, bevy_ecs::query::With<Spawned>>()
             .iter(world)
@@ -119,7 +121,7 @@ mod peers {
     }
 
     /// legion: a world, its resources, a schedule and the rayon pool it runs in.
-    pub struct Legion {
+    pub(super) struct Legion {
         pub world: legion::World,
         resources: legion::Resources,
         schedule: legion::Schedule,
@@ -128,7 +130,7 @@ mod peers {
 
     impl Legion {
         /// Three empty systems.
-        pub fn empty(workers: usize) -> Self {
+        pub(super) fn empty(workers: usize) -> Self {
             use legion::systems::SystemBuilder;
             let mut builder = legion::Schedule::builder();
             for name in ["e1", "e2", "e3"] {
@@ -138,7 +140,7 @@ mod peers {
         }
 
         /// `n` sources, one system pushing a spawn per source into its `CommandBuffer`.
-        pub fn commands(workers: usize, n: usize) -> Self {
+        pub(super) fn commands(workers: usize, n: usize) -> Self {
             use legion::query::{IntoQuery, Read};
             use legion::systems::SystemBuilder;
             let mut world = legion::World::default();
@@ -167,12 +169,12 @@ mod peers {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             self.schedule
                 .execute_in_thread_pool(&mut self.world, &mut self.resources, &self.pool);
         }
 
-        pub fn clean(&mut self, n: usize) {
+        pub(super) fn clean(&mut self, n: usize) {
             use legion::query::{IntoQuery, Read};
             let spawned: Vec<legion::Entity> = <(legion::Entity, Read<Spawned>)>::query()
                 .iter(&self.world)
@@ -186,10 +188,10 @@ mod peers {
     }
 
     /// hecs: `n` sources; a `CommandBuffer` filled from a query, then `run_on`.
-    pub struct Hecs(pub hecs::World, hecs::CommandBuffer);
+    pub(super) struct Hecs(pub hecs::World, hecs::CommandBuffer);
 
     impl Hecs {
-        pub fn new(n: usize) -> Self {
+        pub(super) fn new(n: usize) -> Self {
             let mut world = hecs::World::new();
             world
                 .spawn_batch((0..n as u32).map(|i| (Source(i),)))
@@ -198,14 +200,14 @@ mod peers {
         }
 
         #[inline(never)]
-        pub fn run(&mut self) {
+        pub(super) fn run(&mut self) {
             for s in self.0.query::<&Source>().iter() {
                 self.1.spawn((Spawned(s.0),));
             }
             self.1.run_on(&mut self.0);
         }
 
-        pub fn clean(&mut self, n: usize) {
+        pub(super) fn clean(&mut self, n: usize) {
             let spawned: Vec<hecs::Entity> = self
                 .0
                 .query::<(hecs::Entity, &Spawned)>()
@@ -220,7 +222,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     let mut freyr = freyr_empty(n);
     group.bench_function(format!("sync_point/empty_update/freyr/w{n}"), |b| {
         b.iter(|| freyr.update(black_box(1.0 / 60.0)))

@@ -108,7 +108,7 @@ pub enum AppliedCommand {
 }
 
 /// What observes an apply: called after each command with the world as it left it.
-pub type ApplyObserver<'a> = &'a mut dyn FnMut(&World, &AppliedCommand);
+pub(crate) type ApplyObserver<'a> = &'a mut dyn FnMut(&World, &AppliedCommand);
 
 impl CommandBuffer {
     /// Applies every command to `world` in record order and empties the buffer (it stays

@@ -71,6 +71,7 @@ impl World {
     /// let built = World::from_parts(parts).unwrap();
     /// assert_eq!(built.get::<u32>(e), Ok(&7));
     /// ```
+    #[doc(hidden)]
     pub fn from_parts(parts: WorldParts<'_>) -> Result<World, InvalidParts> {
         World::from_parts_reading(parts, &mut |_| {}, &mut SpareSlabs::new())
     }
@@ -92,7 +93,8 @@ impl World {
     /// # Examples
     /// ```
     /// use freyr::World;
-    /// use freyr_core::parts::{AllocatorParts, ArchetypeParts, SpareSlabs, WorldParts};
+    /// use freyr_core::SpareSlabs;
+    /// use freyr_core::parts::{AllocatorParts, ArchetypeParts, WorldParts};
     ///
     /// let mut world = World::new();
     /// let e = world.spawn(());
@@ -127,6 +129,7 @@ impl World {
     /// assert_eq!(seen, 8);
     /// assert_eq!(spare.bytes(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn from_parts_reading(
         parts: WorldParts<'_>,
         read: &mut dyn FnMut(&[u8]),
@@ -190,7 +193,7 @@ impl World {
     /// # Examples
     /// ```
     /// use freyr::World;
-    /// use freyr_core::parts::SpareSlabs;
+    /// use freyr::storage::SpareSlabs;
     ///
     /// let mut world = World::new();
     /// world.spawn_batch((0..600u32).map(|i| (i, String::from("dropped"))));

@@ -1,5 +1,18 @@
 //! A world taken apart and built again, for saves, loads and imports of entity subsets.
 //!
+//! **Internal to the Freyr workspace, not a stable API.** This module, and the `World`
+//! and `Archetype` methods below marked `#[doc(hidden)]`, are public only so that `freyr-persist` (the save format) can
+//! reach them; they are `#[doc(hidden)]`, the facade `freyr` exports none of them, and they may
+//! change in any release. Users save, load, export and import with `Registry::save`,
+//! `Registry::load_into`, `Registry::export` and `Registry::import` (feature `persist`), whose
+//! file format is the documented contract. As in hecs and bevy, what a user of the storage
+//! layer gets is whole-world operations with their invariants kept, not a constructor taking
+//! raw allocator slots and chunk ids, whose checks are tied to this release's layout.
+//!
+//! One piece is public on purpose: [`SpareSlabs`](crate::SpareSlabs) with
+//! [`World::recycle_into`](crate::World::recycle_into), the slab memory a rollback's
+//! `WorldSnapshot::restore_over` reuses; the facade exports it as `freyr::storage::SpareSlabs`.
+//!
 //! Reading: [`World::allocator_view`], [`World::component_infos`], every archetype's
 //! [`slab_sizes`](crate::Archetype::slab_sizes) and [`chunk_ids`](crate::Archetype::chunk_ids),
 //! its chunks' entities and columns ([`ChunkRef`](crate::ChunkRef)), and
@@ -33,7 +46,6 @@ use core::fmt;
 use crate::component::{Component, ComponentId, ComponentInfo, fresh_component_id};
 
 pub use self::view::{AllocatorView, append_entity_bits};
-pub use crate::spare::SpareSlabs;
 
 /// Bytes of one entity in [`ArchetypeParts::entities`]: its [`Entity::to_bits`], little-endian.
 ///

@@ -112,6 +112,7 @@ impl World {
     /// assert_eq!(world.get::<String>(ids[1]).unwrap(), "y");
     /// assert_eq!(world.get::<u32>(ids[0]), Ok(&1));
     /// ```
+    #[doc(hidden)]
     pub fn spawn_columns(
         &mut self,
         count: usize,

@@ -34,6 +34,7 @@ impl Archetype {
     /// // One chunk, two columns (`u32` then `u8`); `get_mut` stamps only the column it writes.
     /// assert_eq!((changed, added), (vec![4, 6], vec![4, 4]));
     /// ```
+    #[doc(hidden)]
     pub fn stamps_into(&self, changed: &mut Vec<u64>, added: &mut Vec<u64>) {
         self.rows
             .ticks
@@ -65,6 +66,7 @@ impl World {
     /// assert_eq!(world.archetype(arch).added_tick(chunk, 0), 7);
     /// assert!(world.restore_stamps(arch, &[9, 9], &[7, 7]).is_err(), "one chunk, one column");
     /// ```
+    #[doc(hidden)]
     pub fn restore_stamps(
         &mut self,
         archetype: ArchetypeId,

@@ -34,6 +34,7 @@ impl World {
     /// let view = world.allocator_view();
     /// assert_eq!((view.slots.len(), view.free, view.len), (1, &[0][..], 0));
     /// ```
+    #[doc(hidden)]
     pub fn allocator_view(&self) -> AllocatorView<'_> {
         let (slots, free, len) = self.entities.parts();
         let (chunk_ids, free_chunks) = self.chunks.parts();
@@ -72,6 +73,7 @@ impl Archetype {
     /// let archetype = world.archetypes().iter().find(|a| a.len() == 600).unwrap();
     /// assert_eq!(archetype.slab_sizes().sum::<u32>(), 2);
     /// ```
+    #[doc(hidden)]
     pub fn slab_sizes(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.rows.chunks.slab_sizes().map(|k| k as u32)
     }
@@ -85,6 +87,7 @@ impl Archetype {
     /// let archetype = world.archetypes().iter().find(|a| a.len() == 1).unwrap();
     /// assert_eq!(archetype.chunk_ids().collect::<Vec<_>>(), [0]);
     /// ```
+    #[doc(hidden)]
     pub fn chunk_ids(&self) -> impl ExactSizeIterator<Item = u32> + '_ {
         self.rows.chunks.list.iter().map(|c| c.id)
     }

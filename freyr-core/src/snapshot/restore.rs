@@ -149,7 +149,7 @@ impl WorldSnapshot {
     /// ```
     /// use freyr::World;
     /// use freyr::snapshot::{Sequential, SnapshotTypes};
-    /// use freyr_core::parts::SpareSlabs;
+    /// use freyr::storage::SpareSlabs;
     /// let mut types = SnapshotTypes::new();
     /// types.register_copy::<u64>();
     /// types.register_clone::<String>();

@@ -9,7 +9,7 @@ use crate::hash::{StableHash, StableHasher};
 
 /// How a registered hashable type joins a digest: monomorphised for the type at registration.
 #[derive(Clone, Copy)]
-pub struct ColumnFns {
+pub(crate) struct ColumnFns {
     /// Feeds the chunk's column of the type (its column stream) into the hasher.
     pub column: fn(ChunkRef<'_>, ComponentId, &mut DigestHasher),
     /// Feeds one row's part of the column stream into the hasher.
@@ -18,7 +18,7 @@ pub struct ColumnFns {
 
 impl ColumnFns {
     /// The functions for `T`.
-    pub fn of<T: Component + StableHash>() -> ColumnFns {
+    pub(crate) fn of<T: Component + StableHash>() -> ColumnFns {
         ColumnFns {
             column: column::<T>,
             row: row::<T>,

@@ -340,6 +340,10 @@ pub trait HashComponents: sealed::Sealed + 'static {
 
 mod sealed {
     /// Keeps [`HashComponents`](super::HashComponents) to the tuples implemented here.
+    #[allow(
+        unnameable_types,
+        reason = "sealed on purpose: other crates use the trait, only this crate implements it"
+    )]
     pub trait Sealed {}
 }
 

@@ -80,7 +80,7 @@ impl EventBuffer {
 }
 
 /// A type-erased `Vec<E>` of sent events.
-pub trait EventList: Send {
+pub(crate) trait EventList: Send {
     /// Whether the list holds no event.
     fn is_empty(&self) -> bool;
     /// The list, for the typed downcast of `send`.

@@ -10,7 +10,7 @@
 
 use freyr_core::{Entity, World};
 
-use crate::changed::{ArchetypeTicks, TickTerm};
+use crate::changed::TickTerm;
 use crate::commands::EachContext;
 use crate::events::buffer::TaskOutput;
 use crate::fetch::QueryData;
@@ -100,21 +100,12 @@ pub unsafe fn each_row_selected<Q, F, C>(
     F: QueryFilter,
     C: for<'w> FnMut(Entity, Q::Item<'w>),
 {
-    for (i, matched) in state.matched().iter().enumerate() {
-        let archetype = world.archetype(matched.id);
-        let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
-            continue;
-        };
-        for (index, chunk) in archetype.chunks().enumerate() {
-            if !select.select(index) {
-                continue;
-            }
-            let ptrs = Q::ptrs(matched.columns, chunk);
-            // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
-            // exclusive per the caller contract.
-            unsafe { rows::<Q, C>(ptrs, chunk.entities(), f) };
-        }
-    }
+    state.for_each_selected_chunk(world, (terms, tick), |matched, _, chunk| {
+        let ptrs = Q::ptrs(matched.columns, chunk);
+        // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
+        // exclusive per the caller contract.
+        unsafe { rows::<Q, C>(ptrs, chunk.entities(), f) };
+    });
 }
 
 row_loop! {
@@ -159,21 +150,12 @@ pub unsafe fn each_chunk<Q, F, C>(
     F: QueryFilter,
     C: for<'w> FnMut(&'w [Entity], Q::Slice<'w>),
 {
-    for (i, matched) in state.matched().iter().enumerate() {
-        let archetype = world.archetype(matched.id);
-        let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
-            continue;
-        };
-        for (index, chunk) in archetype.chunks().enumerate() {
-            if !select.select(index) {
-                continue;
-            }
-            let ptrs = Q::ptrs(matched.columns, chunk);
-            // SAFETY: all `len` rows are initialised; the slices do not outlive the call; access
-            // is exclusive per the caller contract.
-            unsafe { call_chunk::<Q, C>(ptrs, chunk.entities(), f) };
-        }
-    }
+    state.for_each_selected_chunk(world, (terms, tick), |matched, _, chunk| {
+        let ptrs = Q::ptrs(matched.columns, chunk);
+        // SAFETY: all `len` rows are initialised; the slices do not outlive the call; access
+        // is exclusive per the caller contract.
+        unsafe { call_chunk::<Q, C>(ptrs, chunk.entities(), f) };
+    });
 }
 
 row_loop! {
@@ -222,21 +204,12 @@ pub unsafe fn each_row_with<Q, F, V, C>(
     // SAFETY: caller contract.
     let views = unsafe { V::item(views) };
     let mut ctx = EachContext::new(views, commands);
-    for (i, matched) in state.matched().iter().enumerate() {
-        let archetype = world.archetype(matched.id);
-        let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
-            continue;
-        };
-        for (index, chunk) in archetype.chunks().enumerate() {
-            if !select.select(index) {
-                continue;
-            }
-            let ptrs = Q::ptrs(matched.columns, chunk);
-            // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
-            // exclusive per the caller contract.
-            unsafe { rows_with::<Q, V, C>(ptrs, chunk.entities(), f, &mut ctx) };
-        }
-    }
+    state.for_each_selected_chunk(world, (terms, tick), |matched, _, chunk| {
+        let ptrs = Q::ptrs(matched.columns, chunk);
+        // SAFETY: as in `each_row`: `ptrs` and the entity array are the chunk's, access is
+        // exclusive per the caller contract.
+        unsafe { rows_with::<Q, V, C>(ptrs, chunk.entities(), f, &mut ctx) };
+    });
 }
 
 row_loop! {

@@ -1,4 +1,4 @@
 //! Synchronous iteration on the calling thread, and the row walk all per-row loops share.
 
 pub mod each;
-pub mod rows;
+pub(crate) mod rows;

@@ -38,10 +38,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use freyr_core::{ArchetypeId, ComponentId};
-use freyr_sched::ThreadPool;
+use freyr_sched::{ThreadPool, keep_first};
 
 use crate::access::Access;
-use crate::first_panic::keep_first;
 use crate::launch::job::ErasedJob;
 use freyr_profile::profiler::Profiler;
 
@@ -84,7 +83,7 @@ impl OpAccess<'_> {
 }
 
 /// One registered launch.
-pub struct Launch {
+pub(crate) struct Launch {
     pub(crate) seq: u64,
     access: Arc<Access>,
     /// Owned `Box<dyn ErasedJob>`, held as a raw pointer so that moving the registry never
@@ -109,7 +108,7 @@ impl Launch {
     ///
     /// `job` must come from `Box::leak` (ownership passes to the launch, which frees it in
     /// `retire` or on drop after its group completed).
-    pub unsafe fn new(
+    pub(crate) unsafe fn new(
         seq: u64,
         access: Arc<Access>,
         job: NonNull<dyn ErasedJob>,
@@ -192,26 +191,31 @@ pub struct Retired {
 
 /// The in-flight launches, in launch order.
 #[derive(Default)]
-pub struct InFlight {
+pub(crate) struct InFlight {
     launches: Vec<Launch>,
 }
 
 impl InFlight {
-    pub fn push(&mut self, launch: Launch) {
+    pub(crate) fn push(&mut self, launch: Launch) {
         self.launches.push(launch);
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.launches.len()
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.launches.is_empty()
     }
 
     /// Waits for every launch that conflicts with `op` (an implicit sync point when any of them
     /// had not been waited for yet). Disjoint launches keep running.
-    pub fn wait_conflicting(&self, pool: &ThreadPool, op: &OpAccess<'_>, profiler: &Profiler) {
+    pub(crate) fn wait_conflicting(
+        &self,
+        pool: &ThreadPool,
+        op: &OpAccess<'_>,
+        profiler: &Profiler,
+    ) {
         let mut start = None;
         #[cfg(feature = "tracing")]
         let mut span = None;
@@ -229,7 +233,7 @@ impl InFlight {
     }
 
     /// Retires every launch in launch order.
-    pub fn retire_all(&mut self, pool: &ThreadPool) -> Vec<Retired> {
+    pub(crate) fn retire_all(&mut self, pool: &ThreadPool) -> Vec<Retired> {
         // Wait for all first, so a slow early launch does not delay helping with later ones.
         for launch in &self.launches {
             launch.wait(pool);
@@ -238,7 +242,7 @@ impl InFlight {
     }
 
     /// Retires the launch numbered `seq`, if it is still in flight.
-    pub fn retire_one(&mut self, pool: &ThreadPool, seq: u64) -> Option<Retired> {
+    pub(crate) fn retire_one(&mut self, pool: &ThreadPool, seq: u64) -> Option<Retired> {
         let index = self.launches.iter().position(|l| l.seq == seq)?;
         Some(self.launches.remove(index).retire(pool))
     }

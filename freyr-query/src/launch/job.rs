@@ -42,7 +42,7 @@ use crate::view::ViewSet;
 use freyr_profile::tick::trace::{TaskSpan, nanos_since, row_of};
 
 /// What a task run's kernel gets: the run's column pointers and its entity ids, at its row 0.
-pub type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);
+pub(crate) type RunPtrs<Q> = (<Q as QueryData>::Ptrs, ColumnPtr<Entity>);
 
 /// The entities of rows `start..end` of a run.
 ///
@@ -349,13 +349,13 @@ impl<A> Drop for LostOnUnwind<'_, A> {
 }
 
 /// Wall time of a labelled launch: the last task to finish stamps the end ([`Countdown`]).
-pub struct Timing {
+pub(crate) struct Timing {
     start: Instant,
     countdown: Countdown,
 }
 
 impl Timing {
-    pub fn new(tasks: usize) -> Self {
+    pub(crate) fn new(tasks: usize) -> Self {
         Timing {
             start: Instant::now(),
             countdown: Countdown::new(tasks),
@@ -369,7 +369,7 @@ impl Timing {
     }
 
     /// Launch-to-last-task time, or launch-to-now when a task panicked before stamping.
-    pub fn wall(&self) -> Duration {
+    pub(crate) fn wall(&self) -> Duration {
         match self.countdown.end() {
             None => self.start.elapsed(),
             Some(n) => Duration::from_nanos(n),
@@ -380,7 +380,7 @@ impl Timing {
 /// A traced launch's batch stamps: `spans[i]` describes the batch of tasks that started at
 /// task `i` (each task index starts at most one batch), written only by the thread that ran
 /// that batch and read only at retirement, after the group completed.
-pub struct TaskTrace {
+pub(crate) struct TaskTrace {
     epoch: Instant,
     spans: TaskSlots<TaskSpan>,
 }
@@ -413,7 +413,7 @@ impl TaskTrace {
 }
 
 /// The shared job of one launch. Tasks only ever get `&Job`.
-pub struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
+pub(crate) struct Job<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> {
     pub(crate) group: TaskGroup,
     registry_id: u64,
     /// Per matched archetype: where it lives in the registry's world (tasks only create shared
@@ -461,7 +461,7 @@ unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Sync for Job<Q, V, K> {}
 unsafe impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Send for Job<Q, V, K> {}
 
 impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
-    pub fn new(
+    pub(crate) fn new(
         registry_id: u64,
         spans: Spans<Q::Columns>,
         views: V::Fetch,
@@ -491,7 +491,7 @@ impl<Q: QueryData, V: ViewSet, K: Kernel<Q, V>> Job<Q, V, K> {
     /// per task, so launching does not cost O(chunks) and a batch of cheap tasks costs about one
     /// kernel call.
     #[inline]
-    pub fn run_tasks(job: &Self, next: &mut usize, end: usize) {
+    pub(crate) fn run_tasks(job: &Self, next: &mut usize, end: usize) {
         let _scope = CallbackScope::enter(job.registry_id);
         while *next < end {
             let index = *next;
@@ -574,7 +574,7 @@ impl<S: Default> Drop for ResetOnUnwind<'_, S> {
 }
 
 /// A launch's job with its types erased, as stored in the registry's in-flight list.
-pub trait ErasedJob: Send {
+pub(crate) trait ErasedJob: Send {
     /// The launch's task group.
     fn group(&self) -> &TaskGroup;
     /// Wall time from launch to the last task, if labelled.

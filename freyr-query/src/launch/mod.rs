@@ -8,7 +8,7 @@
 //! - [`inflight`]: the registry's in-flight list and the waiting rules (the soundness model);
 //! - [`reduce`]: deterministic reductions;
 //! - [`callback`]: the per-thread "inside a callback of registry N" marker;
-//! - this file: [`launch`], which builds a job and registers it; it imports from the files
+//! - this file: `launch`, which builds a job and registers it; it imports from the files
 //!   above, and none of them imports from it.
 
 pub mod callback;
@@ -32,7 +32,7 @@ use crate::view::ViewSet;
 use freyr_profile::profiler::Profiler;
 
 /// Everything a launch needs from the registry, borrowed field by field.
-pub struct LaunchCtx<'a> {
+pub(crate) struct LaunchCtx<'a> {
     pub(crate) registry_id: u64,
     pub(crate) pool: &'a ThreadPool,
     pub(crate) inflight: &'a mut InFlight,
@@ -55,7 +55,7 @@ pub struct LaunchCtx<'a> {
 ///   the launch is retired: the caller registers it in `ctx.inflight`, and every registry path
 ///   that mutates the world waits for all in-flight launches first (`OpAccess::Exclusive`, see
 ///   [`inflight`]), as does the registry's `Drop` before the world is freed.
-pub unsafe fn launch<Q, V, K>(
+pub(crate) unsafe fn launch<Q, V, K>(
     ctx: LaunchCtx<'_>,
     access: Arc<Access>,
     spans: Option<Spans<Q::Columns>>,

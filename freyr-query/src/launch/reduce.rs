@@ -29,8 +29,8 @@ impl<A> ReduceSlot<A> {
         })
     }
 
-    pub fn set(&self, value: Option<A>) {
-        let mut outcome = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
+    pub(crate) fn set(&self, value: Option<A>) {
+        let mut outcome = freyr_sync::lock_std(&self.outcome);
         *outcome = match value {
             Some(v) => Outcome::Ready(v),
             None => Outcome::Lost,
@@ -38,14 +38,11 @@ impl<A> ReduceSlot<A> {
     }
 
     pub fn is_ready(&self) -> bool {
-        matches!(
-            *self.outcome.lock().unwrap_or_else(|e| e.into_inner()),
-            Outcome::Ready(_)
-        )
+        matches!(*freyr_sync::lock_std(&self.outcome), Outcome::Ready(_))
     }
 
     pub fn take(&self) -> Option<Option<A>> {
-        let mut outcome = self.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        let mut outcome = freyr_sync::lock_std(&self.outcome);
         match core::mem::replace(&mut *outcome, Outcome::Taken) {
             Outcome::Ready(v) => Some(Some(v)),
             Outcome::Lost => Some(None),

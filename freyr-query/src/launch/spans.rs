@@ -1,14 +1,14 @@
-//! Which rows each task of a launch covers: the matched archetypes' task ranges ([`Spans`])
+//! Which rows each task of a launch covers: the matched archetypes' task ranges (`Spans`)
 //! and one task's (or one batch's) run of rows ([`TaskRun`]).
 
 use core::ptr::NonNull;
 
 use freyr_core::{Archetype, CHUNK_CAPACITY, World};
 
-use crate::changed::{ArchetypeTicks, TickTerm};
+use crate::changed::TickTerm;
 use crate::fetch::QueryData;
 use crate::filter::QueryFilter;
-use crate::state::QueryState;
+use crate::state::{MatchedArchetype, QueryState};
 
 /// One run of consecutive chunks of a matched archetype in a launch: tasks `start..end`, `parts`
 /// per chunk; task `start + c * parts + k` runs part `k` of chunk `first_chunk + c` of
@@ -18,7 +18,7 @@ use crate::state::QueryState;
 /// `archetype` points into the world the spans were built from; it is only dereferenced by the
 /// launch's tasks, while the launch is registered (see [`launch`](crate::launch::launch)'s safety contract).
 #[derive(Copy, Clone)]
-pub struct Span<C> {
+pub(crate) struct Span<C> {
     pub(crate) archetype: NonNull<Archetype>,
     pub(crate) columns: C,
     pub(crate) first_chunk: usize,
@@ -40,7 +40,7 @@ pub struct Span<C> {
 /// into `parts` tasks of at most `rows` rows, of near-equal length (a short last chunk's last
 /// ones empty), still in (chunk, row) order. The layout depends only on the chunk lengths and
 /// `rows`, never on the worker count.
-pub struct Spans<C> {
+pub(crate) struct Spans<C> {
     first: Span<C>,
     rest: Vec<Span<C>>,
     /// Tasks per chunk: `CHUNK_CAPACITY.div_ceil(rows)`.
@@ -54,7 +54,7 @@ impl<C: Copy> Spans<C> {
     /// `CHUNK_CAPACITY` or more means one task per chunk), keeping only the chunks that pass the
     /// change filter `terms` and stamping `tick` on the written columns of those; `None` when no
     /// chunk is left.
-    pub fn new<Q, F>(
+    pub(crate) fn new<Q, F>(
         world: &World,
         state: &QueryState<Q, F>,
         rows: usize,
@@ -80,67 +80,71 @@ impl<C: Copy> Spans<C> {
             Some(spans) => spans.rest.push(span),
         };
         let mut start = 0;
+        if !terms.is_empty() {
+            // Filtered: one span per run of consecutive selected chunks of an archetype.
+            let mut open: Option<(&MatchedArchetype<C>, usize, usize)> = None;
+            let mut close =
+                |(matched, first_chunk, chunk): (&MatchedArchetype<C>, usize, usize)| {
+                    let end = start + (chunk - first_chunk) * parts;
+                    push(Span {
+                        archetype: NonNull::from(world.archetype(matched.id)),
+                        columns: matched.columns,
+                        first_chunk,
+                        start,
+                        end,
+                    });
+                    start = end;
+                };
+            state.for_each_selected_chunk(
+                world,
+                (terms, tick),
+                |matched, chunk, _| match &mut open {
+                    Some((run, _, next)) if run.id == matched.id && *next == chunk => *next += 1,
+                    _ => {
+                        if let Some(run) = open.replace((matched, chunk, chunk + 1)) {
+                            close(run);
+                        }
+                    }
+                },
+            );
+            if let Some(run) = open {
+                close(run);
+            }
+            return spans;
+        }
         for (i, matched) in state.matched().iter().enumerate() {
             let archetype = world.archetype(matched.id);
-            if terms.is_empty() {
-                // Unfiltered: the whole archetype is one span, stamped in one loop per written
-                // column (a launch over 1,954 chunks stamps them in about a microsecond; a
-                // check-and-stamp per chunk took several).
-                let chunks = archetype.chunk_count();
-                if chunks == 0 {
-                    continue;
-                }
-                for &column in state.written(i) {
-                    archetype.mark_all_changed(column, tick);
-                }
-                let end = start + chunks * parts;
-                push(Span {
-                    archetype: NonNull::from(archetype),
-                    columns: matched.columns,
-                    first_chunk: 0,
-                    start,
-                    end,
-                });
-                start = end;
-                continue;
-            }
-            let Some(select) = ArchetypeTicks::new(archetype, terms, state.written(i), tick) else {
-                continue;
-            };
+            // Unfiltered: the whole archetype is one span, stamped in one loop per written
+            // column (a launch over 1,954 chunks stamps them in about a microsecond; a
+            // check-and-stamp per chunk took several).
             let chunks = archetype.chunk_count();
-            let mut chunk = 0;
-            while chunk < chunks {
-                if !select.select(chunk) {
-                    chunk += 1;
-                    continue;
-                }
-                let first_chunk = chunk;
-                chunk += 1;
-                while chunk < chunks && select.select(chunk) {
-                    chunk += 1;
-                }
-                let end = start + (chunk - first_chunk) * parts;
-                push(Span {
-                    archetype: NonNull::from(archetype),
-                    columns: matched.columns,
-                    first_chunk,
-                    start,
-                    end,
-                });
-                start = end;
+            if chunks == 0 {
+                continue;
             }
+            for &column in state.written(i) {
+                archetype.mark_all_changed(column, tick);
+            }
+            let end = start + chunks * parts;
+            push(Span {
+                archetype: NonNull::from(archetype),
+                columns: matched.columns,
+                first_chunk: 0,
+                start,
+                end,
+            });
+            start = end;
         }
         spans
     }
 
     /// Total number of tasks.
-    pub fn tasks(&self) -> usize {
+    pub(crate) fn tasks(&self) -> usize {
         self.rest.last().unwrap_or(&self.first).end
     }
 
     /// The chunk (of `span`'s archetype) that task `index` of `span` runs (a part of).
     #[inline(always)]
-    pub fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
+    pub(crate) fn chunk_of(&self, span: &Span<C>, index: usize) -> usize {
         let local = index - span.start;
         span.first_chunk
             + if self.parts == 1 {
@@ -153,7 +157,13 @@ impl<C: Copy> Spans<C> {
     /// The tasks of the consecutive chunks of `span` from chunk `chunk` on, as one run of `len`
     /// rows starting at row 0 of `chunk`, with `ptrs` pointing there (see [`TaskRun`]).
     #[inline(always)]
-    pub fn task_run<P>(&self, span: &Span<C>, chunk: usize, len: usize, ptrs: P) -> TaskRun<P> {
+    pub(crate) fn task_run<P>(
+        &self,
+        span: &Span<C>,
+        chunk: usize,
+        len: usize,
+        ptrs: P,
+    ) -> TaskRun<P> {
         TaskRun {
             ptrs,
             len,
@@ -169,7 +179,7 @@ impl<C: Copy> Spans<C> {
     ///
     /// If `index >= self.tasks()`.
     #[inline]
-    pub fn find(&self, index: usize) -> &Span<C> {
+    pub(crate) fn find(&self, index: usize) -> &Span<C> {
         if index < self.first.end {
             return &self.first;
         }
@@ -182,7 +192,7 @@ impl<C: Copy> Spans<C> {
 /// chunk), its length, and how task indices map to its rows.
 ///
 /// Task `first + c * parts + k` runs part `k` of the run's chunk `c`: the `k`-th of the chunk's
-/// near-equal parts of at most `rows` rows (see [`task_rows`](TaskRun::task_rows); chunks are
+/// near-equal parts of at most `rows` rows (see `TaskRun::task_rows`; chunks are
 /// full except the archetype's last, cut at `len`).
 pub struct TaskRun<P> {
     pub(crate) ptrs: P,
@@ -197,7 +207,7 @@ pub struct TaskRun<P> {
 impl<P> TaskRun<P> {
     /// The task index one past the run's last task.
     #[inline(always)]
-    pub fn end(&self) -> usize {
+    pub(crate) fn end(&self) -> usize {
         self.first + self.len.div_ceil(CHUNK_CAPACITY) * self.parts
     }
 
@@ -210,7 +220,7 @@ impl<P> TaskRun<P> {
     /// rows, 64 per task) gives 8 tasks of 64 and 8 of 61 rows, which two workers split 500 and
     /// 500, where 15 tasks of 64 and one of 40 split at best 512 and 488.
     #[inline(always)]
-    pub fn task_rows(&self, index: usize) -> (usize, usize) {
+    pub(crate) fn task_rows(&self, index: usize) -> (usize, usize) {
         let local = index - self.first;
         if self.parts == 1 {
             let start = local * CHUNK_CAPACITY;
@@ -230,24 +240,19 @@ impl<P> TaskRun<P> {
         )
     }
 
-    /// The rows that tasks `from..stop` (in `first..=end()`) run together: tasks in index order
-    /// cover the run's rows in order without gaps, so this is the span from the first task's
-    /// start to the last one's end; 0 when `from >= stop`. The amount of work a batch of tasks
-    /// does, for timing it per row (tasks differ in length at a chunk's end); only builds with
-    /// two copies of the row loops time them (see `row_path::is_adaptive`).
-    #[cfg_attr(
-        not(all(
-            target_arch = "x86_64",
-            not(all(target_feature = "avx2", target_feature = "fma"))
-        )),
-        allow(dead_code)
-    )]
-    #[inline(always)]
-    pub fn rows_of(&self, from: usize, stop: usize) -> usize {
-        if from >= stop {
-            return 0;
+    crate::two_row_copies! { used_by_method:
+        /// The rows that tasks `from..stop` (in `first..=end()`) run together: tasks in index order
+        /// cover the run's rows in order without gaps, so this is the span from the first task's
+        /// start to the last one's end; 0 when `from >= stop`. The amount of work a batch of tasks
+        /// does, for timing it per row (tasks differ in length at a chunk's end); only builds with
+        /// two copies of the row loops time them (see `row_path::is_adaptive`).
+        #[inline(always)]
+        pub(crate) fn rows_of(&self, from: usize, stop: usize) -> usize {
+            if from >= stop {
+                return 0;
+            }
+            self.task_rows(stop - 1).1 - self.task_rows(from).0
         }
-        self.task_rows(stop - 1).1 - self.task_rows(from).0
     }
 }
 

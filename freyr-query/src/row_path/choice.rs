@@ -15,19 +15,12 @@
 //!
 //! A build with one copy of each loop (a target with AVX2 and FMA, or not x86-64) never enters
 //! the adaptive mode; the measuring half of this file is then used by its tests only.
-#![cfg_attr(
-    any(
-        not(target_arch = "x86_64"),
-        all(target_feature = "avx2", target_feature = "fma")
-    ),
-    allow(dead_code)
-)]
 
 use core::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Instant;
 
 /// Measured calls per copy before a loop decides.
-pub const PROBES: u32 = 8;
+pub(super) const PROBES: u32 = 8;
 /// Slots in the table (distinct row loops that can be measured).
 const SLOTS: usize = 512;
 /// Slots tried from a loop's home slot before it gives up and runs the AVX2 copy.

@@ -32,9 +32,42 @@
 //! or the library routine). The row order, the task split and the reduction order do not depend
 //! on the copy.
 
-mod choice;
+crate::two_row_copies! { used_by: mod choice; }
 
 use core::sync::atomic::{AtomicU8, Ordering};
+
+/// The one place that states which builds have two copies of every row loop: x86-64 targets
+/// without both AVX2 and FMA (a dependent's default target). `-C target-cpu=native` on a CPU
+/// with both, and every other architecture, build one copy and never dispatch.
+///
+/// - `two_row_copies! { only: items }`: the items exist only in builds with two copies;
+/// - `two_row_copies! { only: { statements } }`: the block runs only in those builds;
+/// - `two_row_copies! { used_by: items }`: the items serve the dispatch, so builds with one
+///   copy allow them to be unused; `used_by_method:` the same for one method in an `impl`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! two_row_copies {
+    (only: $block:block) => { $crate::two_row_copies! { @unless cfg(any()); $block } };
+    (only: $($item:item)*) => {$( $crate::two_row_copies! { @unless cfg(any()); $item } )*};
+    (used_by: $($item:item)*) => {$(
+        $crate::two_row_copies! { @unless allow(dead_code, unused_imports); $item }
+    )*};
+    (used_by_method: $($method:tt)*) => {
+        $crate::two_row_copies! { @unless allow(dead_code); $($method)* }
+    };
+    // The predicate, once: builds without two copies apply `$attr` to what follows
+    // (`cfg(any())` removes it).
+    (@unless $attr:meta; $($it:tt)*) => {
+        #[cfg_attr(
+            not(all(
+                target_arch = "x86_64",
+                not(all(target_feature = "avx2", target_feature = "fma"))
+            )),
+            $attr
+        )]
+        $($it)*
+    };
+}
 
 /// Not chosen yet: the first row loop detects.
 const UNSET: u8 = 0;
@@ -176,13 +209,11 @@ impl RowPath {
     /// }
     /// ```
     pub fn detected() -> RowPath {
-        #[cfg(all(
-            target_arch = "x86_64",
-            not(all(target_feature = "avx2", target_feature = "fma"))
-        ))]
-        if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
-            return RowPath::Avx2Fma;
-        }
+        crate::two_row_copies! { only: {
+            if std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma") {
+                return RowPath::Avx2Fma;
+            }
+        }}
         RowPath::Baseline
     }
 
@@ -251,42 +282,23 @@ pub fn mode() -> u8 {
     }
 }
 
-/// Whether the dispatcher runs the AVX2 copy in every loop. (Only builds with two copies ask:
-/// x86-64 targets without AVX2 and FMA; `-C target-cpu=native` builds have one.)
-#[cfg_attr(
-    not(all(
-        target_arch = "x86_64",
-        not(all(target_feature = "avx2", target_feature = "fma"))
-    )),
-    allow(dead_code)
-)]
-#[inline(always)]
-pub fn is_avx2(mode: u8) -> bool {
-    mode == AVX2_FMA
-}
+crate::two_row_copies! { used_by:
+    /// Whether the dispatcher runs the AVX2 copy in every loop. (Only builds with two copies
+    /// ask: x86-64 targets without AVX2 and FMA; `-C target-cpu=native` builds have one.)
+    #[inline(always)]
+    pub fn is_avx2(mode: u8) -> bool {
+        mode == AVX2_FMA
+    }
 
-/// Whether the dispatcher asks the loop's measurements ([`pick`]); only builds with two copies
-/// ask, as for [`is_avx2`].
-#[cfg_attr(
-    not(all(
-        target_arch = "x86_64",
-        not(all(target_feature = "avx2", target_feature = "fma"))
-    )),
-    allow(dead_code)
-)]
-#[inline(always)]
-pub fn is_adaptive(mode: u8) -> bool {
-    mode == ADAPTIVE
-}
+    /// Whether the dispatcher asks the loop's measurements ([`pick`]); only builds with two
+    /// copies ask, as for [`is_avx2`].
+    #[inline(always)]
+    pub fn is_adaptive(mode: u8) -> bool {
+        mode == ADAPTIVE
+    }
 
-#[cfg_attr(
-    not(all(
-        target_arch = "x86_64",
-        not(all(target_feature = "avx2", target_feature = "fma"))
-    )),
-    allow(unused_imports)
-)]
-pub use choice::pick;
+    pub use choice::{Pick, pick};
+}
 
 /// The first row loop's choice: adaptive on a CPU with both copies, unless `FREYR_ROW_PATH`
 /// says `baseline` or `avx2`. A racing [`RowPath::force`] wins over it.
@@ -344,11 +356,7 @@ macro_rules! row_loop {
         where
             $($bounds)*
         {
-            #[cfg(all(
-                target_arch = "x86_64",
-                not(all(target_feature = "avx2", target_feature = "fma"))
-            ))]
-            {
+            $crate::two_row_copies! { only: {
                 let mode = $crate::row_path::mode();
                 if $crate::row_path::is_avx2(mode) {
                     // SAFETY: the `AVX2_FMA` mode is set only after the CPU was found to have
@@ -370,7 +378,7 @@ macro_rules! row_loop {
                     pick.finish();
                     return out;
                 }
-            }
+            }}
             // SAFETY: the caller's contract, which is this copy's.
             unsafe { $baseline::<$($gen),*>($($arg),*) }
         }
@@ -386,22 +394,20 @@ macro_rules! row_loop {
             $($bounds)*
         $body
 
-        /// The copy of the row loop compiled with AVX2 and FMA.
-        ///
-        /// # Safety
-        ///
-        /// The CPU has AVX2 and FMA, and as for the dispatcher of the same name without the
-        /// suffix.
-        #[cfg(all(
-            target_arch = "x86_64",
-            not(all(target_feature = "avx2", target_feature = "fma"))
-        ))]
-        #[target_feature(enable = "avx2,fma")]
-        #[inline(never)]
-        unsafe fn $avx2<$($gen),*>($($arg: $ty),*) $(-> $ret)?
-        where
-            $($bounds)*
-        $body
+        $crate::two_row_copies! { only:
+            /// The copy of the row loop compiled with AVX2 and FMA.
+            ///
+            /// # Safety
+            ///
+            /// The CPU has AVX2 and FMA, and as for the dispatcher of the same name without the
+            /// suffix.
+            #[target_feature(enable = "avx2,fma")]
+            #[inline(never)]
+            unsafe fn $avx2<$($gen),*>($($arg: $ty),*) $(-> $ret)?
+            where
+                $($bounds)*
+            $body
+        }
     };
 }
 

@@ -42,7 +42,7 @@ use std::panic::{self, AssertUnwindSafe};
 use freyr_core::{AppliedCommand, BundleTypes, CommandBuffer, Entity, World};
 
 use freyr_query::commands::Commands;
-use freyr_query::first_panic::keep_first;
+use freyr_sched::keep_first;
 
 /// How many rounds of hook-triggered commands one sync point or direct call runs at most.
 pub const MAX_HOOK_ROUNDS: usize = 64;

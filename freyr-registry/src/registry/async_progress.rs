@@ -34,9 +34,7 @@ impl<R: Send, C: Send, E: Send> SharedPump<AsyncPump<R, C, E>> {
     /// re-raises once it is consistent again (a `discard` panic at the end of `settle`), so a
     /// poisoned lock still holds a sound pump.
     pub(super) fn lock(&self) -> MutexGuard<'_, AsyncPump<R, C, E>> {
-        self.pump
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        freyr_sync::lock_std(&self.pump)
     }
 
     /// Publishes `pump`'s counts for readers that find it in use.

@@ -11,7 +11,7 @@ use freyr_time::{AsyncPump, Completer, Discard, Launch};
 use super::async_progress::{AsyncProgress, SharedPump};
 
 use freyr_profile::phase::Phase;
-use freyr_query::first_panic::keep_first;
+use freyr_sched::keep_first;
 
 use super::Registry;
 use super::System;

@@ -7,7 +7,7 @@
 use std::panic::{self, AssertUnwindSafe};
 
 use freyr_persist::snapshot::{JobsImage, JobsRefusal, SnapshotError};
-use freyr_query::first_panic::keep_first;
+use freyr_sched::keep_first;
 
 use super::{Payload, Registry};
 

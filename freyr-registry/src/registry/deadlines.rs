@@ -11,7 +11,7 @@ use freyr_time::{
 };
 
 use freyr_persist::snapshot::JobsImage;
-use freyr_query::first_panic::keep_first;
+use freyr_sched::keep_first;
 
 use super::{ErasedApply, ErasedScheduler, Payload, Registry};
 

@@ -158,7 +158,7 @@ pub struct Registry {
     persist_types: persist::PersistTypes,
     /// The chunk memory of the world the last load or restore replaced, for the next one to
     /// copy into.
-    spare_slabs: freyr_core::parts::SpareSlabs,
+    spare_slabs: freyr_core::SpareSlabs,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<freyr_profile::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.

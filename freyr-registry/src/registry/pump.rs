@@ -10,7 +10,7 @@ use std::panic::{self, AssertUnwindSafe};
 use freyr_core::Entity;
 use freyr_time::{AsyncPump, Discard};
 
-use freyr_query::first_panic::keep_first;
+use freyr_sched::keep_first;
 
 use super::Registry;
 

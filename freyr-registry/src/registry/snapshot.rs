@@ -208,19 +208,19 @@ impl Registry {
                 resources: missing,
             });
         }
-        snapshot.complete = false;
+        let (world_image, images, jobs) = snapshot.start_taking();
         // Shape the resource images like the registered list; their values are filled once
         // the world is copied.
         let registered = &self.snapshot_types.resources;
-        snapshot.resources.truncate(registered.len());
+        images.truncate(registered.len());
         for (i, ops) in registered.iter().enumerate() {
-            if snapshot.resources.len() == i {
-                snapshot.resources.push(ResourceImage {
+            if images.len() == i {
+                images.push(ResourceImage {
                     ops: *ops,
                     value: None,
                 });
             }
-            let image = &mut snapshot.resources[i];
+            let image = &mut images[i];
             if image.ops.type_id != ops.type_id {
                 image.value = None;
             }
@@ -229,14 +229,13 @@ impl Registry {
         let types = &self.snapshot_types.components;
         let pool = OnPool(self.sync.pool());
         world
-            .snapshot_into(&mut snapshot.world, types, &pool)
+            .snapshot_into(world_image, types, &pool)
             .expect("the component types were checked above");
-        for image in &mut snapshot.resources {
+        for image in images.iter_mut() {
             (image.ops.save)(resources, &mut image.value);
         }
-        self.capture_jobs(&mut snapshot.jobs);
-        snapshot.tick = self.time.tick;
-        snapshot.complete = true;
+        self.capture_jobs(jobs);
+        snapshot.finish_taking(self.time.tick);
         Ok(())
     }
 
@@ -293,28 +292,29 @@ impl Registry {
         if !snapshot.is_complete() {
             return Err(SnapshotError::Incomplete);
         }
-        self.check_restore_jobs(snapshot.tick, &snapshot.jobs)?;
+        self.check_restore_jobs(snapshot.tick(), snapshot.jobs())?;
         // Every clone first, so a panicking `Clone` changes nothing.
         let values: Vec<Option<AnyResource>> = snapshot
-            .resources
+            .resources()
             .iter()
             .map(|image| image.value.as_deref().map(image.ops.clone_out))
             .collect();
         let pool = self.sync.shared_pool().clone();
         let (current, resources) = self.sync.write_all(&self.profiler);
-        let old_world = snapshot
-            .world
-            .restore_over(current, &OnPool(&pool), &mut self.spare_slabs);
+        let old_world =
+            snapshot
+                .world()
+                .restore_over(current, &OnPool(&pool), &mut self.spare_slabs);
         self.spare_slabs.clear();
         let mut old_values = Vec::with_capacity(values.len());
-        for (image, value) in snapshot.resources.iter().zip(values) {
+        for (image, value) in snapshot.resources().iter().zip(values) {
             let (type_id, name) = (image.ops.type_id, image.ops.name);
             old_values.push(match value {
                 Some(value) => resources.insert_any(type_id, name, value),
                 None => resources.remove_any(type_id),
             });
         }
-        let jobs_panic = self.rewind_time(snapshot.tick, Some(&snapshot.jobs));
+        let jobs_panic = self.rewind_time(snapshot.tick(), Some(snapshot.jobs()));
         // User `Drop`s run last, with the registry already restored.
         drop(old_values);
         if let Some(old_world) = old_world {

@@ -6,8 +6,8 @@ use std::panic::{self, AssertUnwindSafe};
 
 use freyr_core::{AppliedCommand, NoSuchEntity};
 
-use freyr_query::first_panic::keep_first;
 use freyr_query::launch::inflight::Retired;
+use freyr_sched::keep_first;
 
 use super::Registry;
 

@@ -100,7 +100,7 @@ impl Registry {
             for system in systems.iter_mut() {
                 match panic::catch_unwind(AssertUnwindSafe(|| system.settle(self))) {
                     Ok(n) => discarded += n,
-                    Err(payload) => freyr_query::first_panic::keep_first(&mut first_panic, payload),
+                    Err(payload) => freyr_sched::keep_first(&mut first_panic, payload),
                 }
             }
             let added = core::mem::replace(&mut self.systems[phase.index()], systems);

@@ -5,10 +5,10 @@
 use super::model::{Archetype, Export, Group, Save};
 
 /// SplitMix64: a seeded, reproducible stream.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -17,11 +17,11 @@ impl Rng {
     }
 
     /// A number below `n` (at least 1).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
 
-    pub fn coin(&mut self) -> bool {
+    pub(crate) fn coin(&mut self) -> bool {
         self.next() & 1 == 1
     }
 
@@ -38,15 +38,15 @@ impl Rng {
 
 /// The export kinds that apply to any export, forged already or not (they index no list):
 /// what a test stacks on a first mutation.
-pub const EXPORT_STACKABLE: &[usize] = &[3, 4, 5, 9, 10, 11, 12, 13, 14];
+pub(crate) const EXPORT_STACKABLE: &[usize] = &[3, 4, 5, 9, 10, 11, 12, 13, 14];
 
 /// The export kinds whose file may still be a valid export: a set emptied (its entities then
 /// arrive with no type), columns of two types with one encoding swapped, and counts a stacked
 /// mutation can set right again.
-pub const EXPORT_MAY_PASS: &[usize] = &[3, 4, 5, 12, 15, 19];
+pub(crate) const EXPORT_MAY_PASS: &[usize] = &[3, 4, 5, 12, 15, 19];
 
 /// What each export mutation does, by kind.
-pub const EXPORT_KINDS: &[&str] = &[
+pub(crate) const EXPORT_KINDS: &[&str] = &[
     "a type twice in a group's set",
     "a type index out of range",
     "a set not ascending",
@@ -84,7 +84,7 @@ fn recount(g: &mut Group) {
 }
 
 /// `e` with mutation `kind` (an index into [`EXPORT_KINDS`]). `e` has at least one group.
-pub fn forge_export(e: &Export, kind: usize, rng: &mut Rng) -> Export {
+pub(crate) fn forge_export(e: &Export, kind: usize, rng: &mut Rng) -> Export {
     let mut f = e.clone();
     let types = f.types.list.len() as u32;
     let groups = &mut f.groups.items;
@@ -219,14 +219,14 @@ pub fn forge_export(e: &Export, kind: usize, rng: &mut Rng) -> Export {
 }
 
 /// The save kinds that apply to any save, forged already or not (see [`EXPORT_STACKABLE`]).
-pub const SAVE_STACKABLE: &[usize] = &[3, 4, 9, 10, 11, 12, 13, 14, 15, 16, 21];
+pub(crate) const SAVE_STACKABLE: &[usize] = &[3, 4, 9, 10, 11, 12, 13, 14, 15, 16, 21];
 
 /// The save kinds whose file may still be a valid save: another tick, a free slot's
 /// generation changed, and counts a stacked mutation can set right again.
-pub const SAVE_MAY_PASS: &[usize] = &[3, 4, 5, 12, 15, 16, 21, 25];
+pub(crate) const SAVE_MAY_PASS: &[usize] = &[3, 4, 5, 12, 15, 16, 21, 25];
 
 /// What each save mutation does, by kind.
-pub const SAVE_KINDS: &[&str] = &[
+pub(crate) const SAVE_KINDS: &[&str] = &[
     "a type twice in an archetype",
     "a type index out of range",
     "an archetype's types not ascending",
@@ -257,7 +257,7 @@ pub const SAVE_KINDS: &[&str] = &[
 
 /// `s` with mutation `kind` (an index into [`SAVE_KINDS`]). `s` has a non-empty archetype
 /// with a type.
-pub fn forge_save(s: &Save, kind: usize, rng: &mut Rng) -> Save {
+pub(crate) fn forge_save(s: &Save, kind: usize, rng: &mut Rng) -> Save {
     let mut f = s.clone();
     let types = f.types.list.len() as u32;
     let all = &mut f.archetypes.items;

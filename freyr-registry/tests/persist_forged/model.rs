@@ -5,14 +5,14 @@
 //! the module docs, independently of the crate's own writer.
 
 /// A file's magic, format version and body.
-pub struct Framed {
+pub(crate) struct Framed {
     pub magic: [u8; 8],
     pub version: u32,
     pub body: Vec<u8>,
 }
 
 /// Splits a file written by the crate (its checksum is not checked here).
-pub fn unframe(file: &[u8]) -> Framed {
+pub(crate) fn unframe(file: &[u8]) -> Framed {
     Framed {
         magic: file[..8].try_into().unwrap(),
         version: u32::from_le_bytes(file[8..12].try_into().unwrap()),
@@ -22,7 +22,7 @@ pub fn unframe(file: &[u8]) -> Framed {
 
 /// Header, body and a correct checksum: CRC-64/NVME of the magic and version, the body, then
 /// the body length.
-pub fn frame(framed: &Framed) -> Vec<u8> {
+pub(crate) fn frame(framed: &Framed) -> Vec<u8> {
     let len = (framed.body.len() as u64).to_le_bytes();
     let mut summed = Vec::with_capacity(framed.body.len() + 20);
     summed.extend_from_slice(&framed.magic);
@@ -91,7 +91,7 @@ impl Out {
 
 /// One entry of a file's type table.
 #[derive(Clone, Debug)]
-pub struct Type {
+pub(crate) struct Type {
     pub name: Vec<u8>,
     pub version: u32,
     pub encoding: u32,
@@ -101,7 +101,7 @@ pub struct Type {
 
 /// The type table: the stored count, then the entries.
 #[derive(Clone, Debug)]
-pub struct Types {
+pub(crate) struct Types {
     pub count: u32,
     pub list: Vec<Type>,
 }
@@ -135,7 +135,7 @@ impl Types {
 
 /// A list whose stored length may disagree with it.
 #[derive(Clone, Debug)]
-pub struct Counted<T> {
+pub(crate) struct Counted<T> {
     pub count: u64,
     pub items: Vec<T>,
 }
@@ -152,7 +152,7 @@ impl<T> Counted<T> {
 /// One group of an export: its types (indices into the type table), old entity ids and one
 /// column blob per type.
 #[derive(Clone, Debug)]
-pub struct Group {
+pub(crate) struct Group {
     pub set: Counted<u32>,
     pub members: Counted<u64>,
     pub blobs: Vec<Vec<u8>>,
@@ -160,13 +160,13 @@ pub struct Group {
 
 /// An export's body.
 #[derive(Clone, Debug)]
-pub struct Export {
+pub(crate) struct Export {
     pub types: Types,
     pub groups: Counted<Group>,
 }
 
 impl Export {
-    pub fn read(body: &[u8]) -> Export {
+    pub(crate) fn read(body: &[u8]) -> Export {
         let mut c = Cursor(body);
         let types = Types::read(&mut c);
         let n = c.u64() as usize;
@@ -190,7 +190,7 @@ impl Export {
         }
     }
 
-    pub fn write(&self) -> Vec<u8> {
+    pub(crate) fn write(&self) -> Vec<u8> {
         let mut o = Out::default();
         self.types.write(&mut o);
         o.u64(self.groups.count);
@@ -206,7 +206,7 @@ impl Export {
 
 /// One archetype of a save.
 #[derive(Clone, Debug)]
-pub struct Archetype {
+pub(crate) struct Archetype {
     pub ids: Counted<u32>,
     pub slabs: Vec<u32>,
     pub chunk_ids: Vec<u32>,
@@ -216,7 +216,7 @@ pub struct Archetype {
 
 /// A save's body.
 #[derive(Clone, Debug)]
-pub struct Save {
+pub(crate) struct Save {
     pub tick: u64,
     pub types: Types,
     pub slots: Vec<u32>,
@@ -230,7 +230,7 @@ pub struct Save {
 }
 
 impl Save {
-    pub fn read(body: &[u8]) -> Save {
+    pub(crate) fn read(body: &[u8]) -> Save {
         let mut c = Cursor(body);
         let tick = c.u64();
         let types = Types::read(&mut c);
@@ -276,7 +276,7 @@ impl Save {
         }
     }
 
-    pub fn write(&self) -> Vec<u8> {
+    pub(crate) fn write(&self) -> Vec<u8> {
         let mut o = Out::default();
         o.u64(self.tick);
         self.types.write(&mut o);

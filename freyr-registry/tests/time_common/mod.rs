@@ -9,33 +9,33 @@ use freyr_registry::{Entity, StableHash, StableHasher};
 use freyr_time::{GridPath, GridPathSearch, Incremental, Progress, WorkBudget};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Pos {
+pub(crate) struct Pos {
     pub x: f32,
     pub y: f32,
 }
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Vel {
+pub(crate) struct Vel {
     pub x: f32,
     pub y: f32,
 }
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Age(pub u32);
+pub(crate) struct Age(pub u32);
 /// Written by deadline jobs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Board(pub u64);
+pub(crate) struct Board(pub u64);
 /// Written by pump results.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Label(pub u64);
+pub(crate) struct Label(pub u64);
 /// An agent walking a grid to `goal`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Agent {
+pub(crate) struct Agent {
     pub cell: (u32, u32),
     pub goal: (u32, u32),
 }
 /// The length (cells) and cost of the agent's path, and the tick it arrived; `u32::MAX` cost =
 /// no path.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Route {
+pub(crate) struct Route {
     pub cells: u32,
     pub cost: u32,
     pub found_at: u64,
@@ -85,17 +85,17 @@ impl StableHash for Route {
 }
 
 /// SplitMix64's generator step: the golden-ratio increment, then [`freyr::mix`].
-pub fn mix(z: u64) -> u64 {
+pub(crate) fn mix(z: u64) -> u64 {
     freyr::mix(z.wrapping_add(0x9E37_79B9_7F4A_7C15))
 }
 
 /// Per-entity randomness seeded by (entity, tick, salt), never a shared RNG.
-pub fn rand(e: Entity, tick: u64, salt: u64) -> u64 {
+pub(crate) fn rand(e: Entity, tick: u64, salt: u64) -> u64 {
     mix(e.to_bits() ^ tick.rotate_left(40) ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// A 24 x 24 grid with walls that force detours.
-pub fn test_grid() -> freyr_time::Grid {
+pub(crate) fn test_grid() -> freyr_time::Grid {
     let mut grid = freyr_time::Grid::new(24, 24);
     for y in 2..22 {
         grid.set_blocked(8, y, true);
@@ -108,13 +108,13 @@ pub fn test_grid() -> freyr_time::Grid {
 }
 
 /// An agent's path request: an A* search, tagged with the agent it is for.
-pub struct PathRequest {
+pub(crate) struct PathRequest {
     pub agent: Entity,
     pub search: GridPathSearch,
 }
 
 impl PathRequest {
-    pub fn new(
+    pub(crate) fn new(
         agent: Entity,
         grid: &Arc<freyr_time::Grid>,
         from: (u32, u32),
@@ -139,6 +139,6 @@ impl Incremental for PathRequest {
 }
 
 /// A blocking pause of `micros` microseconds, to make pool work slow at random.
-pub fn pause(micros: u64) {
+pub(crate) fn pause(micros: u64) {
     std::thread::sleep(std::time::Duration::from_micros(micros));
 }

@@ -5,30 +5,30 @@
 use std::sync::atomic::{AtomicU32, Ordering};
 
 /// More workers than this machine has cores, so workers are preempted mid-protocol.
-pub const OVERSUBSCRIBED: usize = 8;
+pub(crate) const OVERSUBSCRIBED: usize = 8;
 
 /// One run counter per task index: proves exactly-once delivery.
-pub struct Tally(pub Vec<AtomicU32>);
+pub(crate) struct Tally(pub Vec<AtomicU32>);
 
 impl Tally {
     /// A tally of `len` indices, all at zero.
-    pub fn new(len: usize) -> Tally {
+    pub(crate) fn new(len: usize) -> Tally {
         Tally((0..len).map(|_| AtomicU32::new(0)).collect())
     }
 
     /// Counts one run of `index`.
-    pub fn hit(&self, index: usize) {
+    pub(crate) fn hit(&self, index: usize) {
         self.0[index].fetch_add(1, Ordering::Relaxed);
     }
 
     /// How many times `index` ran.
-    pub fn count(&self, index: usize) -> u32 {
+    pub(crate) fn count(&self, index: usize) -> u32 {
         self.0[index].load(Ordering::Relaxed)
     }
 
     /// Panics naming the first index that did not run exactly once, and how many did not.
     #[track_caller]
-    pub fn assert_exactly_once(&self) {
+    pub(crate) fn assert_exactly_once(&self) {
         let wrong: Vec<(usize, u32)> = self
             .0
             .iter()

@@ -24,10 +24,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::pool_job::{JobPanic, pool_id};
-use freyr_sched::ThreadPool;
+use crate::pool_job::JobPanic;
 use freyr_sched::keep_first;
-use freyr_sched::pool_hooks::tasks_run_here;
+use freyr_sched::{PoolId, ThreadPool};
 
 use self::shared::SharedJob;
 
@@ -95,8 +94,8 @@ static NEXT_SCHEDULER: AtomicU64 = AtomicU64::new(1);
 pub struct DeadlineScheduler<R> {
     id: u64,
     latency: NonZeroU64,
-    /// The pool the jobs run on ([`pool_id`]), bound on first use.
-    pool: Option<usize>,
+    /// The pool the jobs run on ([`ThreadPool::id`]), bound on first use.
+    pool: Option<PoolId>,
     pending: VecDeque<Pending<R>>,
     next_job: u64,
     collected: Option<u64>,
@@ -259,11 +258,11 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
             let stall = if job.is_done() {
                 Duration::ZERO
             } else {
-                let tasks_before = tasks_run_here(pool);
+                let tasks_before = pool.tasks_run_here();
                 let start = Instant::now();
                 job.wait(pool);
                 let stall = start.elapsed();
-                let helped = tasks_run_here(pool) - tasks_before;
+                let helped = pool.tasks_run_here() - tasks_before;
                 report.late_jobs += 1;
                 report.stall += stall;
                 report.max_stall = report.max_stall.max(stall);
@@ -368,7 +367,7 @@ impl<R: Send + 'static> DeadlineScheduler<R> {
     }
 
     fn bind(&mut self, pool: &ThreadPool) -> Result<(), DeadlineError> {
-        let id = pool_id(pool);
+        let id = pool.id();
         match self.pool {
             None => {
                 self.pool = Some(id);

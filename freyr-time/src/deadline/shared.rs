@@ -11,11 +11,11 @@
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, OnceLock};
 
-use freyr_sched::ThreadPool;
 use freyr_sched::keep_first;
+use freyr_sched::{PoolId, ThreadPool};
 
 use super::{Cloner, Outcome};
-use crate::pool_job::{JobPanic, PoolJob, pool_id};
+use crate::pool_job::{JobPanic, PoolJob};
 
 /// A panic payload caught from a result's `Drop`.
 pub(super) type Payload = Box<dyn core::any::Any + Send>;
@@ -23,9 +23,9 @@ pub(super) type Payload = Box<dyn core::any::Any + Send>;
 /// One job in flight and, once it was captured, how to copy its result.
 pub(super) struct SharedJob<R> {
     job: PoolJob<R>,
-    /// The pool it runs on ([`pool_id`]): a scheduler that took it over from a capture of
+    /// The pool it runs on ([`ThreadPool::id`]): a scheduler that took it over from a capture of
     /// another pool's scheduler cannot help that pool to finish it.
-    pool: usize,
+    pool: PoolId,
     /// Set by the first capture: a job whose handle is shared was captured.
     cloner: OnceLock<Cloner<R>>,
 }
@@ -35,7 +35,7 @@ impl<R: Send + 'static> SharedJob<R> {
     pub(super) fn spawn(pool: &ThreadPool, work: impl FnOnce() -> R + Send + 'static) -> Arc<Self> {
         Arc::new(SharedJob {
             job: PoolJob::spawn(pool, work),
-            pool: pool_id(pool),
+            pool: pool.id(),
             cloner: OnceLock::new(),
         })
     }
@@ -60,7 +60,7 @@ impl<R> SharedJob<R> {
     /// otherwise without helping (a pool's completion wakes only its own waiters, so helping
     /// another pool could sleep through it).
     pub(super) fn wait(&self, pool: &ThreadPool) {
-        if pool_id(pool) == self.pool {
+        if pool.id() == self.pool {
             self.job.wait(pool);
         } else {
             self.job.block_until_done();

@@ -29,9 +29,7 @@ impl<R, E> Slot<R, E> {
     }
 
     pub(crate) fn lock(&self) -> MutexGuard<'_, SlotState<R, E>> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+        freyr_sync::lock_std(&self.state)
     }
 
     /// Whether the slot left `Waiting`.

@@ -24,9 +24,9 @@ mod completer;
 mod outcome;
 mod state;
 
-use crate::pool_job::{PoolJob, drop_quietly, pool_id};
-use freyr_sched::ThreadPool;
+use crate::pool_job::{PoolJob, drop_quietly};
 use freyr_sched::keep_first;
+use freyr_sched::{PoolId, ThreadPool};
 
 use self::completer::{Slot, SlotState};
 
@@ -98,7 +98,7 @@ pub struct AsyncPump<R, C = (), E = String> {
     next_launch: u64,
     coalesced: bool,
     settled: bool,
-    pool: Option<usize>,
+    pool: Option<PoolId>,
     stats: PumpStats,
 }
 
@@ -181,7 +181,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
         F: FnOnce(I) -> Result<R, E> + Send + 'static,
     {
         self.check_open()?;
-        let id = pool_id(pool);
+        let id = pool.id();
         if self.pool.is_some_and(|bound| bound != id) {
             return Err(PumpError::ForeignPool);
         }
@@ -430,7 +430,7 @@ impl<R: Send + 'static, C, E: Send + 'static> AsyncPump<R, C, E> {
         pool: &ThreadPool,
         mut discard: impl FnMut(C, Discard<R, E>),
     ) -> Result<usize, PumpError> {
-        if self.pool.is_some_and(|bound| bound != pool_id(pool)) && !self.inflight.is_empty() {
+        if self.pool.is_some_and(|bound| bound != pool.id()) && !self.inflight.is_empty() {
             return Err(PumpError::ForeignPool);
         }
         self.settled = true;

@@ -25,7 +25,7 @@ pub(crate) struct Inbox {
 }
 
 impl Inbox {
-    pub fn new(zones: u32) -> Self {
+    pub(crate) fn new(zones: u32) -> Self {
         Inbox {
             next: 1,
             done: vec![None; zones as usize],
@@ -34,7 +34,7 @@ impl Inbox {
     }
 
     /// The zones other than `me` whose marker of `tick` has not arrived, in zone order.
-    pub fn missing(&self, me: ZoneId, tick: u64) -> Vec<ZoneId> {
+    pub(crate) fn missing(&self, me: ZoneId, tick: u64) -> Vec<ZoneId> {
         (0..self.done.len() as ZoneId)
             .filter(|&z| z != me && self.done[z as usize].is_none_or(|d| d < tick))
             .collect()
@@ -42,7 +42,7 @@ impl Inbox {
 
     /// Takes in one message read at `position` while the zone is about to run `current`
     /// (ticks before it are applied): buffers a handoff, records a marker, or refuses it.
-    pub fn accept(
+    pub(crate) fn accept(
         &mut self,
         position: Position,
         payload: &[u8],
@@ -96,7 +96,7 @@ impl Inbox {
     }
 
     /// Removes and returns the handoffs due at `tick`, in (source, tick, seq) order.
-    pub fn take_due(&mut self, tick: u64) -> Vec<(PendingKey, Vec<u8>)> {
+    pub(crate) fn take_due(&mut self, tick: u64) -> Vec<(PendingKey, Vec<u8>)> {
         let later = self.pending.split_off(&(tick + 1, 0, 0, 0));
         let due = std::mem::replace(&mut self.pending, later);
         due.into_iter().collect()

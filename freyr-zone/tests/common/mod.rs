@@ -7,7 +7,7 @@ use freyr_zone::{Bus, InProcessBus, Zone, ZoneConfig, ZoneDigest, ZoneStats};
 
 /// A run's layout: zones, aircraft, map side, lookahead, ticks.
 #[derive(Clone, Copy, Debug)]
-pub struct Layout {
+pub(crate) struct Layout {
     pub zones: u32,
     pub aircraft: u64,
     pub side: f32,
@@ -16,14 +16,14 @@ pub struct Layout {
 }
 
 impl Layout {
-    pub fn strips(&self) -> Strips {
+    pub(crate) fn strips(&self) -> Strips {
         Strips {
             zones: self.zones,
             side: self.side,
         }
     }
 
-    pub fn config(&self, zone: u32) -> ZoneConfig {
+    pub(crate) fn config(&self, zone: u32) -> ZoneConfig {
         let mut c = ZoneConfig::new(zone, self.zones);
         c.lookahead = self.lookahead;
         c.batch_entities = 7; // several batches per (source, dest, tick)
@@ -31,7 +31,7 @@ impl Layout {
     }
 
     /// Zone `zone` at tick 0, its aircraft spawned.
-    pub fn zone<B: Bus>(
+    pub(crate) fn zone<B: Bus>(
         &self,
         zone: u32,
         workers: usize,
@@ -48,7 +48,10 @@ impl Layout {
 /// stats.
 /// Also each zone's whole-world hash (Freyr's `world_hash_all`: entity ids, row order and
 /// values), stronger than the merged digest: it changes if imports ran in another order.
-pub fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
+pub(crate) fn run_threads(
+    layout: Layout,
+    workers: usize,
+) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
     let bus = InProcessBus::new(layout.zones);
     let results: Vec<(ZoneDigest, ZoneStats, u64)> = std::thread::scope(|s| {
         let runs: Vec<_> = (0..layout.zones)
@@ -72,7 +75,10 @@ pub fn run_threads(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats
 
 /// Every zone in one thread, stepped in turn (zone order reversed, so messages arrive in
 /// another order than on threads).
-pub fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
+pub(crate) fn run_lockstep(
+    layout: Layout,
+    workers: usize,
+) -> (ZoneDigest, Vec<ZoneStats>, Vec<u64>) {
     let bus = InProcessBus::new(layout.zones);
     let mut zones: Vec<_> = (0..layout.zones)
         .map(|z| layout.zone(z, workers, bus.clone(), layout.config(z)))
@@ -94,7 +100,7 @@ pub fn run_lockstep(layout: Layout, workers: usize) -> (ZoneDigest, Vec<ZoneStat
     (digest, stats, hashes)
 }
 
-pub fn merge(results: Vec<(ZoneDigest, ZoneStats)>) -> (ZoneDigest, Vec<ZoneStats>) {
+pub(crate) fn merge(results: Vec<(ZoneDigest, ZoneStats)>) -> (ZoneDigest, Vec<ZoneStats>) {
     let mut merged = ZoneDigest::default();
     let mut stats = Vec::new();
     for (d, s) in results {
@@ -105,7 +111,7 @@ pub fn merge(results: Vec<(ZoneDigest, ZoneStats)>) -> (ZoneDigest, Vec<ZoneStat
 }
 
 /// Checks that every aircraft key `0..count` is there exactly once.
-pub fn assert_each_key_once(digest: &ZoneDigest, count: u64) {
+pub(crate) fn assert_each_key_once(digest: &ZoneDigest, count: u64) {
     assert!(
         digest.duplicate_keys().is_empty(),
         "duplicated: {:?}",
@@ -120,7 +126,7 @@ pub fn assert_each_key_once(digest: &ZoneDigest, count: u64) {
 
 /// The [`Bus`] contract, the same for every implementation: one publisher's messages in order,
 /// a repeated id kept once, streams per zone, replay from any position, bounded reads.
-pub fn bus_contract<B: Bus>(bus: &mut B) {
+pub(crate) fn bus_contract<B: Bus>(bus: &mut B) {
     use std::time::{Duration, Instant};
     for i in 0..50u32 {
         bus.publish(1, &format!("id-{i}"), &i.to_le_bytes())

@@ -9,7 +9,7 @@ use std::time::SystemTime;
 
 /// One criterion measurement, its id split into the parts the report groups by.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Measurement {
+pub(crate) struct Measurement {
     /// The criterion group (`core`, `query`, `registry`, `sched`).
     pub group: String,
     /// The workload, e.g. `each_1m` or `sync_point/empty_update`.
@@ -27,7 +27,7 @@ pub struct Measurement {
 
 /// What a measurement's implementation is, for the ratios.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// Freyr (`freyr*`).
     Freyr,
     /// Another ECS of the `compare` feature (`hecs*`, `bevy_ecs*`, `legion*`).
@@ -39,7 +39,7 @@ pub enum Kind {
 impl Measurement {
     /// Splits a criterion id `group/row.../implementation[/threads]` into its parts; `None` for
     /// an id with no row.
-    pub fn from_id(full_id: &str, median_ns: f64) -> Option<Measurement> {
+    pub(crate) fn from_id(full_id: &str, median_ns: f64) -> Option<Measurement> {
         let mut parts: Vec<&str> = full_id.split('/').collect();
         let threads = parts.last().and_then(|last| parse_threads(last));
         if threads.is_some() {
@@ -61,7 +61,7 @@ impl Measurement {
     }
 
     /// Freyr, a peer, or a baseline, by the implementation's name.
-    pub fn kind(&self) -> Kind {
+    pub(crate) fn kind(&self) -> Kind {
         let name = self.implementation.as_str();
         if name.starts_with("freyr") {
             Kind::Freyr
@@ -84,7 +84,7 @@ fn parse_threads(part: &str) -> Option<usize> {
 /// Every measurement under `dir` (criterion's output directory), sorted by group, row, threads
 /// and implementation; only those written at or after `since`, when given (so a fresh run is not
 /// mixed with stale results of benchmarks that no longer exist).
-pub fn collect(dir: &Path, since: Option<SystemTime>) -> io::Result<Vec<Measurement>> {
+pub(crate) fn collect(dir: &Path, since: Option<SystemTime>) -> io::Result<Vec<Measurement>> {
     let mut found = Vec::new();
     walk(dir, since, &mut found)?;
     found.sort_by(|a, b| {

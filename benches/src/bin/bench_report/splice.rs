@@ -10,7 +10,7 @@
 
 /// The rows of the headline, in its order: (group, workload). ecs_bench_suite's rows and the
 /// million rows, whichever side of 1.00x they fall on.
-pub const HEADLINE: [(&str, &str); 8] = [
+pub(crate) const HEADLINE: [(&str, &str); 8] = [
     ("query", "each_1m"),
     ("query", "each_async_1m"),
     ("query", "simple_iter"),
@@ -30,7 +30,7 @@ fn header<'a>(report: &'a str, key: &str) -> Option<&'a str> {
 /// The headline: the [`HEADLINE`] rows of the report's summary table (the first table whose
 /// header starts with `| group | workload |`), as workload, threads, Freyr's median, the
 /// fastest peer and the ratio, under one sentence naming the build, machine and date.
-pub fn headline(report: &str) -> String {
+pub(crate) fn headline(report: &str) -> String {
     let summary = report
         .split("\n## Every measurement")
         .next()
@@ -67,7 +67,7 @@ pub fn headline(report: &str) -> String {
 }
 
 /// The sections of one build: (name, body).
-pub fn sections(report: &str, generic: bool) -> [(String, String); 3] {
+pub(crate) fn sections(report: &str, generic: bool) -> [(String, String); 3] {
     let suffix = if generic { "-generic" } else { "" };
     let whole = report
         .lines()
@@ -102,7 +102,7 @@ pub fn sections(report: &str, generic: bool) -> [(String, String); 3] {
 /// # Errors
 ///
 /// A message when a section's BEGIN marker has no END marker after it.
-pub fn splice(text: &str, sections: &[(String, String)]) -> Result<(String, usize), String> {
+pub(crate) fn splice(text: &str, sections: &[(String, String)]) -> Result<(String, usize), String> {
     let mut out = text.to_string();
     let mut replaced = 0;
     for (name, body) in sections {

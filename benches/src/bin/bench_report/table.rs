@@ -58,7 +58,7 @@ fn floor<'a>(all: &'a [Measurement], (group, row, threads): RowKey<'_>) -> Optio
 }
 
 /// A duration in nanoseconds with three significant digits and a fitting unit.
-pub fn time(ns: f64) -> String {
+pub(crate) fn time(ns: f64) -> String {
     let (value, unit) = if ns < 1e3 {
         (ns, "ns")
     } else if ns < 1e6 {
@@ -144,7 +144,7 @@ fn render_spread(
 }
 
 /// The two tables, in markdown.
-pub fn render(all: &[Measurement]) -> String {
+pub(crate) fn render(all: &[Measurement]) -> String {
     let mut rows: BTreeMap<RowKey<'_>, Vec<&Measurement>> = BTreeMap::new();
     for m in all {
         rows.entry(key(m)).or_default().push(m);

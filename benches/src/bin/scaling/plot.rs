@@ -13,7 +13,7 @@ use crate::Point;
 static FONT: &[u8] = include_bytes!("../../../assets/DejaVuSansMono.ttf");
 
 /// Registers the bundled font (once per process).
-pub fn register_font() {
+pub(crate) fn register_font() {
     plotters::style::register_font("sans-serif", FontStyle::Normal, FONT)
         .unwrap_or_else(|_| panic!("the bundled DejaVuSansMono.ttf is not a valid font"));
 }
@@ -22,7 +22,7 @@ pub fn register_font() {
 const SIZE: (u32, u32) = (960, 640);
 
 /// Draws `points` (every workload's measurements) to `svg` and `png`.
-pub fn speedup_plots(
+pub(crate) fn speedup_plots(
     points: &[Point],
     max_workers: usize,
     caption: &str,

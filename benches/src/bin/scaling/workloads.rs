@@ -16,7 +16,7 @@ const DT: f32 = 1.0 / 60.0;
 
 /// A workload built for one worker count: what one tick does, and the registry whose profiler
 /// counts the tick's tasks and steals.
-pub trait Ticking {
+pub(crate) trait Ticking {
     /// Runs one tick.
     fn tick(&mut self);
     /// The registry the tick runs on.
@@ -36,7 +36,7 @@ impl Ticking for Registry {
 
 /// How big a workload is built.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Size {
+pub(crate) enum Size {
     /// The size the sweep measures (the one [`Workload::about`] describes).
     Full,
     /// A small world of the same shape, for tests.
@@ -45,7 +45,7 @@ pub enum Size {
 }
 
 /// A measured workload.
-pub struct Workload {
+pub(crate) struct Workload {
     /// Its name in the table, CSV and plots.
     pub name: &'static str,
     /// One line on what a tick does.
@@ -55,7 +55,7 @@ pub struct Workload {
 }
 
 /// Every workload, in sweep order.
-pub const WORKLOADS: &[Workload] = &[
+pub(crate) const WORKLOADS: &[Workload] = &[
     Workload {
         name: "heavy_compute",
         about: "1k entities invert a 4x4 matrix 100 times each; tasks of 64 rows",
@@ -118,14 +118,14 @@ fn million_iter(workers: usize, size: Size) -> Box<dyn Ticking> {
 /// loop from tick 0 under the same (unloaded) levers every tick: no governor reacts to this
 /// machine's timing, so every worker count does the same work, tick for tick (the example
 /// proves the per-peer streams and the world byte-identical across worker counts).
-pub struct ServerTick {
+pub(crate) struct ServerTick {
     server: Server,
     next: u64,
 }
 
 impl ServerTick {
     /// A server of `settings` with `workers` workers, before its first tick.
-    pub fn new(settings: Settings, workers: usize) -> Self {
+    pub(crate) fn new(settings: Settings, workers: usize) -> Self {
         ServerTick {
             server: Server::new(settings, workers),
             next: 0,

@@ -3,8 +3,8 @@
 
 use std::path::Path;
 
+use freyr_core::SpareSlabs;
 use freyr_core::World;
-use freyr_core::parts::SpareSlabs;
 
 use crate::registry::Registry;
 use freyr_persist::persist::LoadError;
