@@ -31,8 +31,9 @@ pub struct TickTerm {
     pub since: u64,
 }
 
-/// The chunk selection and stamping of one run of a query over one archetype.
-pub(crate) struct ArchetypeTicks<'a> {
+/// The chunk selection and stamping of one run of a query over one archetype (internal to the
+/// Freyr workspace: freyr-registry's function-system queries walk chunks with it).
+pub struct ArchetypeTicks<'a> {
     archetype: &'a Archetype,
     /// `(column, kind, since)` per term.
     terms: Vec<(usize, TickKind, u64)>,
@@ -44,7 +45,7 @@ impl<'a> ArchetypeTicks<'a> {
     /// The selection for `archetype` whose written columns are `written`, stamping `tick`; `None`
     /// when a term names a component the archetype lacks (no chunk of it passes).
     #[inline]
-    pub(crate) fn new(
+    pub fn new(
         archetype: &'a Archetype,
         terms: &[TickTerm],
         written: &'a [usize],
@@ -65,7 +66,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Whether chunk `chunk` passes every term.
     #[inline]
-    pub(crate) fn passes(&self, chunk: usize) -> bool {
+    pub fn passes(&self, chunk: usize) -> bool {
         self.terms.iter().all(|&(column, kind, since)| {
             let stamp = match kind {
                 TickKind::Changed => self.archetype.changed_tick(chunk, column),
@@ -77,7 +78,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Stamps the written columns of chunk `chunk` changed: the run was granted write access.
     #[inline]
-    pub(crate) fn stamp(&self, chunk: usize) {
+    pub fn stamp(&self, chunk: usize) {
         for &column in self.written {
             self.archetype.mark_changed(chunk, column, self.tick);
         }
@@ -85,7 +86,7 @@ impl<'a> ArchetypeTicks<'a> {
 
     /// Checks chunk `chunk` and, when it passes, stamps it: what a run does before visiting it.
     #[inline]
-    pub(crate) fn select(&self, chunk: usize) -> bool {
+    pub fn select(&self, chunk: usize) -> bool {
         let pass = self.passes(chunk);
         if pass {
             self.stamp(chunk);

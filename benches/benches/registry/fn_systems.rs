@@ -19,7 +19,7 @@ use crate::Group;
 use crate::schedule::{A, B, C, D, E};
 
 /// One float a system of `seq_64x256` updates.
-pub trait Val: Send + Sync + 'static {
+pub(crate) trait Val: Send + Sync + 'static {
     fn step(&mut self);
     fn value(&self) -> f32;
 }
@@ -30,7 +30,7 @@ macro_rules! comps {
             /// One of the 64 components of `seq_64x256`.
             #[derive(Clone, Copy, Debug)]
             #[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
-            pub struct $t(pub f32);
+            pub(crate) struct $t(pub(crate) f32);
             impl Val for $t {
                 #[inline]
                 fn step(&mut self) {
@@ -170,7 +170,7 @@ mod peers {
     }
 }
 
-pub fn register(group: &mut Group<'_>, n: usize) {
+pub(crate) fn register(group: &mut Group<'_>, n: usize) {
     for (name, function) in [("freyr_fn", true), ("freyr_each", false)] {
         let mut registry = seq_freyr(n, function);
         group.bench_function(format!("seq_64x256/{name}/w{n}"), |b| {

@@ -1,4 +1,5 @@
 //! Synchronous iteration on the calling thread, and the row walk all per-row loops share.
 
 pub mod each;
-pub(crate) mod rows;
+#[doc(hidden)]
+pub mod rows;

@@ -23,7 +23,7 @@ use crate::fetch::QueryData;
 /// query form's callback is); `'w` is named only so that a `Context<'w, V>` of the caller can
 /// be handed to that callback beside them.
 #[inline(always)]
-pub(crate) unsafe fn fold_rows<'w, Q, A>(
+pub unsafe fn fold_rows<'w, Q, A>(
     ptrs: Q::Ptrs,
     first: usize,
     entities: &[Entity],

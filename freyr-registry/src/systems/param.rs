@@ -169,6 +169,10 @@ impl SystemAccess {
 
 /// The registry's side of `prepare`: the world (quiesced: no launch in flight) and the
 /// resources, each resource's pointer taken once per segment.
+#[allow(
+    unnameable_types,
+    reason = "reached only through `SystemParam`'s methods, which the sealed trait keeps to this crate"
+)]
 pub struct Prepare<'a> {
     pub(crate) world: &'a World,
     pub(crate) sync: &'a mut SyncedWorld,
@@ -207,6 +211,10 @@ impl Prepare<'_> {
 
 /// What one run of one system gets: the world, its layout, the tick, the system's previous
 /// run and its command and event buffer.
+#[allow(
+    unnameable_types,
+    reason = "reached only through `SystemParam`'s methods, which the sealed trait keeps to this crate"
+)]
 pub struct SystemContext<'w> {
     pub(crate) world: &'w World,
     pub(crate) stamp: LayoutStamp,
@@ -218,6 +226,10 @@ pub struct SystemContext<'w> {
 
 /// A pointer a system's state keeps between `prepare` and `fetch` (which may run on another
 /// thread).
+#[allow(
+    unnameable_types,
+    reason = "reached only through `SystemParam`'s methods, which the sealed trait keeps to this crate"
+)]
 pub struct SendPtr<T>(Option<NonNull<T>>);
 
 impl<T> Default for SendPtr<T> {
@@ -232,6 +244,10 @@ impl<T> Default for SendPtr<T> {
 unsafe impl<T: Send + Sync> Send for SendPtr<T> {}
 
 mod sealed {
+    #[allow(
+        unnameable_types,
+        reason = "the seal of `SystemParam`: other crates must not implement it"
+    )]
     pub trait Sealed {}
 }
 

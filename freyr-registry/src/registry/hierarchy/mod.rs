@@ -21,7 +21,7 @@ use std::panic::{self, AssertUnwindSafe};
 
 use freyr_core::{Entity, NoSuchEntity, World};
 use freyr_persist::{StableHash, StableHasher};
-use freyr_query::first_panic::keep_first;
+use freyr_sched::keep_first;
 
 use super::Registry;
 
