@@ -5,7 +5,8 @@
 //! model of every entity's components.
 //!
 //! Ignored by default. `.ci/run` runs it reduced:
-//! `FREYR_SOAK_TICKS=300 cargo test -p freyr-query --release --test soak -- --ignored`.
+//! `FREYR_SOAK_TICKS=300 cargo test --workspace --test soak -- --ignored` (what CI runs, on the
+//! test build; add `--release` for the default 10,000 ticks).
 //! Knobs: `FREYR_SOAK_TICKS` (default 10,000), `FREYR_SOAK_SEED` (default fixed). On failure the
 //! seed, tick and recent operations are printed; rerun with that seed to reproduce.
 //!
@@ -1003,7 +1004,7 @@ impl Soak {
 }
 
 #[test]
-#[ignore = "soak: ~25 s in release at the default size; .ci/run runs it with FREYR_SOAK_TICKS=300"]
+#[ignore = "soak: ~25 s in release at the default size; .ci/run runs 300 ticks on the test build"]
 fn soak_random_queries_commands_and_panics_keep_the_world_valid() {
     let ticks = env_u64("FREYR_SOAK_TICKS", 10_000) as usize;
     let seed = env_u64("FREYR_SOAK_SEED", 0x5EED_F4E7_0000_0004);
