@@ -223,7 +223,13 @@ fn a_panicking_clone_leaves_the_world_as_it_was() {
 
 /// A world of plain rows (`Pos`) and of rows that clone (`Pos`, `Tally`), advanced past the
 /// snapshot point: returns the plain ids, the snapshot and its description.
-fn mixed(world: &mut World) -> (Vec<Entity>, freyr_core::snapshot::WorldSnapshot, Vec<String>) {
+fn mixed(
+    world: &mut World,
+) -> (
+    Vec<Entity>,
+    freyr_core::snapshot::WorldSnapshot,
+    Vec<String>,
+) {
     let ids = world.spawn_batch((0..N).map(|i| (Pos(i, 0),)));
     world.spawn_batch((0..N / 4).map(|i| (Pos(i, 1), Tally(Box::new(i)))));
     let snapshot = world.snapshot(&types()).unwrap();
@@ -351,5 +357,9 @@ fn a_skipping_parallel_for_after_the_world_is_taken_apart_empties_it() {
     // The replaced values and the clones made before the skip: each dropped once, already.
     let made = (N / 4) as usize + 1 + (CLONES.load(Ordering::SeqCst) - clones);
     drop(snapshot);
-    assert_eq!(DROPS.load(Ordering::SeqCst) - drops, made, "each value once");
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst) - drops,
+        made,
+        "each value once"
+    );
 }

@@ -295,8 +295,7 @@ impl WorldSnapshot {
             }
             panic!("{SKIPPED}");
         }
-        let restored =
-            World::from_snapshot_parts(entities, components, building.finish(), table);
+        let restored = World::from_snapshot_parts(entities, components, building.finish(), table);
         let replaced = core::mem::replace(world, restored);
         kept.then_some(replaced)
     }
