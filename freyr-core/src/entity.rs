@@ -180,7 +180,7 @@ pub(crate) struct Location {
 
 impl Location {
     #[inline]
-    fn pack(self) -> u32 {
+    pub(crate) fn pack(self) -> u32 {
         debug_assert!((self.chunk as usize) < MAX_CHUNKS && self.row <= ROW_MASK);
         (self.chunk << ROW_BITS) | self.row
     }

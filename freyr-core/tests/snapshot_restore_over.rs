@@ -220,3 +220,146 @@ fn a_panicking_clone_leaves_the_world_as_it_was() {
         "each value once"
     );
 }
+
+/// A world of plain rows (`Pos`) and of rows that clone (`Pos`, `Tally`), advanced past the
+/// snapshot point: returns the plain ids, the snapshot and its description.
+fn mixed(
+    world: &mut World,
+) -> (
+    Vec<Entity>,
+    freyr_core::snapshot::WorldSnapshot,
+    Vec<String>,
+) {
+    let ids = world.spawn_batch((0..N).map(|i| (Pos(i, 0),)));
+    world.spawn_batch((0..N / 4).map(|i| (Pos(i, 1), Tally(Box::new(i)))));
+    let snapshot = world.snapshot(&types()).unwrap();
+    let at_s = describe(world);
+    advance(world, &ids);
+    // A Tally row the snapshot does not hold: the replaced world keeps it to drop.
+    world.spawn((Pos(9, 9), Tally(Box::new(9))));
+    (ids, snapshot, at_s)
+}
+
+#[test]
+fn plain_rows_are_restored_in_place_beside_rows_that_clone() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
+    let mut world = World::new();
+    let (ids, snapshot, at_s) = mixed(&mut world);
+    let addresses = [pos_at(&world, ids[0]), pos_at(&world, ids[IN_SECOND_SLAB])];
+    let mut spare = SpareSlabs::new();
+    for round in 0..3 {
+        let live = tallies(&world);
+        let replaced = snapshot
+            .restore_over(&mut world, &Sequential, &mut spare)
+            .expect("the Tally rows are left to drop");
+        world.check_invariants();
+        assert_eq!(describe(&world), at_s, "round {round}");
+        assert_eq!(
+            [pos_at(&world, ids[0]), pos_at(&world, ids[IN_SECOND_SLAB])],
+            addresses,
+            "the plain rows are copied into the slabs they were in, round {round}"
+        );
+        // What is handed back is a valid world of the rows to drop, and nothing else.
+        replaced.check_invariants();
+        assert_eq!((replaced.len(), tallies(&replaced)), (live, live));
+        let before = DROPS.load(Ordering::SeqCst);
+        replaced.recycle_into(&mut spare);
+        assert_eq!(DROPS.load(Ordering::SeqCst) - before, live, "round {round}");
+    }
+    drop((world, snapshot));
+    let made = (N / 4) as usize + 1 + (CLONES.load(Ordering::SeqCst) - clones);
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst) - drops,
+        made,
+        "each value once"
+    );
+}
+
+#[test]
+fn the_replaced_world_can_be_used_before_it_is_dropped() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let mut world = World::new();
+    let (_, snapshot, _) = mixed(&mut world);
+    let mut replaced = snapshot
+        .restore_over(&mut world, &Sequential, &mut SpareSlabs::new())
+        .unwrap();
+    let kept: Vec<Entity> = replaced
+        .archetypes()
+        .iter()
+        .flat_map(|a| a.chunks())
+        .flat_map(|c| c.entities().to_vec())
+        .collect();
+    assert_eq!(kept.len(), replaced.len());
+    // Row moves in every direction update the (renumbered) slots.
+    let fresh = replaced.spawn((Pos(1, 1), Tally(Box::new(1))));
+    replaced.despawn(kept[0]).unwrap();
+    replaced.remove::<(Tally,)>(kept[1]).unwrap();
+    replaced.despawn(fresh).unwrap();
+    replaced.check_invariants();
+    assert_eq!(replaced.len(), kept.len() - 1);
+    world.check_invariants();
+}
+
+#[test]
+fn a_panicking_clone_leaves_the_plain_rows_as_they_were() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
+    let mut world = World::new();
+    let (ids, snapshot, _) = mixed(&mut world);
+    let (current, id) = (describe(&world), world.id());
+    let address = pos_at(&world, ids[IN_SECOND_SLAB]);
+    let start = CLONES.load(Ordering::SeqCst);
+    PANIC_AT.store(start + N as usize / 8, Ordering::SeqCst);
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        snapshot.restore_over(&mut world, &Sequential, &mut SpareSlabs::new())
+    }));
+    PANIC_AT.store(usize::MAX, Ordering::SeqCst);
+    assert!(run.is_err(), "the panic is re-raised");
+    assert_eq!((describe(&world), world.id()), (current, id), "unchanged");
+    assert_eq!(pos_at(&world, ids[IN_SECOND_SLAB]), address);
+    world.check_invariants();
+    let made = (N / 4) as usize + 1 + (CLONES.load(Ordering::SeqCst) - clones) - 1;
+    drop((world, snapshot));
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst) - drops,
+        made,
+        "each value once"
+    );
+}
+
+/// Runs its first `parallel_for` in full and skips every later one.
+struct SkipsAfterFirst(AtomicUsize);
+impl freyr_core::snapshot::ParallelFor for SkipsAfterFirst {
+    fn parallel_for(&self, count: usize, f: &(dyn Fn(usize) + Sync)) {
+        if self.0.fetch_add(1, Ordering::SeqCst) == 0 {
+            (0..count).for_each(f);
+        }
+    }
+}
+
+#[test]
+fn a_skipping_parallel_for_after_the_world_is_taken_apart_empties_it() {
+    let _one = TALLIES.lock().unwrap_or_else(|e| e.into_inner());
+    let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
+    let mut world = World::new();
+    let (_, snapshot, _) = mixed(&mut world);
+    let run = catch_unwind(AssertUnwindSafe(|| {
+        snapshot.restore_over(
+            &mut world,
+            &SkipsAfterFirst(AtomicUsize::new(0)),
+            &mut SpareSlabs::new(),
+        )
+    }));
+    assert!(run.is_err(), "refused");
+    assert!(world.is_empty());
+    world.check_invariants();
+    // The replaced values and the clones made before the skip: each dropped once, already.
+    let made = (N / 4) as usize + 1 + (CLONES.load(Ordering::SeqCst) - clones);
+    drop(snapshot);
+    assert_eq!(
+        DROPS.load(Ordering::SeqCst) - drops,
+        made,
+        "each value once"
+    );
+}

@@ -32,11 +32,10 @@ impl AllocatorImage {
         self.free_chunks.extend_from_slice(free_chunks);
     }
 
-    /// The allocator as captured.
-    pub(crate) fn entities(&self) -> Entities {
-        let mut entities = Entities::default();
+    /// Overwrites `entities` with the allocator as captured, in its own buffers (a restore
+    /// copies into the replaced world's table rather than a fresh one).
+    pub(crate) fn restore_into(&self, entities: &mut Entities) {
         entities.set_parts(&self.slots, &self.free, self.len);
-        entities
     }
 
     /// A chunk table with the captured id count and free list; the live ids are filled in as

@@ -114,6 +114,14 @@ impl ArchetypeImage {
         }
     }
 
+    /// Whether restoring this archetype runs a `Clone` (a column of values not registered as
+    /// a plain copy).
+    fn clones(&self) -> bool {
+        self.columns
+            .iter()
+            .any(|column| column.ops.is_some_and(|ops| ops.clone.is_some()))
+    }
+
     /// Rows of chunk `index`.
     fn chunk_len(&self, index: usize) -> usize {
         self.len
@@ -152,7 +160,11 @@ pub struct WorldSnapshot {
     components: Vec<ComponentInfo>,
     allocator: AllocatorImage,
     archetypes: Vec<ArchetypeImage>,
+    /// Units of archetypes with a cloned column first ([`ArchetypeImage::clones`]), then the
+    /// plain copies.
     units: Vec<Unit>,
+    /// How many of `units` are those of archetypes with a cloned column.
+    cloned_units: usize,
     states: Vec<AtomicU8>,
     complete: bool,
 }
@@ -181,6 +193,7 @@ impl WorldSnapshot {
             allocator: AllocatorImage::default(),
             archetypes: Vec::new(),
             units: Vec::new(),
+            cloned_units: 0,
             states: Vec::new(),
             complete: false,
         }
@@ -246,18 +259,30 @@ impl WorldSnapshot {
             self.archetypes.push(ArchetypeImage::new());
         }
         self.units.clear();
-        for (a, (image, archetype)) in self.archetypes.iter_mut().zip(archetypes).enumerate() {
+        for (image, archetype) in self.archetypes.iter_mut().zip(archetypes) {
             shape_archetype(image, archetype, types);
-            for chunk in 0..archetype.chunk_count() as u32 {
-                let unit = |column| Unit {
-                    archetype: a as u32,
-                    column,
-                    chunk,
-                };
-                self.units.push(unit(ENTITY_COLUMN));
-                for column in 0..image.columns.len() as u32 {
-                    self.units.push(unit(column));
+        }
+        // The units of archetypes whose restore runs a `Clone` first: a restore runs them
+        // before it touches the world it replaces (see `restore_over`).
+        for cloned in [true, false] {
+            for (a, (image, archetype)) in self.archetypes.iter().zip(archetypes).enumerate() {
+                if image.clones() != cloned {
+                    continue;
                 }
+                for chunk in 0..archetype.chunk_count() as u32 {
+                    let unit = |column| Unit {
+                        archetype: a as u32,
+                        column,
+                        chunk,
+                    };
+                    self.units.push(unit(ENTITY_COLUMN));
+                    for column in 0..image.columns.len() as u32 {
+                        self.units.push(unit(column));
+                    }
+                }
+            }
+            if cloned {
+                self.cloned_units = self.units.len();
             }
         }
         self.states.clear();

@@ -1,10 +1,13 @@
 //! Turning a [`WorldSnapshot`] back into a [`World`]: the same component table, archetypes
 //! (with the same slabs and chunk ids), rows, and allocator; fresh caches and a fresh id.
 
+use core::ops::Range;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU8, Ordering};
 
 use crate::CHUNK_CAPACITY;
 use crate::archetype::{Archetype, ArchetypeId};
+use crate::chunk::ChunkTable;
 use crate::column::for_each_finishing_on_panic;
 use crate::component::Components;
 use crate::entity::Entity;
@@ -14,12 +17,12 @@ use crate::world::World;
 use super::columns::ValueOps;
 use super::{CLAIMED, DONE, ENTITY_COLUMN, FREE, ParallelFor, WorldSnapshot};
 
-/// The archetypes being restored, and which units' values are in place: dropping it (when a
-/// `Clone` panicked) drops exactly those values; the archetypes' rows are not counted yet, so
-/// the archetypes themselves then free only their slabs.
+/// The archetypes being restored (`None` until built), and which units' values are in place:
+/// dropping it (when a `Clone` panicked) drops exactly those values; the archetypes' rows are
+/// not counted yet, so the archetypes themselves then free only their slabs.
 struct Building<'s> {
     snapshot: &'s WorldSnapshot,
-    archetypes: Vec<Archetype>,
+    archetypes: Vec<Option<Archetype>>,
     states: Vec<AtomicU8>,
 }
 
@@ -31,7 +34,11 @@ impl Drop for Building<'_> {
             if states[i].swap(FREE, Ordering::Acquire) != DONE || unit.column == ENTITY_COLUMN {
                 return;
             }
-            let rows = &archetypes[unit.archetype as usize].rows;
+            // A unit is DONE only once its archetype is built.
+            let Some(archetype) = &archetypes[unit.archetype as usize] else {
+                return;
+            };
+            let rows = &archetype.rows;
             let column = unit.column as usize;
             let Some(drop) = rows.columns[column].drop else {
                 return;
@@ -46,7 +53,67 @@ impl Drop for Building<'_> {
     }
 }
 
-impl Building<'_> {
+impl<'s> Building<'s> {
+    /// Nothing built, every unit free.
+    fn new(snapshot: &'s WorldSnapshot) -> Building<'s> {
+        Building {
+            snapshot,
+            archetypes: snapshot.archetypes.iter().map(|_| None).collect(),
+            states: (0..snapshot.units.len())
+                .map(|_| AtomicU8::new(FREE))
+                .collect(),
+        }
+    }
+
+    /// Builds archetype `a` of the snapshot (its slabs, chunk ids and change ticks; no rows
+    /// yet), with the slabs taken from `spare` where it holds one of the same layout.
+    fn build(
+        &mut self,
+        a: usize,
+        components: &Components,
+        table: &mut ChunkTable,
+        spare: &mut SpareSlabs,
+    ) {
+        let image = &self.snapshot.archetypes[a];
+        let mut archetype = Archetype::with_chunks(
+            ArchetypeId(a as u32),
+            &image.components,
+            components,
+            &image.slabs,
+            &image.chunk_ids,
+            table,
+            spare,
+        );
+        archetype.rows.ticks.import(&image.changed, &image.added);
+        self.archetypes[a] = Some(archetype);
+    }
+
+    /// Runs the units `range` (whose archetypes are built) over `parallel`; returns whether
+    /// every one of them is done (false: `parallel` skipped some).
+    fn run(&self, range: Range<usize>, parallel: &dyn ParallelFor) -> bool {
+        let (first, count) = (range.start, range.len());
+        parallel.parallel_for(count, &|k| self.restore_unit(first + k));
+        self.states[range]
+            .iter()
+            .all(|s| s.load(Ordering::Acquire) == DONE)
+    }
+
+    /// Every unit is done and every archetype built: counts the rows (the archetypes own
+    /// their values from here on), disarms the guard and hands the archetypes over.
+    fn finish(mut self) -> Vec<Archetype> {
+        self.states.clear();
+        let snapshot = self.snapshot;
+        core::mem::take(&mut self.archetypes)
+            .into_iter()
+            .zip(&snapshot.archetypes)
+            .map(|(archetype, image)| {
+                let mut archetype = archetype.expect("every archetype is built");
+                archetype.rows.len = image.len;
+                archetype
+            })
+            .collect()
+    }
+
     /// Runs unit `i`: copies one column of one chunk from the snapshot into the new slabs.
     fn restore_unit(&self, i: usize) {
         if self.states[i]
@@ -58,7 +125,10 @@ impl Building<'_> {
         let unit = self.snapshot.units[i];
         let chunk = unit.chunk as usize;
         let image = &self.snapshot.archetypes[unit.archetype as usize];
-        let rows = &self.archetypes[unit.archetype as usize].rows;
+        let rows = &self.archetypes[unit.archetype as usize]
+            .as_ref()
+            .expect("an archetype is built before its units run")
+            .rows;
         let window = rows.window(chunk);
         let count = image.chunk_len(chunk);
         let (src, dst, ops) = if unit.column == ENTITY_COLUMN {
@@ -118,32 +188,39 @@ impl WorldSnapshot {
     /// }
     /// ```
     pub fn restore(&self, parallel: &dyn ParallelFor) -> World {
-        self.restore_reusing(parallel, &mut SpareSlabs::new())
+        let mut world = World::new();
+        // A new world holds no value: nothing is replaced, nothing left to drop.
+        let replaced = self.restore_over(&mut world, parallel, &mut SpareSlabs::new());
+        debug_assert!(replaced.is_none());
+        world
     }
 
     /// Puts the world this snapshot was taken of in `world`'s place (the world
     /// [`restore`](WorldSnapshot::restore) gives: a new world, with a fresh identity), copied
     /// into chunk memory that is already mapped rather than into fresh pages, whose first touch
-    /// is a page fault each and cost a restore more than the copying itself:
+    /// is a page fault each and cost a restore more than the copying itself. In two steps:
     ///
-    /// - when restoring runs no `Clone` (every column registered with
-    ///   [`register_copy`](super::SnapshotTypes::register_copy)) and dropping `world`'s values
-    ///   runs no `Drop` (no live value has drop glue), nothing can panic on the way, so `world`
-    ///   is taken apart first and the restored world is copied into its slabs, still in cache;
-    ///   returns `None`;
-    /// - otherwise the restored world is built first, in slabs taken from `spare` (those a
-    ///   replaced world gave back with [`World::recycle_into`]) where the sizes match, so a
-    ///   panicking `Clone` leaves `world` as it was; returns the replaced world, whose values
-    ///   the caller then drops, or gives back to `spare` for the next restore.
+    /// 1. the snapshot's archetypes that hold a value restored with `Clone` (a type registered
+    ///    with [`register_clone`](super::SnapshotTypes::register_clone)) are built first,
+    ///    beside `world`, in slabs taken from `spare` (those a replaced world gave back with
+    ///    [`World::recycle_into`]) where the layouts match, so a panicking `Clone` leaves
+    ///    `world` as it was;
+    /// 2. then nothing can panic on the way: every archetype of `world` whose values run no
+    ///    `Drop` (none live, or no drop glue) gives its slabs up, and the snapshot's other
+    ///    archetypes (plain copies) are copied into them, still in cache, as is the entity
+    ///    table into `world`'s own.
     ///
-    /// New slabs are allocated only for what neither provides; `spare` keeps what was not
-    /// reused.
+    /// Returns `None` when every archetype of `world` was taken apart that way (nothing is
+    /// left to drop); otherwise the replaced world, holding the values that run a `Drop` (each
+    /// once: the restored world shares none), which the caller then drops, or gives back to
+    /// `spare` for the next restore. New slabs are allocated only for what neither provides;
+    /// `spare` keeps what was not reused.
     ///
     /// # Panics
     /// If the snapshot is incomplete (nothing changes); re-raises a panic of a component's
     /// `Clone` (`world` is unchanged, the values cloned before it are dropped exactly once, and
     /// the slabs taken from `spare` are freed); if `parallel` skipped work (`world` is then
-    /// left empty or unchanged).
+    /// left unchanged, or empty with every value it held dropped once).
     ///
     /// # Examples
     /// ```
@@ -164,12 +241,15 @@ impl WorldSnapshot {
     /// let e = world.spawn((String::from("kept"),));
     /// let cloned = world.snapshot(&types).unwrap();
     /// for _ in 0..3 {
-    ///     // A `Clone` runs: built first, then the replaced world's memory is kept for the
-    ///     // next restore.
+    ///     // A `Clone` runs: the `String` archetype is built first, the `u64` one is copied
+    ///     // in place; the replaced `String` is left to drop, its memory kept for the next
+    ///     // restore.
     ///     let replaced = cloned.restore_over(&mut world, &Sequential, &mut spare).unwrap();
+    ///     assert_eq!(replaced.len(), 1);
     ///     replaced.recycle_into(&mut spare);
     /// }
     /// assert_eq!(world.get::<String>(e).unwrap(), "kept");
+    /// assert_eq!(world.len(), 1001);
     /// assert!(spare.bytes() > 0);
     /// ```
     pub fn restore_over(
@@ -182,75 +262,41 @@ impl WorldSnapshot {
             self.complete,
             "freyr: restoring an incomplete snapshot (never filled, or its taking panicked)"
         );
-        if self.copies_only() && !world.values_need_drop() {
-            // No `Drop` runs in taking `world` apart and no `Clone` in the copying, so nothing
-            // between here and the assignment can leave `world` half replaced.
-            core::mem::take(world).recycle_in_place(spare);
-            *world = self.restore_reusing(parallel, spare);
-            return None;
-        }
-        let restored = self.restore_reusing(parallel, spare);
-        Some(core::mem::replace(world, restored))
-    }
-
-    /// Whether restoring runs no `Clone`: every column with values is a plain copy.
-    fn copies_only(&self) -> bool {
-        self.archetypes.iter().all(|image| {
-            image
-                .columns
-                .iter()
-                .all(|column| column.ops.is_none_or(|ops| ops.clone.is_none()))
-        })
-    }
-
-    /// As [`restore`](WorldSnapshot::restore), with the slabs taken from `spare` where it
-    /// holds one of the same layout.
-    fn restore_reusing(&self, parallel: &dyn ParallelFor, spare: &mut SpareSlabs) -> World {
-        assert!(
-            self.complete,
-            "freyr: restoring an incomplete snapshot (never filled, or its taking panicked)"
-        );
+        const SKIPPED: &str =
+            "freyr: a ParallelFor skipped work units of a restore; it must call every index";
         let components = Components::from_infos(&self.components);
         let mut table = self.allocator.chunk_table();
-        let mut archetypes = Vec::with_capacity(self.archetypes.len());
+        let mut building = Building::new(self);
+        // Step 1, beside `world`: the archetypes whose restore runs a `Clone`.
         for (a, image) in self.archetypes.iter().enumerate() {
-            let mut archetype = Archetype::with_chunks(
-                ArchetypeId(a as u32),
-                &image.components,
-                &components,
-                &image.slabs,
-                &image.chunk_ids,
-                &mut table,
-                spare,
-            );
-            archetype.rows.ticks.import(&image.changed, &image.added);
-            archetypes.push(archetype);
+            if image.clones() {
+                building.build(a, &components, &mut table, spare);
+            }
         }
-        let mut building = Building {
-            snapshot: self,
-            archetypes,
-            states: (0..self.units.len()).map(|_| AtomicU8::new(FREE)).collect(),
-        };
-        {
-            let shared = &building;
-            parallel.parallel_for(self.units.len(), &|i| shared.restore_unit(i));
+        // A skip here unwinds through `building`, which drops what it cloned.
+        assert!(building.run(0..self.cloned_units, parallel), "{SKIPPED}");
+        // Step 2: no user code runs from here on. `world`'s memory that holds no value to
+        // drop goes to `spare`, for the plain archetypes to take straight back.
+        let (mut entities, kept) = world.take_apart_plain(spare);
+        self.allocator.restore_into(&mut entities);
+        for (a, image) in self.archetypes.iter().enumerate() {
+            if !image.clones() {
+                building.build(a, &components, &mut table, spare);
+            }
         }
-        let skipped = building
-            .states
-            .iter()
-            .any(|s| s.load(Ordering::Acquire) != DONE);
-        assert!(
-            !skipped,
-            "freyr: a ParallelFor skipped work units of a restore; it must call every index"
-        );
-        // Every unit is DONE: count the rows (the archetypes own their values from here on)
-        // and disarm the guard.
-        building.states.clear();
-        let mut archetypes = core::mem::take(&mut building.archetypes);
-        drop(building);
-        for (archetype, image) in archetypes.iter_mut().zip(&self.archetypes) {
-            archetype.rows.len = image.len;
+        if !building.run(self.cloned_units..self.units.len(), parallel) {
+            // `world` is half taken apart: empty it (dropping what it still holds, and what
+            // step 1 cloned, each once, outside any unwinding) and refuse.
+            let old = core::mem::take(world);
+            let cloned = std::panic::catch_unwind(AssertUnwindSafe(|| drop(building)));
+            drop(old);
+            if let Err(payload) = cloned {
+                std::panic::resume_unwind(payload);
+            }
+            panic!("{SKIPPED}");
         }
-        World::from_snapshot_parts(self.allocator.entities(), components, archetypes, table)
+        let restored = World::from_snapshot_parts(entities, components, building.finish(), table);
+        let replaced = core::mem::replace(world, restored);
+        kept.then_some(replaced)
     }
 }

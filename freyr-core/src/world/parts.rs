@@ -1,12 +1,14 @@
 //! The world taken apart and put back together: the parts a snapshot copies, and a world
 //! rebuilt from restored parts (`crate::snapshot`).
 
+use core::num::NonZeroU32;
+
 use hashbrown::HashMap;
 
-use crate::archetype::Archetype;
+use crate::archetype::{Archetype, Rows};
 use crate::chunk::ChunkTable;
 use crate::component::{Components, TypeIdMap};
-use crate::entity::Entities;
+use crate::entity::{Entities, Entity, Location};
 use crate::spare::SpareSlabs;
 use crate::world_id::WorldId;
 
@@ -23,24 +25,55 @@ impl World {
         )
     }
 
-    /// Whether dropping this world's values runs any code: a live value of a type with drop
-    /// glue.
-    pub(crate) fn values_need_drop(&self) -> bool {
-        self.archetypes
-            .iter()
-            .any(|archetype| archetype.rows.needs_drop && archetype.rows.len > 0)
-    }
-
-    /// Gives this world's slabs to `spare` in the order that a world of the same archetypes
-    /// and slabs rebuilt from it takes them back (last archetype and slab first: `spare` hands
-    /// out the slab given last): the in-place restore. Its values must run no `Drop`
-    /// ([`values_need_drop`](World::values_need_drop) is false), so nothing runs but the
-    /// bookkeeping.
-    pub(crate) fn recycle_in_place(mut self, spare: &mut SpareSlabs) {
-        debug_assert!(!self.values_need_drop());
+    /// Takes this world apart for a restore that copies into its memory, running no user
+    /// code: every archetype whose values run no `Drop` (none live, or no drop glue) is emptied
+    /// and gives its slabs to `spare`, in the order that a world of the same archetypes and
+    /// slabs rebuilt next takes them back (last archetype and slab first: `spare` hands out the
+    /// slab given last), its chunk ids freed. Returns the entity table (its buffers, for the
+    /// restored world to reuse) and whether an archetype kept its values because they need
+    /// dropping.
+    ///
+    /// What is left is a valid world of those kept rows alone, for the caller to drop or
+    /// recycle: each kept row gets a new entity, numbered from 0 in archetype and row order
+    /// (the old ids live on in the restored world, and a table as large as theirs would cost
+    /// a restore as much as the copying it saves).
+    pub(crate) fn take_apart_plain(&mut self, spare: &mut SpareSlabs) -> (Entities, bool) {
+        let mut kept = 0usize;
         for archetype in self.archetypes.iter_mut().rev() {
-            archetype.rows.recycle_into(spare);
+            let rows = &mut archetype.rows;
+            if rows.needs_drop && rows.len > 0 {
+                kept += rows.len;
+                continue;
+            }
+            for chunk in &rows.chunks.list {
+                self.chunks.free(chunk.id);
+            }
+            // No value to drop: this only forgets the rows and moves the slabs.
+            rows.recycle_into(spare);
         }
+        let entities = core::mem::take(&mut self.entities);
+        if kept == 0 {
+            return (entities, false);
+        }
+        let mut slots = Vec::with_capacity(kept);
+        for archetype in &self.archetypes {
+            let rows = &archetype.rows;
+            for (index, chunk) in rows.chunks.list.iter().enumerate() {
+                for row in 0..rows.chunk_len(index) {
+                    let entity = Entity::from_parts(slots.len() as u32, NonZeroU32::MIN);
+                    // SAFETY: `chunk` is one of these rows' chunks and `row` is below its
+                    // length, so below `CHUNK_CAPACITY`.
+                    unsafe { Rows::write_entity(chunk.window, row, entity) };
+                    let location = Location {
+                        chunk: chunk.id,
+                        row: row as u32,
+                    };
+                    slots.push(location.pack());
+                }
+            }
+        }
+        self.entities = Entities::from_parts(slots, Vec::new(), kept);
+        (entities, true)
     }
 
     /// A world made of restored parts, with a fresh [`WorldId`] and every cache (archetype

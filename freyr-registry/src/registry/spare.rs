@@ -11,11 +11,11 @@ impl Registry {
     /// fault each (more than the copying itself for a restore, and a quarter of a 1M-entity
     /// load, measured); what it does not reuse it frees. So a registry that restores or loads
     /// into a world it holds keeps up to that world's memory once more, until
-    /// [`release_spare_memory`](Registry::release_spare_memory). A restore of plain copies
-    /// only (every live type registered with
-    /// [`register_snapshot_copy`](Registry::register_snapshot_copy), and no value with drop
-    /// glue in the world it replaces) copies into the replaced world's own memory instead,
-    /// and keeps none.
+    /// [`release_spare_memory`](Registry::release_spare_memory). A restore copies the
+    /// archetypes of plain copies only (every type registered with
+    /// [`register_snapshot_copy`](Registry::register_snapshot_copy)) into the replaced
+    /// world's own memory, where its values need no `Drop`, and keeps only the memory of the
+    /// rows that did: none at all when the replaced world holds no value with drop glue.
     ///
     /// # Examples
     ///
