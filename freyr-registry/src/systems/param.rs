@@ -16,7 +16,7 @@ use core::marker::PhantomData;
 use core::ops::{Deref, DerefMut};
 use core::ptr::NonNull;
 
-use freyr_core::{Component, Entity, World};
+use freyr_core::{ChunkRef, Component, Entity, World};
 use freyr_query::access::{AccessKind, TypeAccess};
 use freyr_query::changed::{ArchetypeTicks, TickKind, TickTerm};
 use freyr_query::commands::Commands;
@@ -500,40 +500,14 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
             unsafe { each::each_row::<Data<Q>, C>(state.runs(world, stamp), tick, &mut f) };
             return;
         }
-        let terms: Vec<TickTerm> = self
-            .terms
-            .iter()
-            .filter(|(_, s)| *s)
-            .map(|(t, _)| *t)
-            .collect();
-        let required: Vec<_> = self.terms.iter().map(|(t, _)| t.id).collect();
-        let state = self.state();
-        for (i, matched) in state.matched().iter().enumerate() {
-            let archetype = world.archetype(matched.id);
-            let has_all = required
-                .iter()
-                .all(|id| id.is_some_and(|id| archetype.column_index(id).is_some()));
-            if !has_all {
-                continue;
-            }
-            let Some(select) = ArchetypeTicks::new(archetype, &terms, state.written(i), tick)
-            else {
-                continue;
+        self.for_each_selected_chunk(|columns, chunk| {
+            let ptrs = Data::<Q>::ptrs(columns, chunk);
+            // SAFETY: the chunk's rows are initialised and stay in place for the segment;
+            // access is exclusive as for the unfiltered walk above.
+            unsafe {
+                fold_rows::<Data<Q>, ()>(ptrs, 0, chunk.entities(), (), |(), e, item| f(e, item))
             };
-            for (index, chunk) in archetype.chunks().enumerate() {
-                if !select.select(index) {
-                    continue;
-                }
-                let ptrs = Data::<Q>::ptrs(matched.columns, chunk);
-                // SAFETY: the chunk's rows are initialised and stay in place for the segment;
-                // access is exclusive as for the unfiltered walk above.
-                unsafe {
-                    fold_rows::<Data<Q>, ()>(ptrs, 0, chunk.entities(), (), |(), e, item| {
-                        f(e, item)
-                    })
-                };
-            }
-        }
+        });
     }
 
     /// Calls `f(entities, columns)` once per matching chunk, in order; the columns are slices.
@@ -542,6 +516,23 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
     where
         C: for<'a> FnMut(&'a [Entity], <Data<Q> as QueryData>::Slice<'a>),
     {
+        self.for_each_selected_chunk(|columns, chunk| {
+            let ptrs = Data::<Q>::ptrs(columns, chunk);
+            let entities = chunk.entities();
+            // SAFETY: as in `each`: all `len` rows are initialised, the slices do not outlive
+            // the call, access is exclusive.
+            f(entities, unsafe { Data::<Q>::slice(ptrs, entities.len()) });
+        });
+    }
+
+    /// The change-filtered chunk walk of [`each`](Query::each) and
+    /// [`each_chunk`](Query::each_chunk): calls `visit` with the matched columns and every
+    /// chunk that passes this run's change filters, in (archetype, chunk) order, after stamping
+    /// the chunk's written columns. Archetypes lacking a filtered type are skipped whole.
+    fn for_each_selected_chunk(
+        &mut self,
+        mut visit: impl FnMut(<Data<Q> as QueryData>::Columns, ChunkRef<'w>),
+    ) {
         let (world, tick) = (self.world, self.tick);
         let terms: Vec<TickTerm> = self
             .terms
@@ -564,14 +555,9 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
                 continue;
             };
             for (index, chunk) in archetype.chunks().enumerate() {
-                if !select.select(index) {
-                    continue;
+                if select.select(index) {
+                    visit(matched.columns, chunk);
                 }
-                let ptrs = Data::<Q>::ptrs(matched.columns, chunk);
-                let entities = chunk.entities();
-                // SAFETY: as in `each`: all `len` rows are initialised, the slices do not
-                // outlive the call, access is exclusive.
-                f(entities, unsafe { Data::<Q>::slice(ptrs, entities.len()) });
             }
         }
     }
