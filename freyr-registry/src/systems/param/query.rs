@@ -1,0 +1,292 @@
+//! The `Query` parameter: a function system's query, with filters and change filters.
+
+use super::*;
+
+// ---- Query ---------------------------------------------------------------------------------
+
+/// The borrow and the types a [`Query`] stands for (covariant, neither `Send` nor `Sync` by
+/// itself).
+type QueryMarker<'w, Q, F> = (&'w mut (), fn() -> (Q, F));
+
+/// A function system's query: fetch `Q` (e.g. `(&mut Pos, &Vel)`) from every entity whose
+/// archetype passes the filter `F` ([`With`](crate::With), [`Without`](crate::Without)).
+///
+/// Run on the system's worker, on the system's own thread of execution: [`each`](Query::each)
+/// and [`each_chunk`](Query::each_chunk) walk archetype creation order, then chunk, then row.
+/// The change filters [`filter_changed`](Query::filter_changed) and
+/// [`filter_added`](Query::filter_added) compare against the system's previous run.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Phase, Registry, Without};
+/// use freyr::system::Query;
+///
+/// struct Pos(f32);
+/// struct Vel(f32);
+/// struct Frozen;
+///
+/// fn integrate(mut q: Query<(&mut Pos, &Vel), Without<Frozen>>) {
+///     q.each(|_, (p, v)| p.0 += v.0);
+/// }
+///
+/// let mut registry = Registry::with_workers(2);
+/// let a = registry.spawn((Pos(0.0), Vel(1.0)));
+/// let b = registry.spawn((Pos(0.0), Vel(1.0), Frozen));
+/// registry.add_fn_system(Phase::Update, "integrate", integrate).unwrap();
+/// registry.update(0.1);
+/// assert_eq!(registry.get::<Pos>(a).unwrap().0, 1.0);
+/// assert_eq!(registry.get::<Pos>(b).unwrap().0, 0.0);
+/// ```
+pub struct Query<'w, Q, F = ()> {
+    world: &'w World,
+    stamp: LayoutStamp,
+    /// The system's `QueryState<Q, F>` (erased: the struct names no bound, so a signature
+    /// `Query<(&mut A, &B)>` is well-formed for every lifetime the elision gives it).
+    state: NonNull<()>,
+    tick: u64,
+    last_run: Option<u64>,
+    /// The change filters set on this query for this run.
+    terms: Vec<(TickTerm, bool)>,
+    _marker: PhantomData<QueryMarker<'w, Q, F>>,
+}
+
+/// The query data a function system's [`Query`] names, with the lifetimes its signature gave
+/// it: `&'a mut T` stands for [`QueryData`] `&'static mut T`, and so on for `&T`, `Option`s,
+/// [`Entity`] and tuples up to 12. A closure's `|q: Query<&mut Pos>|` names a `&'a mut Pos`
+/// with a lifetime of its own, which this maps back.
+pub trait QueryParamData {
+    /// The query data.
+    type Data: QueryData;
+}
+
+impl QueryParamData for Entity {
+    type Data = Entity;
+}
+impl<T: Component> QueryParamData for &T {
+    type Data = &'static T;
+}
+impl<T: Component> QueryParamData for &mut T {
+    type Data = &'static mut T;
+}
+impl<T: Component> QueryParamData for Option<&T> {
+    type Data = Option<&'static T>;
+}
+impl<T: Component> QueryParamData for Option<&mut T> {
+    type Data = Option<&'static mut T>;
+}
+
+macro_rules! query_param_tuple {
+    ($($name:ident $idx:tt),*) => {
+        impl<$($name: QueryParamData),*> QueryParamData for ($($name,)*) {
+            type Data = ($($name::Data,)*);
+        }
+    };
+}
+freyr_query::tuples::tuples_up_to_12!(query_param_tuple);
+
+type Data<Q> = <Q as QueryParamData>::Data;
+
+impl<Q: QueryParamData + 'static, F: QueryFilter> sealed::Sealed for Query<'_, Q, F> {}
+
+impl<Q: QueryParamData + 'static, F: QueryFilter> SystemParam for Query<'_, Q, F> {
+    type State = Option<QueryState<Data<Q>, F>>;
+    type Item<'w> = Query<'w, Q, F>;
+
+    fn init(access: &mut SystemAccess) -> Self::State {
+        access.add_types(&QueryState::<Data<Q>, F>::type_access());
+        None
+    }
+
+    fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
+        match state {
+            Some(state) => state.update(ctx.world),
+            None => {
+                let made = QueryState::<Data<Q>, F>::new(ctx.world)
+                    .expect("freyr: the query's access was checked when the system was added");
+                *state = Some(made);
+            }
+        }
+    }
+
+    unsafe fn fetch<'w>(state: &'w mut Self::State, ctx: &'w SystemContext<'w>) -> Query<'w, Q, F> {
+        let state = state
+            .as_mut()
+            .expect("freyr: `prepare` made the query state");
+        Query {
+            world: ctx.world,
+            stamp: ctx.stamp,
+            state: NonNull::from(state).cast(),
+            tick: ctx.tick,
+            last_run: ctx.last_run,
+            terms: Vec::new(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
+    fn state(&mut self) -> &mut QueryState<Data<Q>, F> {
+        // SAFETY: `state` was made from `&'w mut QueryState<Data<Q>, F>` in `fetch`, and this
+        // query is its only user for `'w`.
+        unsafe { self.state.cast::<QueryState<Data<Q>, F>>().as_mut() }
+    }
+
+    /// The "since" tick of a change filter: changes stamped at the tick of the system's
+    /// previous run or later pass (a system that ran early in tick `t` still sees what a later
+    /// system wrote in `t`). `None` on the first run, or when that run was at tick 0:
+    /// everything passes.
+    fn since(&self) -> Option<u64> {
+        self.last_run.and_then(|t| t.checked_sub(1))
+    }
+
+    fn term<T: Component>(&mut self, kind: TickKind) -> &mut Self {
+        let since = self.since();
+        let id = self.world.component_id::<T>();
+        self.terms.push((
+            TickTerm {
+                id,
+                kind,
+                since: since.unwrap_or(0),
+            },
+            since.is_some(),
+        ));
+        self
+    }
+
+    /// Visits only the chunks whose `T` column was granted write access since this system's
+    /// previous run (bevy's `Changed<T>`, at chunk granularity: a chunk that passes is visited
+    /// whole; see [`Query::filter_changed`](crate::Query::filter_changed) for the rules).
+    /// On the system's first run every chunk holding `T` passes. The filter holds for the
+    /// rest of this run's calls on this query.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::Query;
+    ///
+    /// struct Hp(u32);
+    ///
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// let mut registry = Registry::with_workers(1);
+    /// let e = registry.spawn((Hp(10),));
+    /// registry
+    ///     .add_fn_system(Phase::Update, "watch", move |mut q: Query<&Hp>| {
+    ///         let mut n = 0;
+    ///         q.filter_changed::<Hp>().each(|_, _| n += 1);
+    ///         log.lock().unwrap().push(n);
+    ///     })
+    ///     .unwrap();
+    /// registry.update(0.0); // first run: everything
+    /// registry.update(0.0);
+    /// registry.update(0.0); // nothing written since tick 1
+    /// registry.get_mut::<Hp>(e).unwrap().0 = 5;
+    /// registry.update(0.0);
+    /// assert_eq!(*seen.lock().unwrap(), [1, 1, 0, 1]);
+    /// ```
+    pub fn filter_changed<T: Component>(&mut self) -> &mut Self {
+        self.term::<T>(TickKind::Changed)
+    }
+
+    /// Visits only the chunks in which a row arrived since this system's previous run (bevy's
+    /// `Added<T>`, at chunk granularity), with the rules of
+    /// [`filter_changed`](Query::filter_changed).
+    pub fn filter_added<T: Component>(&mut self) -> &mut Self {
+        self.term::<T>(TickKind::Added)
+    }
+
+    /// Drops the change filters set on this query.
+    pub fn clear_filters(&mut self) -> &mut Self {
+        self.terms.clear();
+        self
+    }
+
+    /// Calls `f(entity, items)` for every matching entity, in archetype creation order, then
+    /// chunk order, then row order, stamping the written columns changed.
+    pub fn each<C>(&mut self, mut f: C)
+    where
+        C: for<'a> FnMut(Entity, <Data<Q> as QueryData>::Item<'a>),
+    {
+        let (world, stamp, tick) = (self.world, self.stamp, self.tick);
+        if self.terms.is_empty() {
+            let state = self.state();
+            // SAFETY: `prepare` refreshed the state against `world`, whose layout is `stamp`
+            // for the whole segment (no `&mut World` exists while systems run); the executor
+            // runs no system whose access conflicts with this query's until this one ends.
+            unsafe { each::each_row::<Data<Q>, C>(state.runs(world, stamp), tick, &mut f) };
+            return;
+        }
+        self.for_each_selected_chunk(|columns, chunk| {
+            let ptrs = Data::<Q>::ptrs(columns, chunk);
+            // SAFETY: the chunk's rows are initialised and stay in place for the segment;
+            // access is exclusive as for the unfiltered walk above.
+            unsafe {
+                fold_rows::<Data<Q>, ()>(ptrs, 0, chunk.entities(), (), |(), e, item| f(e, item))
+            };
+        });
+    }
+
+    /// Calls `f(entities, columns)` once per matching chunk, in order; the columns are slices.
+    /// Change filters apply as for [`each`](Query::each).
+    pub fn each_chunk<C>(&mut self, mut f: C)
+    where
+        C: for<'a> FnMut(&'a [Entity], <Data<Q> as QueryData>::Slice<'a>),
+    {
+        self.for_each_selected_chunk(|columns, chunk| {
+            let ptrs = Data::<Q>::ptrs(columns, chunk);
+            let entities = chunk.entities();
+            // SAFETY: as in `each`: all `len` rows are initialised, the slices do not outlive
+            // the call, access is exclusive.
+            f(entities, unsafe { Data::<Q>::slice(ptrs, entities.len()) });
+        });
+    }
+
+    /// The change-filtered chunk walk of [`each`](Query::each) and
+    /// [`each_chunk`](Query::each_chunk): calls `visit` with the matched columns and every
+    /// chunk that passes this run's change filters, in (archetype, chunk) order, after stamping
+    /// the chunk's written columns. Archetypes lacking a filtered type are skipped whole.
+    fn for_each_selected_chunk(
+        &mut self,
+        mut visit: impl FnMut(<Data<Q> as QueryData>::Columns, ChunkRef<'w>),
+    ) {
+        let (world, tick) = (self.world, self.tick);
+        let terms: Vec<TickTerm> = self
+            .terms
+            .iter()
+            .filter(|(_, s)| *s)
+            .map(|(t, _)| *t)
+            .collect();
+        let required: Vec<_> = self.terms.iter().map(|(t, _)| t.id).collect();
+        let state = self.state();
+        for (i, matched) in state.matched().iter().enumerate() {
+            let archetype = world.archetype(matched.id);
+            let has_all = required
+                .iter()
+                .all(|id| id.is_some_and(|id| archetype.column_index(id).is_some()));
+            if !has_all {
+                continue;
+            }
+            let Some(select) = ArchetypeTicks::new(archetype, &terms, state.written(i), tick)
+            else {
+                continue;
+            };
+            for (index, chunk) in archetype.chunks().enumerate() {
+                if select.select(index) {
+                    visit(matched.columns, chunk);
+                }
+            }
+        }
+    }
+
+    /// Number of entities the query matches (change filters ignored).
+    pub fn count(&mut self) -> usize {
+        let world = self.world;
+        self.state()
+            .matched_archetypes()
+            .map(|id| world.archetype(id).len())
+            .sum()
+    }
+}
