@@ -1,0 +1,166 @@
+//! The executor of one segment: its runners claim ready systems, run each once, and count
+//! down its successors (the soundness argument is in the parent module's docs).
+
+use super::*;
+
+pub(super) const SKIPPED: u8 = 0;
+pub(super) const RAN: u8 = 1;
+pub(super) const PANICKED: u8 = 2;
+
+/// A pointer to one node of the running segment.
+pub(super) struct NodePtr(pub(super) NonNull<FnNode>);
+
+/// The ready list: popped from the end, or at random in the shuffled-start mode.
+pub(super) struct Ready {
+    pub(super) list: Vec<u32>,
+    pub(super) rng: Option<u64>,
+}
+
+impl Ready {
+    fn pop(&mut self) -> Option<u32> {
+        match &mut self.rng {
+            Some(rng) if !self.list.is_empty() => {
+                let pick = (graph::split_mix(rng) % self.list.len() as u64) as usize;
+                Some(self.list.swap_remove(pick))
+            }
+            _ => self.list.pop(),
+        }
+    }
+}
+
+/// One segment's run, shared by its runners.
+pub(super) struct Exec<'a> {
+    pub(super) nodes: Vec<NodePtr>,
+    pub(super) segment: &'a Segment,
+    pub(super) world: NonNull<World>,
+    pub(super) stamp: LayoutStamp,
+    pub(super) tick: u64,
+    pub(super) dt: f32,
+    /// Per node: predecessors not finished yet.
+    pub(super) left: Vec<AtomicU32>,
+    /// Per node: a predecessor panicked or was skipped; the node is skipped.
+    pub(super) poisoned: Vec<AtomicBool>,
+    pub(super) status: Vec<AtomicU8>,
+    pub(super) panics: Mutex<Vec<(u32, Payload)>>,
+    /// The nodes with no predecessor, claimed in order through `next_root`.
+    pub(super) roots: Vec<u32>,
+    pub(super) next_root: AtomicUsize,
+    /// Nodes readied by a predecessor's end, not started yet.
+    pub(super) ready: Mutex<Ready>,
+    /// Runners running.
+    pub(super) active: AtomicUsize,
+    pub(super) workers: usize,
+    /// Whether to time each system (the tick profiler is on).
+    pub(super) timed: bool,
+}
+
+// SAFETY: the node pointers are disjoint (one per segment member), and a node is dereferenced
+// only by the runner that claimed it — a root through `next_root` (each index handed out
+// once), any other node by popping it from `ready`, where it was pushed once (its count
+// reached zero once); the world pointer is only read, under the module's argument. The rest is atomics and
+// locks.
+unsafe impl Sync for Exec<'_> {}
+
+impl Exec<'_> {
+    pub(super) fn preds(&self, v: u32) -> u32 {
+        self.segment.preds[v as usize]
+    }
+
+    /// Runs node `v` unless a predecessor failed, catching its panic.
+    pub(super) fn run_node(&self, v: u32) {
+        let v = v as usize;
+        if self.poisoned[v].load(Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: node `v` is run once, by this thread (see `Sync` above).
+        let node = unsafe { &mut *self.nodes[v].0.as_ptr() };
+        let ctx = SystemContext {
+            // SAFETY: the world is alive and not mutably borrowed for the segment.
+            world: unsafe { self.world.as_ref() },
+            stamp: self.stamp,
+            tick: self.tick,
+            dt: self.dt,
+            last_run: node.last_run,
+            output: NonNull::from(&mut node.output),
+        };
+        #[cfg(feature = "tracing")]
+        let _span = freyr_profile::spans::system(node.label).entered();
+        let system = &mut node.system;
+        let start = self.timed.then(std::time::Instant::now);
+        // SAFETY: `prepare` ran for this segment; the graph orders every system whose access
+        // conflicts with this one's, so none runs meanwhile.
+        let outcome = panic::catch_unwind(AssertUnwindSafe(|| unsafe { system.run(&ctx) }));
+        node.timing = start.map(|start| graph::RunTiming {
+            start,
+            end: std::time::Instant::now(),
+            worker: freyr_sched::current_worker_index(),
+        });
+        match outcome {
+            Ok(()) => self.status[v].store(RAN, Ordering::Relaxed),
+            Err(payload) => {
+                self.status[v].store(PANICKED, Ordering::Relaxed);
+                self.poisoned[v].store(true, Ordering::Relaxed);
+                self.panics
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push((v as u32, payload));
+            }
+        }
+    }
+
+    /// Counts `v`'s successors down; returns how many became ready (pushed on `ready`).
+    pub(super) fn finish(&self, v: u32) -> usize {
+        let failed = self.poisoned[v as usize].load(Ordering::Relaxed);
+        let mut readied = 0;
+        for (w, _) in &self.segment.succ[v as usize] {
+            if failed {
+                self.poisoned[*w as usize].store(true, Ordering::Relaxed);
+            }
+            // AcqRel: the last predecessor to count down sees every earlier one's writes, and
+            // publishes them with the push below.
+            if self.left[*w as usize].fetch_sub(1, Ordering::AcqRel) == 1 {
+                readied += 1;
+                if self.workers > 1 && self.segment.nodes.len() > 1 {
+                    self.ready
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .list
+                        .push(*w);
+                }
+            }
+        }
+        readied
+    }
+}
+
+/// Pops ready nodes and runs them until none is left, starting more runners when several
+/// became ready and workers are idle.
+pub(super) fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>) {
+    let spawn_for = |mut readied: usize| {
+        while readied > 1 && exec.active.load(Ordering::Relaxed) < exec.workers {
+            exec.active.fetch_add(1, Ordering::Relaxed);
+            scope.spawn(move |s| runner(exec, s));
+            readied -= 1;
+        }
+    };
+    // Roots first, a batch per claim: one contended add per batch, not per system (1,000
+    // empty systems would otherwise pass one cache line between the workers 1,000 times).
+    let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64);
+    loop {
+        let start = exec.next_root.fetch_add(batch, Ordering::Relaxed);
+        if start >= exec.roots.len() {
+            break;
+        }
+        for &v in &exec.roots[start..(start + batch).min(exec.roots.len())] {
+            exec.run_node(v);
+            spawn_for(exec.finish(v));
+        }
+    }
+    loop {
+        let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let Some(v) = next else { break };
+        exec.run_node(v);
+        spawn_for(exec.finish(v));
+    }
+    exec.active.fetch_sub(1, Ordering::Relaxed);
+}
