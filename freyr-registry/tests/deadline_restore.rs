@@ -193,7 +193,13 @@ fn a_snapshot_restored_into_another_registry_delivers_its_jobs() {
 #[test]
 fn a_restore_into_another_registry_is_the_same_for_every_worker_count() {
     let expected = straight(1, 10, 24);
-    for (workers_a, workers_b) in [1, 2, 3, 8, 16].into_iter().zip([16, 8, 3, 2, 1]) {
+    // Under Miri two pairs: the inline pool against a parallel one, both ways.
+    let pairs: &[(usize, usize)] = if cfg!(miri) {
+        &[(1, 3), (3, 1)]
+    } else {
+        &[(1, 16), (2, 8), (3, 3), (8, 2), (16, 1)]
+    };
+    for &(workers_a, workers_b) in pairs {
         let tally = Arc::new(Tally::default());
         let (log_a, log_b) = (Log::default(), Log::default());
         let mut a = registry(workers_a, &tally, &log_a);

@@ -29,7 +29,7 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// A heap value that counts its clones and drops; the clone (drop) numbered
 /// `CLONE_PANICS_AT` (`DROP_PANICS_AT`) panics, the drop after counting itself.
 #[derive(Debug, PartialEq)]
-struct Name(String);
+struct Name(Box<u64>);
 impl Clone for Name {
     fn clone(&self) -> Self {
         let n = CLONES.fetch_add(1, Ordering::SeqCst);
@@ -53,7 +53,7 @@ fn registry(workers: usize, names: bool) -> (Registry, Vec<Entity>) {
     r.register_snapshot_copy::<Pos>();
     r.register_snapshot_clone::<Name>();
     let ids = match names {
-        true => r.spawn_batch((0..N).map(|i| (Pos(i), Name(format!("n{i}"))))),
+        true => r.spawn_batch((0..N).map(|i| (Pos(i), Name(Box::new(i))))),
         false => r.spawn_batch((0..N).map(|i| (Pos(i),))),
     };
     (r, ids)
@@ -72,10 +72,10 @@ fn pos_at(r: &Registry, e: Entity) -> *const Pos {
 }
 
 /// Every entity's values, in iteration order.
-fn values(r: &mut Registry) -> Vec<(Entity, u64, Option<String>)> {
+fn values(r: &mut Registry) -> Vec<(Entity, u64, Option<u64>)> {
     let mut out = Vec::new();
     r.query::<(&Pos, Option<&Name>)>()
-        .each(|e, (p, n)| out.push((e, p.0, n.map(|n| n.0.clone()))));
+        .each(|e, (p, n)| out.push((e, p.0, n.map(|n| *n.0))));
     out
 }
 
