@@ -40,6 +40,7 @@
 //! Linux only (thread CPU clock ids and `/proc/self/task`), and only meaningful on a machine
 //! that is otherwise quiet.
 
+use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use freyr::Registry;
@@ -272,22 +273,66 @@ fn rayon(workers: usize, ticks: usize) -> (Split, f32) {
     (split, check)
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let ticks: usize = args.next().map_or(120, |a| {
-        a.parse()
-            .expect("usage: idle_cpu [TICKS [WORKERS...]] (TICKS: a positive integer)")
-    });
-    let mut workers: Vec<usize> = args
-        .map(|a| {
-            a.parse()
-                .expect("usage: idle_cpu [TICKS [WORKERS...]] (WORKERS: positive integers)")
-        })
-        .collect();
-    if workers.is_empty() {
-        workers = vec![2, 8, 16];
+const HELP: &str = "\
+idle_cpu: the CPU a pool burns between 60 Hz ticks, over its CPU inside them, beside rayon.
+
+USAGE: idle_cpu [TICKS [WORKERS...]]
+       (cargo run --release -p freyr-benches --bin idle_cpu -- [TICKS [WORKERS...]])
+
+  TICKS        timed ticks per pool size (default 120), a positive whole number
+  WORKERS...   pool sizes to measure (default 2 8 16), positive whole numbers
+  -h, --help   this text";
+
+/// Parsed command line.
+#[derive(Debug, PartialEq)]
+struct Args {
+    ticks: usize,
+    workers: Vec<usize>,
+    help: bool,
+}
+
+/// Reads `[TICKS [WORKERS...]]` (or `-h`/`--help`); every argument is checked before a run.
+fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
+    let mut parsed = Args {
+        ticks: 120,
+        workers: Vec::new(),
+        help: false,
+    };
+    let count = |what: &str, v: &str| match v.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(format!(
+            "{what} {v:?}: expected a positive whole number (see --help)"
+        )),
+    };
+    for (i, arg) in args.into_iter().enumerate() {
+        match arg.as_str() {
+            "-h" | "--help" => parsed.help = true,
+            _ if i == 0 => parsed.ticks = count("TICKS", &arg)?,
+            _ => parsed.workers.push(count("WORKERS", &arg)?),
+        }
     }
-    assert!(ticks > 0, "TICKS must be at least 1");
+    if parsed.workers.is_empty() {
+        parsed.workers = vec![2, 8, 16];
+    }
+    Ok(parsed)
+}
+
+fn main() -> ExitCode {
+    let Args {
+        ticks,
+        workers,
+        help,
+    } = match parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(e) => {
+            eprintln!("idle_cpu: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if help {
+        println!("{HELP}");
+        return ExitCode::SUCCESS;
+    }
     println!(
         "idle_cpu: {ENTITIES} entities, {ticks} ticks (+{WARM_UP} warm-up) of one parallel pass + wait, \
          then {} ms asleep; {} CPUs available",
@@ -346,4 +391,37 @@ fn main() {
          calling thread's sleep call included); pool/in: the pool threads' CPU during the sleep \
          over the process's inside; wall: the tick's wall time"
     );
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Args, parse};
+
+    fn args(words: &[&str]) -> Result<Args, String> {
+        parse(words.iter().map(|w| w.to_string()))
+    }
+
+    #[test]
+    fn arguments_are_checked_before_a_run() {
+        let default = args(&[]).unwrap();
+        assert_eq!((default.ticks, default.workers), (120, vec![2, 8, 16]));
+        let chosen = args(&["240", "4", "1"]).unwrap();
+        assert_eq!((chosen.ticks, chosen.workers), (240, vec![4, 1]));
+        assert!(args(&["--help"]).unwrap().help);
+        assert!(args(&["60", "-h"]).unwrap().help);
+        assert_eq!(
+            args(&["0"]).unwrap_err(),
+            "TICKS \"0\": expected a positive whole number (see --help)"
+        );
+        assert_eq!(
+            args(&["60", "two"]).unwrap_err(),
+            "WORKERS \"two\": expected a positive whole number (see --help)"
+        );
+        assert!(
+            args(&["--fast"])
+                .unwrap_err()
+                .starts_with("TICKS \"--fast\"")
+        );
+    }
 }
