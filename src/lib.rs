@@ -10,7 +10,7 @@
 //! | `freyr::` | [`Registry`], [`System`], [`AsyncSystem`], [`Phase`]; [`Events`], [`EventCursor`]; [`Entity`], [`World`], [`Component`], [`Bundle`], [`CommandBuffer`]; [`Commands`], [`EachContext`], [`View`], [`Res`], [`With`], [`Without`], [`Reduction`]; [`ThreadPool`]; [`StableHash`], [`mix`] (per-entity randomness); the errors [`QueryError`], [`NoSuchEntity`], [`ComponentError`] |
 //! | [`storage`] | the world's layout: archetypes, 512-entity chunks, component ids, the command buffer's report |
 //! | [`query`] | queries and their parts: [`Query`](query::Query), [`QueryData`](query::QueryData), filters, views, [`QueryState`](query::QueryState), access sets |
-//! | [`system`] | function systems: [`Query`](system::Query), [`Res`](system::Res), [`ResMut`](system::ResMut), [`EventWriter`](system::EventWriter), [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick); [`SystemConfig`](system::SystemConfig) (`before` / `after` / sets), [`ScheduleError`](system::ScheduleError) |
+//! | [`system`] | function systems: [`Query`](system::Query) (and [`QueryEntityError`](system::QueryEntityError)), [`Res`](system::Res), [`ResMut`](system::ResMut), [`EventWriter`](system::EventWriter), [`EventReader`](system::EventReader), [`Local`](system::Local), [`Tick`](system::Tick); [`SystemConfig`](system::SystemConfig) (`before` / `after` / sets), [`ScheduleError`](system::ScheduleError) |
 //! | [`sched`] | the work-stealing pool: [`TaskGroup`](sched::TaskGroup), [`Scope`](sched::Scope), indexed jobs, metrics, worker counts, panic payloads |
 //! | [`time`] | the tools around a deterministic tick: [`FixedStep`](time::FixedStep), clocks, gates, the overrun governor; [`time::deadline`], [`time::pump`], [`time::budget`], [`time::path`] |
 //! | [`profile`] | what a tick cost: the phase profiler and the tick profiler (records, reports, traces) |
@@ -104,7 +104,8 @@ pub mod query {
 pub mod system {
     pub use freyr_registry::systems::{
         EventReader, EventWriter, GraphFormat, IntoFnSystem, Local, ParamItem, Query,
-        QueryParamData, Res, ResMut, ScheduleError, SystemAccess, SystemConfig, SystemParam, Tick,
+        QueryEntityError, QueryParamData, Res, ResMut, ScheduleError, SystemAccess, SystemConfig,
+        SystemParam, Tick,
     };
 }
 

@@ -24,6 +24,6 @@ pub(crate) mod param;
 pub use self::function::IntoFnSystem;
 pub use self::graph::{GraphFormat, ScheduleError, SystemConfig};
 pub use self::param::{
-    EventReader, EventWriter, Local, ParamItem, Query, QueryParamData, Res, ResMut, SystemAccess,
-    SystemParam, Tick,
+    EventReader, EventWriter, Local, ParamItem, Query, QueryEntityError, QueryParamData, Res,
+    ResMut, SystemAccess, SystemParam, Tick,
 };

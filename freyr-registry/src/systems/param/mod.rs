@@ -286,7 +286,7 @@ pub type ParamItem<'w, P> = <P as SystemParam>::Item<'w>;
 mod query;
 mod state;
 
-pub use self::query::{Query, QueryParamData};
+pub use self::query::{Query, QueryEntityError, QueryParamData};
 pub use self::state::{EventReader, EventWriter, Local, Res, ResMut, Tick};
 
 // ---- tuples --------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 //! The `Query` parameter: a function system's query, with filters and change filters.
 
 use super::*;
+use freyr_core::{Archetype, ComponentId};
 
 // ---- Query ---------------------------------------------------------------------------------
 
@@ -244,6 +245,90 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
         });
     }
 
+    /// The items of one entity, if this query matches it (bevy's `Query::get_mut`): the
+    /// entity's archetype has `Q`'s components and passes the filter `F`, and its chunk passes
+    /// the change filters set on this query for this run. A query that writes stamps the
+    /// entity's chunk changed, as a visit of [`each`](Query::each) does. The item borrows the
+    /// query, so one entity's `&mut` items are alive at a time.
+    ///
+    /// # Errors
+    /// [`QueryEntityError::NoSuchEntity`] for a stale handle, and
+    /// [`QueryEntityError::NoMatch`] for a live entity this query does not match.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Entity, Phase, Registry};
+    /// use freyr::system::{Query, QueryEntityError, Res};
+    ///
+    /// struct Hp(u32);
+    /// struct Target(Entity);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// let goblin = registry.spawn((Hp(10),));
+    /// let rock = registry.spawn(((),));
+    /// registry.insert_resource(Target(goblin));
+    /// registry
+    ///     .add_fn_system(Phase::Update, "strike", |mut q: Query<&mut Hp>, t: Res<Target>| {
+    ///         q.get(t.0).unwrap().0 -= 3;
+    ///     })
+    ///     .unwrap();
+    /// registry.update(0.1);
+    /// assert_eq!(registry.get::<Hp>(goblin).unwrap().0, 7);
+    /// registry
+    ///     .add_fn_system(Phase::Update, "miss", move |mut q: Query<&mut Hp>| {
+    ///         assert_eq!(q.get(rock).err(), Some(QueryEntityError::NoMatch(rock)));
+    ///     })
+    ///     .unwrap();
+    /// registry.update(0.1);
+    /// assert_eq!(registry.get::<Hp>(goblin).unwrap().0, 4);
+    /// ```
+    pub fn get(
+        &mut self,
+        entity: Entity,
+    ) -> Result<<Data<Q> as QueryData>::Item<'_>, QueryEntityError> {
+        let (world, tick) = (self.world, self.tick);
+        let (id, chunk, row) = world
+            .entity_location(entity)
+            .ok_or(QueryEntityError::NoSuchEntity(entity))?;
+        let (terms, required) = self.active_terms();
+        let state = self.state();
+        let no_match = QueryEntityError::NoMatch(entity);
+        let i = state
+            .matched()
+            .iter()
+            .position(|m| m.id == id)
+            .ok_or(no_match)?;
+        let archetype = world.archetype(id);
+        if !has_all(archetype, &required) {
+            return Err(no_match);
+        }
+        let select =
+            ArchetypeTicks::new(archetype, &terms, state.written(i), tick).ok_or(no_match)?;
+        if !select.select(chunk) {
+            return Err(no_match);
+        }
+        let ptrs = Data::<Q>::ptrs(state.matched()[i].columns, archetype.chunk(chunk));
+        // SAFETY: `ptrs` are the columns of the entity's live chunk, `row` is its row (located
+        // just now; no `&mut World` exists while systems run, so nothing moves it for the
+        // segment); the executor runs no system whose access conflicts with this query's until
+        // this one ends, and the item borrows `self` mutably, so no other item of this query
+        // (this row's included) is alive while it is.
+        Ok(unsafe { Data::<Q>::item(ptrs, row) })
+    }
+
+    /// The change filters that apply this run (those of a system that has run before), and
+    /// the component of every filter set (an archetype lacking one is skipped whole).
+    fn active_terms(&self) -> (Vec<TickTerm>, Vec<Option<ComponentId>>) {
+        let terms = self
+            .terms
+            .iter()
+            .filter(|(_, s)| *s)
+            .map(|(t, _)| *t)
+            .collect();
+        (terms, self.terms.iter().map(|(t, _)| t.id).collect())
+    }
+
     /// The change-filtered chunk walk of [`each`](Query::each) and
     /// [`each_chunk`](Query::each_chunk): calls `visit` with the matched columns and every
     /// chunk that passes this run's change filters, in (archetype, chunk) order, after stamping
@@ -253,20 +338,11 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
         mut visit: impl FnMut(<Data<Q> as QueryData>::Columns, ChunkRef<'w>),
     ) {
         let (world, tick) = (self.world, self.tick);
-        let terms: Vec<TickTerm> = self
-            .terms
-            .iter()
-            .filter(|(_, s)| *s)
-            .map(|(t, _)| *t)
-            .collect();
-        let required: Vec<_> = self.terms.iter().map(|(t, _)| t.id).collect();
+        let (terms, required) = self.active_terms();
         let state = self.state();
         for (i, matched) in state.matched().iter().enumerate() {
             let archetype = world.archetype(matched.id);
-            let has_all = required
-                .iter()
-                .all(|id| id.is_some_and(|id| archetype.column_index(id).is_some()));
-            if !has_all {
+            if !has_all(archetype, &required) {
                 continue;
             }
             let Some(select) = ArchetypeTicks::new(archetype, &terms, state.written(i), tick)
@@ -290,3 +366,49 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
             .sum()
     }
 }
+
+/// Whether `archetype` has every component in `required` (an unregistered one: no archetype).
+fn has_all(archetype: &Archetype, required: &[Option<ComponentId>]) -> bool {
+    required
+        .iter()
+        .all(|id| id.is_some_and(|id| archetype.column_index(id).is_some()))
+}
+
+/// Why [`Query::get`] has no items for an entity.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::system::QueryEntityError;
+///
+/// let mut registry = freyr::Registry::new();
+/// let e = registry.spawn((1u8,));
+/// registry.despawn(e).unwrap();
+/// let text = QueryEntityError::NoSuchEntity(e).to_string();
+/// assert!(text.contains("no longer alive"), "{text}");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QueryEntityError {
+    /// The handle is stale (its entity was despawned) or was never spawned.
+    NoSuchEntity(Entity),
+    /// The entity is alive, but the query does not match it: its archetype lacks a component
+    /// of the query or fails its filter, or its chunk fails a change filter of this run.
+    NoMatch(Entity),
+}
+
+impl core::fmt::Display for QueryEntityError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            QueryEntityError::NoSuchEntity(e) => {
+                write!(f, "entity {e} is no longer alive (or was never spawned)")
+            }
+            QueryEntityError::NoMatch(e) => write!(
+                f,
+                "entity {e} does not match the query (a component missing, a filter, or a \
+                 change filter of this run)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for QueryEntityError {}
