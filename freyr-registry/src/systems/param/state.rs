@@ -5,8 +5,10 @@ use super::*;
 // ---- resources -----------------------------------------------------------------------------
 
 /// A function system's shared borrow of resource `T` (bevy's `Res<T>`); a missing resource
-/// panics before the system runs, naming it. Not the same type as the view marker
-/// [`freyr::Res`](crate::Res) of `Query::views`.
+/// panics before the system runs, naming it. A system that runs with or without the resource
+/// takes `Option<Res<T>>` (and `Option<ResMut<T>>`): `None` while it is missing, with the same
+/// access declared. Not the same type as the view marker [`freyr::Res`](crate::Res) of
+/// `Query::views`.
 ///
 /// # Examples
 ///
@@ -71,6 +73,51 @@ impl<T: Send + Sync + 'static> SystemParam for Res<'_, T> {
     }
 }
 
+impl<T: Send + Sync + 'static> sealed::Sealed for Option<Res<'_, T>> {}
+
+/// `Option<Res<T>>`: the resource if it is in the registry when the system's segment starts.
+///
+/// # Examples
+///
+/// ```
+/// use freyr::{Phase, Registry};
+/// use freyr::system::{Res, ResMut};
+///
+/// struct Bonus(u32);
+/// struct Total(u32);
+///
+/// let mut registry = Registry::with_workers(2);
+/// registry.insert_resource(Total(0));
+/// registry
+///     .add_fn_system(Phase::Update, "add", |bonus: Option<Res<Bonus>>, mut t: ResMut<Total>| {
+///         t.0 += 1 + bonus.map_or(0, |b| b.0);
+///     })
+///     .unwrap();
+/// registry.update(0.0);
+/// registry.insert_resource(Bonus(10));
+/// registry.update(0.0);
+/// assert_eq!(registry.resource::<Total>().unwrap().0, 12);
+/// ```
+impl<T: Send + Sync + 'static> SystemParam for Option<Res<'_, T>> {
+    type State = SendPtr<T>;
+    type Item<'w> = Option<Res<'w, T>>;
+
+    fn init(access: &mut SystemAccess) -> Self::State {
+        <Res<'_, T> as SystemParam>::init(access)
+    }
+
+    fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
+        state.0 = ctx.try_resource::<T>();
+    }
+
+    unsafe fn fetch<'w>(state: &'w mut Self::State, _: &'w SystemContext<'w>) -> Self::Item<'w> {
+        state.0.map(|ptr| Res {
+            // SAFETY: as for `Res`.
+            value: unsafe { ptr.as_ref() },
+        })
+    }
+}
+
 /// A function system's exclusive borrow of resource `T` (bevy's `ResMut<T>`); see [`Res`].
 pub struct ResMut<'w, T> {
     value: &'w mut T,
@@ -116,6 +163,30 @@ impl<T: Send + Sync + 'static> SystemParam for ResMut<'_, T> {
             // borrow ends; within the system, `init` rejected a second borrow of `T`.
             value: unsafe { ptr.as_mut() },
         }
+    }
+}
+
+impl<T: Send + Sync + 'static> sealed::Sealed for Option<ResMut<'_, T>> {}
+
+/// `Option<ResMut<T>>`: the resource if it is in the registry when the system's segment
+/// starts; see `Option<Res<T>>`.
+impl<T: Send + Sync + 'static> SystemParam for Option<ResMut<'_, T>> {
+    type State = SendPtr<T>;
+    type Item<'w> = Option<ResMut<'w, T>>;
+
+    fn init(access: &mut SystemAccess) -> Self::State {
+        <ResMut<'_, T> as SystemParam>::init(access)
+    }
+
+    fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
+        state.0 = ctx.try_resource::<T>();
+    }
+
+    unsafe fn fetch<'w>(state: &'w mut Self::State, _: &'w SystemContext<'w>) -> Self::Item<'w> {
+        state.0.map(|mut ptr| ResMut {
+            // SAFETY: as for `ResMut`.
+            value: unsafe { ptr.as_mut() },
+        })
     }
 }
 
