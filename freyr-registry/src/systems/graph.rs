@@ -137,9 +137,9 @@ pub enum ScheduleError {
         /// The system declared to run second.
         second: String,
     },
-    /// A `before`/`after` names neither a system nor a set of the phase.
+    /// A `before`/`after` (or a set order) names neither a system nor a set of the phase.
     UnknownName {
-        /// The system that names it.
+        /// The system that names it, or `order_sets(first, second)` for a set order.
         system: String,
         /// The name.
         name: String,
@@ -262,6 +262,9 @@ pub(crate) struct Segment {
 #[derive(Default)]
 pub(crate) struct PhaseSchedule {
     pub(crate) nodes: Vec<FnNode>,
+    /// Orders between sets (or systems) by name: every member of `.0` before every member of
+    /// `.1` ([`Registry::order_sets`](crate::Registry::order_sets)).
+    pub(crate) set_orders: Vec<(String, String)>,
     pub(crate) segments: Option<Vec<Segment>>,
     /// The number of exclusive systems `segments` was resolved for.
     pub(crate) exclusive: usize,
@@ -340,9 +343,17 @@ impl Reach {
 /// A declared edge: `(first, second, reason)`.
 type DeclaredEdge = (usize, usize, String);
 
+/// A name of a declared order that matches nothing: who names it (a system, or a set order's
+/// description) and the name.
+type UnknownName = (String, String);
+
 /// The declared edges `(first, second, reason)` among `nodes` (by name: a system's own name or a
-/// set it is in), plus the names that match nothing.
-fn declared_edges(nodes: &[FnNode]) -> (Vec<DeclaredEdge>, Vec<(usize, String)>) {
+/// set it is in), from the systems' `before`/`after` and the phase's set orders, plus the names
+/// that match nothing.
+fn declared_edges(
+    nodes: &[FnNode],
+    set_orders: &[(String, String)],
+) -> (Vec<DeclaredEdge>, Vec<UnknownName>) {
     let members = |name: &str| -> Vec<usize> {
         nodes
             .iter()
@@ -358,7 +369,7 @@ fn declared_edges(nodes: &[FnNode]) -> (Vec<DeclaredEdge>, Vec<(usize, String)>)
             for name in names {
                 let targets = members(name);
                 if targets.is_empty() {
-                    unknown.push((i, name.clone()));
+                    unknown.push((node.config.name.clone(), name.clone()));
                 }
                 for t in targets {
                     if t == i {
@@ -378,14 +389,32 @@ fn declared_edges(nodes: &[FnNode]) -> (Vec<DeclaredEdge>, Vec<(usize, String)>)
             }
         }
     }
+    for (first, second) in set_orders {
+        let (before, after) = (members(first), members(second));
+        for (name, found) in [(first, &before), (second, &after)] {
+            if found.is_empty() {
+                unknown.push((format!("order_sets({first}, {second})"), name.clone()));
+            }
+        }
+        for &a in &before {
+            for &b in &after {
+                if a != b {
+                    edges.push((a, b, format!("set {first} before {second}")));
+                }
+            }
+        }
+    }
     (edges, unknown)
 }
 
 /// Checks the declared order of `nodes` (the phase's systems with a new one last): no edge
 /// points back across an exclusive system, no cycle. Unknown names are allowed here (they may
 /// name a system added later).
-pub(crate) fn check_declared(nodes: &[FnNode]) -> Result<(), ScheduleError> {
-    let (edges, _) = declared_edges(nodes);
+pub(crate) fn check_declared(
+    nodes: &[FnNode],
+    set_orders: &[(String, String)],
+) -> Result<(), ScheduleError> {
+    let (edges, _) = declared_edges(nodes, set_orders);
     for (a, b, _) in &edges {
         if nodes[*a].segment > nodes[*b].segment {
             return Err(ScheduleError::AcrossExclusive {
@@ -461,13 +490,14 @@ fn entry_name(e: &AccessEntry) -> &'static str {
 
 /// Resolves the segments of `nodes`, whose declared order was checked. `exclusive` is the
 /// number of exclusive systems of the phase (segments `0..=exclusive`).
-pub(crate) fn resolve(nodes: &[FnNode], exclusive: usize) -> Result<Vec<Segment>, ScheduleError> {
-    let (edges, unknown) = declared_edges(nodes);
-    if let Some((i, name)) = unknown.into_iter().next() {
-        return Err(ScheduleError::UnknownName {
-            system: nodes[i].config.name.clone(),
-            name,
-        });
+pub(crate) fn resolve(
+    nodes: &[FnNode],
+    set_orders: &[(String, String)],
+    exclusive: usize,
+) -> Result<Vec<Segment>, ScheduleError> {
+    let (edges, unknown) = declared_edges(nodes, set_orders);
+    if let Some((system, name)) = unknown.into_iter().next() {
+        return Err(ScheduleError::UnknownName { system, name });
     }
     let segments = exclusive.max(nodes.iter().map(|n| n.segment).max().unwrap_or(0)) + 1;
     let mut out = Vec::with_capacity(segments);

@@ -166,8 +166,63 @@ impl Registry {
             output: TaskOutput::default(),
             last_run: None,
         });
-        if let Err(e) = graph::check_declared(&schedule.nodes) {
+        if let Err(e) = graph::check_declared(&schedule.nodes, &schedule.set_orders) {
             schedule.nodes.pop();
+            return Err(e);
+        }
+        schedule.segments = None;
+        Ok(())
+    }
+
+    /// Orders two sets of `phase`'s function systems (bevy's `configure_sets(a.before(b))`):
+    /// every system in `first` runs before every system in `second`, whenever either set gains
+    /// members. Each name is a set or a system's own name, as in
+    /// [`SystemConfig::before`](crate::systems::SystemConfig::before); a name that matches
+    /// nothing when the phase's graph is resolved is [`ScheduleError::UnknownName`].
+    ///
+    /// # Errors
+    ///
+    /// [`ScheduleError::Cycle`] if the order contradicts the declared order, and
+    /// [`ScheduleError::AcrossExclusive`] if it puts a system before one of an earlier segment
+    /// (both leave the phase as it was); [`ScheduleError::DuringUpdate`] from a running system.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    /// use freyr::system::{ResMut, SystemConfig};
+    ///
+    /// struct Log(Vec<&'static str>);
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// registry.insert_resource(Log(Vec::new()));
+    /// registry.order_sets(Phase::Update, "physics", "render").unwrap();
+    /// let render = SystemConfig::new("draw").in_set("render");
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, render, |mut l: ResMut<Log>| l.0.push("draw"))
+    ///     .unwrap();
+    /// let physics = SystemConfig::new("move").in_set("physics");
+    /// registry
+    ///     .add_fn_system_with(Phase::Update, physics, |mut l: ResMut<Log>| l.0.push("move"))
+    ///     .unwrap();
+    /// registry.update(0.0);
+    /// assert_eq!(registry.resource::<Log>().unwrap().0, ["move", "draw"]);
+    /// assert!(registry.order_sets(Phase::Update, "render", "physics").is_err());
+    /// ```
+    pub fn order_sets(
+        &mut self,
+        phase: Phase,
+        first: impl Into<String>,
+        second: impl Into<String>,
+    ) -> Result<(), ScheduleError> {
+        self.guard("Registry::order_sets");
+        if self.in_update {
+            return Err(ScheduleError::DuringUpdate);
+        }
+        let schedule = &mut self.fn_systems[phase.index()];
+        schedule.set_orders.push((first.into(), second.into()));
+        if let Err(e) = graph::check_declared(&schedule.nodes, &schedule.set_orders) {
+            schedule.set_orders.pop();
             return Err(e);
         }
         schedule.segments = None;
@@ -201,7 +256,11 @@ impl Registry {
         let exclusive = self.system_count(phase) - self.fn_systems[phase.index()].nodes.len();
         let schedule = &mut self.fn_systems[phase.index()];
         if schedule.segments.is_none() || schedule.exclusive != exclusive {
-            schedule.segments = Some(graph::resolve(&schedule.nodes, exclusive)?);
+            schedule.segments = Some(graph::resolve(
+                &schedule.nodes,
+                &schedule.set_orders,
+                exclusive,
+            )?);
             schedule.exclusive = exclusive;
         }
         Ok(())
@@ -405,7 +464,7 @@ impl Registry {
         let mut schedule = core::mem::take(&mut self.fn_systems[phase.index()]);
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
             if schedule.segments.is_none() || schedule.exclusive != systems.len() {
-                match graph::resolve(&schedule.nodes, systems.len()) {
+                match graph::resolve(&schedule.nodes, &schedule.set_orders, systems.len()) {
                     Ok(segments) => schedule.segments = Some(segments),
                     Err(e) => panic!("freyr: {e}"),
                 }
