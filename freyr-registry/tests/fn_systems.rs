@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use freyr_registry::systems::{
-    EventReader, EventWriter, Query, Res, ResMut, ScheduleError, SystemConfig, Tick,
+    EventReader, EventWriter, Query, QueryEntityError, Res, ResMut, ScheduleError, SystemConfig,
+    Tick,
 };
-use freyr_registry::{Commands, Entity, EventCursor, Phase, Registry, With};
+use freyr_registry::{Commands, Entity, EventCursor, Phase, Registry, With, Without};
 
 struct Pos(f32);
 struct Vel(f32);
@@ -29,6 +30,155 @@ const WORKERS: &[usize] = if cfg!(miri) {
 } else {
     &[1, 2, 3, 8, 16]
 };
+
+/// `Registry::order_sets`: every member of the first set runs before every member of the
+/// second, members added before or after the order; a contradicting order is a cycle and
+/// changes nothing; a name that never matches is reported when the graph is resolved.
+#[test]
+fn set_orders_hold_for_members_added_before_and_after() {
+    for &workers in WORKERS {
+        let mut registry = Registry::with_workers(workers);
+        registry.insert_resource(Log(Vec::new()));
+        let add = |registry: &mut Registry, name: &'static str, set: &str| {
+            registry
+                .add_fn_system_with(
+                    Phase::Update,
+                    SystemConfig::new(name).in_set(set),
+                    log(name),
+                )
+                .unwrap();
+        };
+        add(&mut registry, "draw", "render");
+        add(&mut registry, "step", "physics");
+        registry
+            .order_sets(Phase::Update, "physics", "render")
+            .unwrap();
+        add(&mut registry, "hud", "render");
+        add(&mut registry, "collide", "physics");
+        let err = registry.order_sets(Phase::Update, "render", "physics");
+        assert!(matches!(err, Err(ScheduleError::Cycle { .. })), "{err:?}");
+        registry.update(0.0);
+        assert_eq!(
+            registry.resource::<Log>().unwrap().0,
+            ["step", "collide", "draw", "hud"],
+            "{workers} workers"
+        );
+        registry
+            .order_sets(Phase::Update, "physics", "audio")
+            .unwrap();
+        assert_eq!(
+            registry.check_schedule(Phase::Update),
+            Err(ScheduleError::UnknownName {
+                system: "order_sets(physics, audio)".into(),
+                name: "audio".into(),
+            })
+        );
+    }
+}
+
+/// `Option<Res<T>>` / `Option<ResMut<T>>`: `None` while the resource is missing (no panic),
+/// the resource once it is inserted, and the same access as `Res` / `ResMut` (a writer of the
+/// optional resource still keeps registration order against a reader).
+#[test]
+fn optional_resources_are_none_while_missing_and_keep_their_access() {
+    struct Bonus(u32);
+    struct Total(u32);
+    for &workers in WORKERS {
+        let mut registry = Registry::with_workers(workers);
+        registry.insert_resource(Log(Vec::new()));
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "grow",
+                |bonus: Option<ResMut<Bonus>>, mut log: ResMut<Log>| {
+                    log.0
+                        .push(if bonus.is_some() { "grow" } else { "no bonus" });
+                    if let Some(mut b) = bonus {
+                        b.0 += 1;
+                    }
+                },
+            )
+            .unwrap();
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "sum",
+                |bonus: Option<Res<Bonus>>, total: Option<ResMut<Total>>| {
+                    if let (Some(b), Some(mut t)) = (bonus, total) {
+                        t.0 += b.0;
+                    }
+                },
+            )
+            .unwrap();
+        registry.update(0.0);
+        registry.insert_resource(Bonus(1));
+        registry.insert_resource(Total(0));
+        registry.update(0.0);
+        registry.update(0.0);
+        // "grow" runs before "sum" each tick (they conflict on `Bonus`): 2, then 3.
+        assert_eq!(
+            registry.resource::<Total>().unwrap().0,
+            5,
+            "{workers} workers"
+        );
+        assert_eq!(
+            registry.resource::<Log>().unwrap().0,
+            ["no bonus", "grow", "grow"]
+        );
+    }
+}
+
+/// `Query::get`: one entity's items under the query's data, filter and change filters; a write
+/// through it stamps the entity's chunk, so a later change filter sees it.
+#[test]
+fn query_get_reads_and_writes_one_entity_under_the_querys_rules() {
+    for &workers in WORKERS {
+        let mut registry = Registry::with_workers(workers);
+        let a = registry.spawn((Pos(0.0), Vel(1.0)));
+        let tagged = registry.spawn((Pos(0.0), Vel(1.0), Tag));
+        let slow = registry.spawn((Pos(0.0),));
+        let idle = registry.spawn((Pos(0.0), Hp(1)));
+        let gone = registry.spawn((Pos(0.0), Vel(1.0)));
+        registry.despawn(gone).unwrap();
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "push",
+                move |mut q: Query<(&mut Pos, &Vel), Without<Tag>>| {
+                    let (p, v) = q.get(a).unwrap();
+                    p.0 += v.0;
+                    assert_eq!(q.get(tagged).err(), Some(QueryEntityError::NoMatch(tagged)));
+                    assert_eq!(q.get(slow).err(), Some(QueryEntityError::NoMatch(slow)));
+                    assert_eq!(
+                        q.get(gone).err(),
+                        Some(QueryEntityError::NoSuchEntity(gone))
+                    );
+                },
+            )
+            .unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        registry
+            .add_fn_system(Phase::Update, "watch", move |mut q: Query<&Pos>| {
+                q.filter_changed::<Pos>();
+                let passes = [a, idle].map(|e| q.get(e).is_ok());
+                log.lock().unwrap().push(passes);
+            })
+            .unwrap();
+        for _ in 0..4 {
+            registry.update(0.1);
+        }
+        assert_eq!(registry.get::<Pos>(a).unwrap().0, 4.0);
+        assert_eq!(registry.get::<Pos>(tagged).unwrap().0, 0.0);
+        // The first two runs pass everything (nothing is older than the previous run's tick);
+        // then only `a`'s chunk, which `push` wrote through `get` each tick.
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [[true, true], [true, true], [true, false], [true, false]],
+            "{workers} workers"
+        );
+    }
+}
 
 #[test]
 fn a_function_system_reads_writes_and_records_commands_and_events() {
