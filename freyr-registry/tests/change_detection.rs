@@ -7,7 +7,7 @@
 use freyr::{Entity, Phase, Registry, With, World, mix};
 
 const WORKERS: &[usize] = if cfg!(miri) { &[1, 3] } else { &[1, 2, 3, 8] };
-const N: u64 = if cfg!(miri) { 1100 } else { 6000 };
+const N: u64 = if cfg!(miri) { 600 } else { 6000 };
 const TICKS: u64 = if cfg!(miri) { 4 } else { 10 };
 
 #[derive(Clone, Copy, Debug, PartialEq)]

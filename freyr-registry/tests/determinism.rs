@@ -215,8 +215,10 @@ fn float_reduction_over_a_million_entities_is_bit_identical() {
             reference = Some(reference.map_or(chunk, |r| r + chunk));
         });
         assert_eq!(total.to_bits(), reference.unwrap().to_bits());
-        // Split into 64-row tasks: a different grouping (so possibly other bits), but again one
-        // fixed by the data alone — the pieces of each chunk folded and combined in order.
+        // Split into tasks of at most 64 rows: a different grouping (so possibly other bits),
+        // but again one fixed by the data alone — each chunk of `len` rows in
+        // `len.div_ceil(64)` parts of near-equal length (`rows_per_task`'s layout), folded and
+        // combined in order.
         let split = registry
             .query::<&Energy>()
             .rows_per_task(64)
@@ -224,7 +226,9 @@ fn float_reduction_over_a_million_entities_is_bit_identical() {
             .join(&mut registry);
         let mut reference: Option<f32> = None;
         registry.query::<&Energy>().each_chunk(|_, energy| {
-            for piece in energy.chunks(64) {
+            let (len, parts) = (energy.len(), energy.len().div_ceil(64));
+            for k in 0..parts {
+                let piece = &energy[k * len / parts..(k + 1) * len / parts];
                 let part = piece.iter().fold(0.0f32, |acc, e| acc + e.0);
                 reference = Some(reference.map_or(part, |r| r + part));
             }

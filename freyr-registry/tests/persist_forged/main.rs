@@ -208,8 +208,15 @@ fn an_import_spawns_in_export_order_whatever_the_archetypes() {
         vec![x, y, z, w, v, u, t],
         vec![t, u, z, v, y, w, x],
     ];
+    // Under Miri the last order alone: every archetype, interleaved (each import is a second
+    // of interpretation).
+    let orders = if cfg!(miri) {
+        &orders[2..]
+    } else {
+        &orders[..]
+    };
     for exported in orders {
-        let bytes = a.export(&exported).unwrap();
+        let bytes = a.export(exported).unwrap();
         for (hooked, reversed) in [(false, false), (true, false), (false, true)] {
             for fresh in [true, false] {
                 let mut b = match fresh {
@@ -224,7 +231,7 @@ fn an_import_spawns_in_export_order_whatever_the_archetypes() {
                 let map = b.import(&bytes).unwrap();
                 let olds: Vec<Entity> = map.pairs().iter().map(|&(old, _)| old).collect();
                 let news: Vec<Entity> = map.pairs().iter().map(|&(_, new)| new).collect();
-                assert_eq!(olds, exported, "pairs in export order");
+                assert_eq!(&olds, exported, "pairs in export order");
                 assert_eq!(news, next, "new ids: the next spawns', in export order");
                 if fresh {
                     assert!(news.windows(2).all(|p| p[0].index() < p[1].index()));
