@@ -447,10 +447,21 @@ mod tests {
     use super::*;
 
     #[test]
-    #[should_panic(
-        expected = "freyr: chunk limit reached: a world holds at most 4194304 chunks \
-                               of 512 rows (2147483648 rows over all archetypes), 1 exist and \
-                               4194304 more were asked for; despawn entities"
+    #[cfg_attr(
+        not(miri),
+        should_panic(
+            expected = "freyr: chunk limit reached: a world holds at most 4194304 chunks \
+                        of 512 rows (2147483648 rows over all archetypes), 1 exist and \
+                        4194304 more were asked for; despawn entities"
+        )
+    )]
+    #[cfg_attr(
+        miri,
+        should_panic(
+            expected = "freyr: chunk limit reached: a world holds at most 33554432 chunks \
+                        of 64 rows (2147483648 rows over all archetypes), 1 exist and \
+                        33554432 more were asked for; despawn entities"
+        )
     )]
     fn reserving_past_the_chunk_limit_panics_with_what_to_do() {
         let mut table = ChunkTable::default();

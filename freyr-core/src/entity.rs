@@ -159,8 +159,8 @@ fn index_space_exhausted(in_use: usize, more: usize) -> ! {
     )
 }
 
-/// Row bits of a live slot (`CHUNK_CAPACITY == 512 == 1 << ROW_BITS`).
-pub(crate) const ROW_BITS: u32 = 9;
+/// Row bits of a live slot (`CHUNK_CAPACITY == 1 << ROW_BITS`: 9 bits for 512 rows).
+pub(crate) const ROW_BITS: u32 = CHUNK_CAPACITY.trailing_zeros();
 const ROW_MASK: u32 = (1 << ROW_BITS) - 1;
 /// Set in a free (or retired) slot.
 pub(crate) const FREE: u32 = 1 << 31;
@@ -353,13 +353,13 @@ mod tests {
         let mut entities = Entities::default();
         let e = entities.alloc(Location {
             chunk: (MAX_CHUNKS - 1) as u32,
-            row: 511,
+            row: CHUNK_CAPACITY as u32 - 1,
         });
         assert_eq!(
             entities.location(e),
             Some(Location {
                 chunk: (MAX_CHUNKS - 1) as u32,
-                row: 511
+                row: CHUNK_CAPACITY as u32 - 1
             })
         );
     }

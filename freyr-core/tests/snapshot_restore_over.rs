@@ -9,12 +9,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr_core::SpareSlabs;
 use freyr_core::snapshot::{Sequential, SnapshotTypes};
-use freyr_core::{ArchetypeId, Entity, World};
+use freyr_core::{ArchetypeId, CHUNK_CAPACITY, Entity, World};
 
 /// Rows: at least two chunks, so more than one slab (slabs double from one chunk).
-const N: u64 = if cfg!(miri) { 530 } else { 5000 };
+const N: u64 = if cfg!(miri) {
+    CHUNK_CAPACITY as u64 + 18
+} else {
+    5000
+};
 /// A row in the second chunk (so the second slab) that no test moves.
-const IN_SECOND_SLAB: usize = 520;
+const IN_SECOND_SLAB: usize = CHUNK_CAPACITY + 8;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos(u64, u32);
@@ -104,7 +108,7 @@ fn advance(world: &mut World, ids: &[Entity]) -> Vec<Entity> {
     }
     world.despawn(ids[1]).unwrap();
     // Past the snapshot's slabs: a new one.
-    world.spawn_batch((0..N + 600).map(|i| (Pos(i, 7),)))
+    world.spawn_batch((0..N + CHUNK_CAPACITY as u64 + 88).map(|i| (Pos(i, 7),)))
 }
 
 #[test]

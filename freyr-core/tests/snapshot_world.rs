@@ -6,7 +6,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use freyr_core::snapshot::{ParallelFor, Sequential, SnapshotTypes, WorldSnapshot};
-use freyr_core::{Entity, World};
+use freyr_core::{CHUNK_CAPACITY, Entity, World};
 
 const N: usize = if cfg!(miri) { 40 } else { 3000 };
 
@@ -251,7 +251,10 @@ impl Drop for Tally {
 
 #[test]
 fn a_panicking_clone_loses_nothing() {
-    let rows = if cfg!(miri) { 700 } else { 2000 }; // several chunks
+    let c = CHUNK_CAPACITY;
+    let rows = if cfg!(miri) { c + c * 3 / 8 } else { 2000 }; // several chunks
+    // The clone that panics: in the middle of the second chunk (row 600 of 512-row chunks).
+    let at = c + c * 11 / 64;
     let mut types = SnapshotTypes::new();
     types.register_clone::<Tally>();
     let mut world = World::new();
@@ -259,18 +262,18 @@ fn a_panicking_clone_loses_nothing() {
     let mut snapshot = WorldSnapshot::new();
 
     // Taking: the clone in the middle of the second chunk panics.
-    PANIC_AT.store(600, Ordering::SeqCst);
+    PANIC_AT.store(at, Ordering::SeqCst);
     let taken = catch_unwind(AssertUnwindSafe(|| {
         world.snapshot_into(&mut snapshot, &types, &Sequential)
     }));
     assert!(taken.is_err(), "the panic is re-raised");
     assert!(!snapshot.is_complete());
-    assert_eq!(CLONES.load(Ordering::SeqCst), 601);
-    // The 600 values cloned before the panic are dropped exactly once: the 88 of the second
-    // chunk at once, the 512 of the first with the snapshot.
-    assert_eq!(DROPS.load(Ordering::SeqCst), 600 - 512);
+    assert_eq!(CLONES.load(Ordering::SeqCst), at + 1);
+    // The values cloned before the panic are dropped exactly once: those of the second chunk
+    // at once, the first chunk's with the snapshot.
+    assert_eq!(DROPS.load(Ordering::SeqCst), at - c);
     drop(snapshot);
-    assert_eq!(DROPS.load(Ordering::SeqCst), 600);
+    assert_eq!(DROPS.load(Ordering::SeqCst), at);
     for (i, &e) in ids.iter().enumerate() {
         assert_eq!(
             world.get::<Tally>(e).unwrap().0,
@@ -284,7 +287,7 @@ fn a_panicking_clone_loses_nothing() {
     PANIC_AT.store(usize::MAX, Ordering::SeqCst);
     let snapshot = world.snapshot(&types).unwrap();
     let (clones, drops) = (CLONES.load(Ordering::SeqCst), DROPS.load(Ordering::SeqCst));
-    let fail_at = rows - 100; // in the last chunk
+    let fail_at = rows - rows % c / 2; // in the last chunk
     PANIC_AT.store(clones + fail_at, Ordering::SeqCst);
     assert!(catch_unwind(AssertUnwindSafe(|| World::restore_from(&snapshot))).is_err());
     assert_eq!(DROPS.load(Ordering::SeqCst) - drops, fail_at);

@@ -4,10 +4,13 @@
 //! restores the stamps, so the filters after a restore and re-simulation equal the
 //! uninterrupted run's.
 
+use freyr::storage::CHUNK_CAPACITY;
 use freyr::{Entity, Phase, Registry, With, World, mix};
 
 const WORKERS: &[usize] = if cfg!(miri) { &[1, 3] } else { &[1, 2, 3, 8] };
 const N: u64 = if cfg!(miri) { 600 } else { 6000 };
+/// Rows per chunk (512; 64 under Miri).
+const C: usize = CHUNK_CAPACITY;
 const TICKS: u64 = if cfg!(miri) { 4 } else { 10 };
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -73,7 +76,7 @@ fn after_one_get_mut_changed_visits_only_that_entitys_chunk() {
     assert_eq!(visited.len(), 1);
     assert!(visited[0].contains(&target));
     let (_, chunk, _) = r.world().entity_location(target).unwrap();
-    assert_eq!(visited[0].len(), 512.min(ids.len() - chunk * 512));
+    assert_eq!(visited[0].len(), C.min(ids.len() - chunk * C));
     // The write is not a change of another component, nor one after tick 1.
     let mut pos_chunks = 0;
     r.query::<&Pos>()
@@ -96,18 +99,18 @@ fn after_one_get_mut_changed_visits_only_that_entitys_chunk() {
 #[test]
 fn added_after_spawn_insert_and_a_swap_remove_that_moves_a_row() {
     let mut r = Registry::with_workers(1);
-    // 600 rows: chunk 0 full, chunk 1 with 88 rows, all added at tick 0.
-    let ids = r.spawn_batch((0..600).map(|i| (Pos(i),)));
+    // Full chunks and a last one with 88 rows, all added at tick 0.
+    let ids = r.spawn_batch((0..C as u64 + 88).map(|i| (Pos(i),)));
     r.update(0.0);
     assert!(added_pos(&mut r, 0).is_empty());
-    // Spawn at tick 1: lands in chunk 1.
+    // Spawn at tick 1: lands in the last chunk.
     let spawned = r.spawn((Pos(1000),));
     let added = added_pos(&mut r, 0);
     assert_eq!(added.len(), 1);
     assert_eq!(added[0].last(), Some(&spawned));
     r.update(0.0);
     // Insert at tick 2 into an entity of chunk 0: it moves to the (Pos, Marked) archetype (a
-    // new chunk there) and the last row of chunk 1 fills its hole in chunk 0.
+    // new chunk there) and the last row of the last chunk fills its hole in chunk 0.
     let moved_away = ids[10];
     r.insert(moved_away, (Marked,)).unwrap();
     let added = added_pos(&mut r, 1);
@@ -116,15 +119,15 @@ fn added_after_spawn_insert_and_a_swap_remove_that_moves_a_row() {
         added[0].contains(&spawned),
         "the last row filled the hole in chunk 0"
     );
-    assert_eq!(added[0].len(), 512);
+    assert_eq!(added[0].len(), C);
     assert_eq!(added[1], [moved_away]);
-    // Chunk 1 lost a row but received none: not added.
+    // The last chunk lost a row but received none: not added.
     r.update(0.0);
     // A despawn at tick 3 whose hole the last row fills.
     r.despawn(ids[0]).unwrap();
     let added = added_pos(&mut r, 2);
     assert_eq!(added.len(), 1);
-    assert_eq!(added[0].len(), 512);
+    assert_eq!(added[0].len(), C);
     // Despawning the last row moves nothing: no chunk gains a row.
     r.update(0.0);
     let world = r.world();
@@ -277,7 +280,7 @@ fn a_rollback_restores_the_stamps_and_the_filters_equal_the_uninterrupted_run() 
     assert!(
         after
             .iter()
-            .any(|(changed, _)| changed.len() < (N as usize).div_ceil(512))
+            .any(|(changed, _)| changed.len() < (N as usize).div_ceil(C))
     );
 
     let mut rolled = rollback_registry();
@@ -300,20 +303,20 @@ fn a_rollback_restores_the_stamps_and_the_filters_equal_the_uninterrupted_run() 
 #[test]
 fn filtered_async_runs_visit_the_same_chunks_as_each_with_and_without_a_row_split() {
     let mut r = Registry::with_workers(3);
-    // At least five chunks (Miri's `N` is fewer rows than four).
-    let ids = r.spawn_batch((0..N.max(2100)).map(|i| (Hp(i as u32), Pos(i))));
+    // At least five chunks.
+    let ids = r.spawn_batch((0..N.max(4 * C as u64 + 52)).map(|i| (Hp(i as u32), Pos(i))));
     r.update(0.0);
     // Change chunks 1 and 3 and the last one: separate runs of passing chunks.
     let last = ids.len() - 1;
-    for &i in &[600, 1600, last] {
+    for &i in &[C + C * 11 / 64, 3 * C + C / 8, last] {
         r.get_mut::<Hp>(ids[i]).unwrap().0 += 1;
     }
     let mut expected = Vec::new();
     r.query::<(Entity, &Hp)>()
         .filter_changed::<Hp>(0)
         .each(|_, (e, _)| expected.push(e));
-    assert_eq!(expected.len(), 2 * 512 + (ids.len() - 1) % 512 + 1);
-    for rows in [512, 100] {
+    assert_eq!(expected.len(), 2 * C + (ids.len() - 1) % C + 1);
+    for rows in [C, 100] {
         let got = r
             .query::<(Entity, &Hp)>()
             .filter_changed::<Hp>(0)
@@ -409,7 +412,7 @@ fn a_repeated_unfiltered_each_stamps_each_ticks_tick_and_the_chunks_added_since(
             assert!(pos.iter().all(|&t| t < tick), "round {round}: {pos:?}");
         }
         let before = changed_ticks_of::<Hp>(r.world()).len();
-        r.spawn_batch((0..600).map(|i| (Pos(i), Hp(3))));
+        r.spawn_batch((0..C as u64 + 88).map(|i| (Pos(i), Hp(3))));
         if round == 1 {
             r.spawn_batch((0..5).map(|i| (Hp(4), Pos(i), Marked, round)));
         }

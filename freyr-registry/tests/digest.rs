@@ -11,6 +11,7 @@ use core::hash::Hasher;
 
 use freyr::hash::StableHasher;
 use freyr::hash::{ChunkAddress, DigestHasher, DivergenceKind, WorldDigest};
+use freyr::storage::CHUNK_CAPACITY;
 use freyr::{Registry, StableHash};
 
 #[derive(StableHash, Clone, Copy, Debug, PartialEq)]
@@ -33,9 +34,11 @@ struct Tag;
 #[derive(StableHash, Clone, Debug, PartialEq)]
 struct Name(String);
 
-/// Entities in the big world. Under Miri, enough for row 77 of the first archetype (81 rows,
-/// the other three 78 each, so the first is told apart by its length).
+/// Entities in the big world. Under Miri, enough for row [`ROW`] of the first archetype's second
+/// chunk (81 rows, the other three 78 each, so the first is told apart by its length).
 const BIG: u32 = if cfg!(miri) { 315 } else { 100_000 };
+/// The victim's row in its chunk.
+const ROW: usize = if cfg!(miri) { 7 } else { 77 };
 
 fn register(r: &mut Registry) {
     r.register_hashable::<A>();
@@ -91,7 +94,7 @@ fn a_flipped_bit_is_located_to_the_entity() {
     let mut there = big_world(1, BIG);
     assert_eq!(here.locate_divergence(&there), Ok(None));
 
-    // The victim: in the first archetype, chunk 1 (or the last), row 77.
+    // The victim: in the first archetype, chunk 1 (or the last), row `ROW`.
     let first = there
         .world()
         .archetypes()
@@ -100,7 +103,7 @@ fn a_flipped_bit_is_located_to_the_entity() {
         .unwrap();
     let archetype = &there.world().archetypes()[first];
     let chunk = 1.min(archetype.chunk_count() - 1);
-    let victim = archetype.chunk(chunk).entities()[77];
+    let victim = archetype.chunk(chunk).entities()[ROW];
     there.get_mut::<C>(victim).unwrap().0[1] ^= 1 << 40;
 
     // Across machines: digests, then one chunk's row digests.
@@ -140,14 +143,14 @@ fn a_flipped_bit_is_located_to_the_entity() {
         &here.row_digests(at).unwrap(),
         &there.row_digests(at).unwrap(),
     );
-    assert_eq!((found.row, found.entity), (Some(77), Some(victim)));
+    assert_eq!((found.row, found.entity), (Some(ROW), Some(victim)));
 
     // In one process: the same report.
     assert_eq!(here.locate_divergence(&there), Ok(Some(found.clone())));
     let text = found.to_string();
     assert!(text.contains(&format!("archetype {first}")), "{text}");
     assert!(
-        text.contains(&format!("chunk {chunk}, row 77, entity {victim}")),
+        text.contains(&format!("chunk {chunk}, row {ROW}, entity {victim}")),
         "{text}"
     );
 }
@@ -370,8 +373,9 @@ fn per_value_column_by_the_spec<T: StableHash>(values: &[T]) -> u64 {
 fn the_digest_is_the_documented_streams() {
     let mut r = Registry::with_workers(1);
     register(&mut r);
-    // Two chunks: a full one and the rest (a few rows under Miri).
-    let rows = if cfg!(miri) { 530 } else { 700 };
+    // Two chunks: a full one and the rest.
+    let c = CHUNK_CAPACITY as u32;
+    let rows = c + if cfg!(miri) { 18 } else { 188 };
     let ids = r.spawn_batch((0..rows).map(|i| (a(i), Name(format!("{i}")))));
     let digest: WorldDigest = r.digest().unwrap();
     let (arch, _, _) = r.world().entity_location(ids[0]).unwrap();
@@ -381,7 +385,7 @@ fn the_digest_is_the_documented_streams() {
         comps.iter().position(|n| n.ends_with("::A")).unwrap(),
         comps.iter().position(|n| n.ends_with("::Name")).unwrap(),
     );
-    for (chunk, rows) in [(0usize, 0..512u32), (1, 512..rows)] {
+    for (chunk, rows) in [(0usize, 0..c), (1, c..rows)] {
         let avals: Vec<A> = rows.clone().map(a).collect();
         let nvals: Vec<Name> = rows.clone().map(|i| Name(format!("{i}"))).collect();
         let want_a = if cfg!(target_endian = "little") {

@@ -8,12 +8,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use freyr::storage::CHUNK_CAPACITY;
 use freyr::{Entity, Registry};
 
 /// Rows: at least two chunks, so more than one slab (slabs double from one chunk).
-const N: u64 = if cfg!(miri) { 530 } else { 5000 };
+const N: u64 = if cfg!(miri) {
+    CHUNK_CAPACITY as u64 + 18
+} else {
+    5000
+};
 /// A row in the second chunk (so the second slab) that no test moves.
-const IN_SECOND_SLAB: usize = 520;
+const IN_SECOND_SLAB: usize = CHUNK_CAPACITY + 8;
 const WORKERS: &[usize] = if cfg!(miri) { &[2] } else { &[1, 2, 3] };
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -63,7 +68,7 @@ fn registry(workers: usize, names: bool) -> (Registry, Vec<Entity>) {
 fn advance(r: &mut Registry, ids: &[Entity]) {
     r.query::<&mut Pos>().each(|_, p| p.0 += 1000);
     r.despawn(ids[2]).unwrap();
-    r.spawn_batch((0..N + 600).map(|i| (Pos(i),))); // past the snapshot's slabs
+    r.spawn_batch((0..N + CHUNK_CAPACITY as u64 + 88).map(|i| (Pos(i),))); // past the snapshot's slabs
     r.update(0.1);
 }
 

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use freyr::query::QueryState;
 use freyr::snapshot::{Snapshot, SnapshotError, SnapshotRing};
+use freyr::storage::CHUNK_CAPACITY;
 use freyr::time::pump::AsyncPump;
 use freyr::{CommandBuffer, Entity, Phase, Registry, StableHash};
 
@@ -338,7 +339,12 @@ impl Drop for Tally {
 
 #[test]
 fn a_clone_panicking_mid_snapshot_loses_nothing() {
-    let rows = if cfg!(miri) { 600 } else { 5000 };
+    // Two chunks and more under Miri, mid-snapshot panics in the second.
+    let rows = if cfg!(miri) {
+        CHUNK_CAPACITY as u64 + 88
+    } else {
+        5000
+    };
     let mut r = Registry::with_workers(3);
     r.register_snapshot_clone::<Tally>();
     let ids = r.spawn_batch((0..rows).map(|i| (Tally(i),)));
