@@ -48,8 +48,9 @@ impl Registry {
     }
 
     /// `phase`'s graph, as text in `format`: every function system by name, every exclusive
-    /// system (a barrier) by its [`System::name`], and every edge with its reason — `conflict
-    /// on T` (the two systems' access conflicts on type `T`, so they keep registration order),
+    /// system (a barrier) by its [`System::name`](crate::System::name), and every edge with its
+    /// reason — `conflict on T` (the two systems' access conflicts on type `T`, so they keep
+    /// registration order),
     /// `before x` / `after x` (declared), or `barrier` (an exclusive system between segments).
     /// Systems with no path between them run at the same time.
     ///
