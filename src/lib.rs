@@ -189,7 +189,9 @@ pub mod hash {
 /// Entities with structure: the parent relation, disabled entities, clones and prefabs (the
 /// methods are on [`Registry`]; see the guide's hierarchy chapter).
 pub mod hierarchy {
-    pub use freyr_registry::hierarchy::{ChildOf, Children, CloneError, Disabled, HierarchyError};
+    pub use freyr_registry::hierarchy::{
+        ChildOf, Children, CloneError, CloneMap, CloneRemapFn, Disabled, HierarchyError,
+    };
 }
 
 /// Component hooks (`on_add`, `on_insert`, `on_remove`, registered on the [`Registry`]): when

@@ -33,7 +33,9 @@ pub use crate::ring::SnapshotRing;
 /// consistent, the [`Disabled`](hierarchy::Disabled) marker queries skip, and the errors of
 /// hierarchy edits and clones. The methods are on [`Registry`].
 pub mod hierarchy {
-    pub use crate::registry::{ChildOf, Children, CloneError, HierarchyError};
+    pub use crate::registry::{
+        ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyError,
+    };
     pub use freyr_core::Disabled;
 }
 

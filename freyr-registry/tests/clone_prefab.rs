@@ -182,3 +182,186 @@ fn the_same_world_for_every_worker_count() {
     }
     assert!(hashes.iter().all(|&h| h == hashes[0]), "{hashes:?}");
 }
+
+/// A reference to another entity, remapped on clone: inside the cloned set it follows the
+/// copy, outside it stays.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Target(Entity);
+/// A reference cleared when it leaves the cloned set.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Link(Option<Entity>);
+
+fn remapping(workers: usize) -> Registry {
+    let mut r = registry(workers);
+    r.register_cloneable_with_remap::<Target>(|t, map| t.0 = map.get(t.0).unwrap_or(t.0));
+    r.register_cloneable_with_remap::<Link>(|l, map| l.0 = l.0.and_then(|e| map.get(e)));
+    r
+}
+
+/// The jet with references: the pilot aims at the second missile (inside the tree) and links
+/// to `base` (outside); the warhead aims at `base`.
+fn armed_jet(r: &mut Registry) -> ([Entity; 5], Entity) {
+    let base = r.spawn((Name("base".into()),));
+    let parts = jet(r);
+    let [_, pilot, _, m2, head] = parts;
+    r.insert(pilot, (Target(m2), Link(Some(base)))).unwrap();
+    r.insert(head, (Target(base), Link(Some(parts[0]))))
+        .unwrap();
+    (parts, base)
+}
+
+/// Checks each copy's references: inside the tree they name the same instance's copies.
+fn check_references(r: &Registry, roots: &[Entity], base: Entity) {
+    for &root in roots {
+        let [pilot, _, m2] = *r.children(root) else {
+            panic!("three children")
+        };
+        let head = r.children(m2)[0];
+        assert_eq!(r.get::<Target>(pilot), Ok(&Target(m2)));
+        assert_eq!(r.get::<Link>(pilot), Ok(&Link(None)));
+        assert_eq!(r.get::<Target>(head), Ok(&Target(base)));
+        assert_eq!(r.get::<Link>(head), Ok(&Link(Some(root))));
+    }
+}
+
+#[test]
+fn remap_hooks_point_references_inside_the_tree_at_the_copies() {
+    let mut r = remapping(2);
+    let ([jet, pilot, _, m2, _], base) = armed_jet(&mut r);
+    let jets = r.instantiate(jet, 5).unwrap();
+    check_references(&r, &jets, base);
+    let copy = r.clone_tree(jet).unwrap();
+    check_references(&r, &[copy], base);
+    // The template keeps its own references.
+    assert_eq!(r.get::<Target>(pilot), Ok(&Target(m2)));
+    assert_eq!(r.get::<Link>(pilot), Ok(&Link(Some(base))));
+    r.check_hierarchy();
+}
+
+#[test]
+fn clone_entity_remaps_a_reference_to_itself_only() {
+    let mut r = remapping(1);
+    let other = r.spawn(());
+    let e = r.spawn((Link(None), Target(other)));
+    r.insert(e, (Link(Some(e)),)).unwrap();
+    let c = r.clone_entity(e).unwrap();
+    assert_eq!(r.get::<Link>(c), Ok(&Link(Some(c))));
+    assert_eq!(r.get::<Target>(c), Ok(&Target(other)));
+}
+
+#[test]
+fn the_hooked_path_remaps_as_the_batch_path_does() {
+    // The same prefab instantiated with and without a hook (which fills the copies through
+    // `insert`): the same ids and the same references.
+    let run = |hooked: bool| {
+        let added = Arc::new(Mutex::new(0usize));
+        let mut r = remapping(1);
+        if hooked {
+            let a = added.clone();
+            r.on_add::<Target>(move |_, _| *a.lock().unwrap() += 1);
+        }
+        let ([jet, ..], base) = armed_jet(&mut r);
+        *added.lock().unwrap() = 0;
+        let jets = r.instantiate(jet, 4).unwrap();
+        check_references(&r, &jets, base);
+        r.check_hierarchy();
+        let all: Vec<Entity> = jets.iter().flat_map(|&j| r.descendants(j)).collect();
+        let refs: Vec<_> = all
+            .iter()
+            .map(|&e| {
+                (
+                    r.get::<Target>(e).ok().copied(),
+                    r.get::<Link>(e).ok().copied(),
+                )
+            })
+            .collect();
+        let added = *added.lock().unwrap();
+        (jets, all, refs, added)
+    };
+    let (plain, hooked) = (run(false), run(true));
+    assert_eq!(plain.3, 0);
+    assert_eq!(hooked.3, 2 * 4, "the hook saw every copied Target");
+    assert_eq!((plain.0, plain.1, plain.2), (hooked.0, hooked.1, hooked.2));
+}
+
+/// A reference whose remap hook panics on the third value it sees.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Fragile(Entity);
+static FRAGILE_SEEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// A value whose `Clone` panics once `CLONES_LEFT` is spent.
+#[derive(Debug)]
+struct Brittle;
+static CLONES_LEFT: std::sync::atomic::AtomicIsize = std::sync::atomic::AtomicIsize::new(0);
+impl Clone for Brittle {
+    fn clone(&self) -> Self {
+        if CLONES_LEFT.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) <= 0 {
+            panic!("brittle clone");
+        }
+        Brittle
+    }
+}
+
+/// Runs `f` expecting it to panic with `message`; the registry holds the same number of
+/// entities after, and its relation is whole.
+fn assert_panics_and_nothing_is_left(
+    r: &mut Registry,
+    message: &str,
+    f: impl FnOnce(&mut Registry),
+) {
+    let before = r.len();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| f(r)));
+    let payload = caught.expect_err("the callback's panic propagates");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&message));
+    assert_eq!(
+        r.len(),
+        before,
+        "every copy made before the panic was despawned"
+    );
+    r.check_hierarchy();
+}
+
+#[test]
+fn a_panicking_remap_hook_or_clone_leaves_no_copy() {
+    use std::sync::atomic::Ordering::SeqCst;
+    for hooked in [false, true] {
+        let mut r = remapping(2);
+        r.register_cloneable_with_remap::<Fragile>(|f, map| {
+            if FRAGILE_SEEN.fetch_add(1, SeqCst) == 2 {
+                panic!("remap failed");
+            }
+            f.0 = map.get(f.0).unwrap_or(f.0);
+        });
+        r.register_cloneable::<Brittle>();
+        let removed = Arc::new(Mutex::new(0usize));
+        if hooked {
+            let n = removed.clone();
+            r.on_remove::<Hp>(move |_, _| *n.lock().unwrap() += 1);
+        }
+        let ([jet, _, m1, _, head], _) = armed_jet(&mut r);
+        r.insert(m1, (Fragile(jet),)).unwrap();
+        FRAGILE_SEEN.store(0, SeqCst);
+        assert_panics_and_nothing_is_left(&mut r, "remap failed", |r| {
+            r.instantiate(jet, 4).unwrap();
+        });
+        if hooked {
+            // Every copy with an `Hp` went through the hooks on its way out.
+            assert!(*removed.lock().unwrap() > 0);
+        }
+        // A `Clone` panicking part-way: the warhead's copies are the last node made.
+        r.insert(head, (Brittle,)).unwrap();
+        CLONES_LEFT.store(2, SeqCst);
+        FRAGILE_SEEN.store(100, SeqCst);
+        assert_panics_and_nothing_is_left(&mut r, "brittle clone", |r| {
+            r.instantiate(jet, 3).unwrap();
+        });
+        // With enough clones and a quiet hook, the same call succeeds.
+        CLONES_LEFT.store(1000, SeqCst);
+        let jets = r.instantiate(jet, 3).unwrap();
+        assert_eq!(
+            r.get::<Fragile>(r.children(jets[2])[1]),
+            Ok(&Fragile(jets[2]))
+        );
+        r.check_hierarchy();
+    }
+}

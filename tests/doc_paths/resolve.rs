@@ -23,6 +23,7 @@ use freyr::hash::DivergenceKind as _;
 use freyr::hierarchy::ChildOf as _;
 use freyr::hierarchy::Children as _;
 use freyr::hierarchy::CloneError as _;
+use freyr::hierarchy::CloneMap as _;
 use freyr::hierarchy::Disabled as _;
 use freyr::hierarchy::HierarchyError as _;
 use freyr::hooks::MAX_HOOK_ROUNDS as _;

@@ -1,8 +1,11 @@
 //! Cloning entities and subtrees, and prefabs: the types registered as cloneable, copied a
-//! column at a time into a batch spawn.
+//! column at a time into a batch spawn, and the remap hooks that point a copy's `Entity`
+//! fields at the other copies of its tree.
 
 use core::any::TypeId;
 use core::fmt;
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Arc;
 
 use freyr_core::parts::ColumnValues;
 use freyr_core::{Component, ComponentId, Disabled, Entity, World};
@@ -11,14 +14,46 @@ use hashbrown::HashMap;
 use super::super::Registry;
 use super::{ChildOf, Children, subtree};
 
+/// A remap hook: rewrites the `Entity` fields of one copy's value through the clone's
+/// [`CloneMap`] (registered with [`Registry::register_cloneable_with_remap`]).
+pub type CloneRemapFn<T> = fn(&mut T, &CloneMap<'_>);
+
+/// Rewrites the value of one type on one copy in place (the type-erased remap hook).
+type RemapErased = Arc<dyn Fn(&mut World, Entity, &CloneMap<'_>) + Send + Sync>;
+
+/// Inserts clones of the source's value of one type into each target, remapped first.
+type InsertErased = Arc<dyn Fn(&mut Registry, Entity, &[Entity], &CloneMaps) + Send + Sync>;
+
 /// How one cloneable type is copied.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 struct CloneOps {
     /// `count` clones of the source's value, as a column to spawn.
     column: fn(&World, Entity, usize) -> ColumnValues<'static>,
-    /// Inserts a clone of the source's value into each target, through the registry (its
-    /// hooks run).
-    insert: fn(&mut Registry, Entity, &[Entity]),
+    /// Inserts a clone of the source's value into each target (copy `i` of the set is
+    /// `targets[i]`), through the registry so its hooks run; the value is remapped before it
+    /// is inserted, so the hooks see it final.
+    insert: InsertErased,
+    /// The type's remap hook over a value already spawned, if registered with one.
+    remap: Option<RemapErased>,
+}
+
+impl CloneOps {
+    fn of<T: Component + Clone>(remap: Option<CloneRemapFn<T>>) -> CloneOps {
+        CloneOps {
+            column: column_of::<T>,
+            insert: Arc::new(move |registry, source, targets, maps| {
+                insert_into::<T>(registry, source, targets, remap, maps);
+            }),
+            remap: remap.map(|remap| -> RemapErased {
+                Arc::new(move |world: &mut World, e: Entity, map: &CloneMap<'_>| {
+                    let value = world
+                        .get_mut::<T>(e)
+                        .expect("a copy has its source's types");
+                    remap(value, map);
+                })
+            }),
+        }
+    }
 }
 
 fn column_of<T: Component + Clone>(
@@ -30,15 +65,106 @@ fn column_of<T: Component + Clone>(
     ColumnValues::new(vec![value.clone(); count])
 }
 
-fn insert_into<T: Component + Clone>(registry: &mut Registry, source: Entity, targets: &[Entity]) {
-    for &t in targets {
-        let value = registry
+fn insert_into<T: Component + Clone>(
+    registry: &mut Registry,
+    source: Entity,
+    targets: &[Entity],
+    remap: Option<CloneRemapFn<T>>,
+    maps: &CloneMaps,
+) {
+    for (i, &t) in targets.iter().enumerate() {
+        let mut value = registry
             .get::<T>(source)
             .expect("the source has the type")
             .clone();
+        if let Some(remap) = remap {
+            remap(&mut value, &maps.instance(i));
+        }
         registry
             .insert(t, (value,))
             .expect("a clone was just spawned");
+    }
+}
+
+/// The copies of one clone call: for each entity of the cloned set (by its index in the
+/// set), its copy in each instance.
+struct CloneMaps {
+    index: HashMap<Entity, usize>,
+    copies: Vec<Vec<Entity>>,
+}
+
+impl CloneMaps {
+    fn instance(&self, instance: usize) -> CloneMap<'_> {
+        CloneMap {
+            maps: self,
+            instance,
+        }
+    }
+}
+
+/// What a clone made of each entity of the cloned set, in one copy: a remap hook
+/// ([`Registry::register_cloneable_with_remap`]) reads it to point the copy's `Entity` fields
+/// at the copies. An entity outside the cloned set (outside the subtree, or any entity but the
+/// source for [`Registry::clone_entity`]) has no copy: [`get`](CloneMap::get) is `None`, and
+/// the hook decides (keep the original reference, or clear it).
+///
+/// # Examples
+///
+/// ```
+/// use freyr::Entity;
+/// use freyr::hierarchy::CloneMap;
+///
+/// #[derive(Clone)]
+/// struct Target(Entity);
+///
+/// let mut registry = freyr::Registry::with_workers(1);
+/// registry.register_cloneable::<&'static str>();
+/// // References inside the tree follow the copy; references out of it stay.
+/// registry.register_cloneable_with_remap::<Target>(|t, map: &CloneMap| {
+///     t.0 = map.get(t.0).unwrap_or(t.0);
+/// });
+/// let ship = registry.spawn(("ship",));
+/// let gun = registry.spawn_child(ship, ("gun",)).unwrap();
+/// registry.insert(gun, (Target(ship),)).unwrap();
+/// let copy = registry.clone_tree(ship).unwrap();
+/// let gun_copy = registry.children(copy)[0];
+/// assert_eq!(registry.get::<Target>(gun_copy).unwrap().0, copy);
+/// ```
+#[derive(Clone, Copy)]
+pub struct CloneMap<'a> {
+    maps: &'a CloneMaps,
+    instance: usize,
+}
+
+impl CloneMap<'_> {
+    /// The copy of `original` made by this clone (in this instance, for a prefab), or `None`
+    /// if `original` is not part of the cloned set.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Entity;
+    /// use freyr::hierarchy::CloneMap;
+    ///
+    /// #[derive(Clone)]
+    /// struct Me(Option<Entity>);
+    ///
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.register_cloneable_with_remap::<Me>(|m, map: &CloneMap| {
+    ///     m.0 = m.0.and_then(|e| map.get(e));
+    /// });
+    /// let other = registry.spawn(());
+    /// let e = registry.spawn((Me(None),));
+    /// registry.insert(e, (Me(Some(e)),)).unwrap();
+    /// let f = registry.spawn((Me(Some(other)),));
+    /// let (e2, f2) = (registry.clone_entity(e).unwrap(), registry.clone_entity(f).unwrap());
+    /// assert_eq!(registry.get::<Me>(e2).unwrap().0, Some(e2)); // itself: remapped
+    /// assert_eq!(registry.get::<Me>(f2).unwrap().0, None); // outside the clone
+    /// ```
+    #[must_use]
+    pub fn get(&self, original: Entity) -> Option<Entity> {
+        let &j = self.maps.index.get(&original)?;
+        Some(self.maps.copies[j][self.instance])
     }
 }
 
@@ -116,13 +242,51 @@ impl Registry {
     /// ```
     pub fn register_cloneable<T: Component + Clone>(&mut self) {
         self.guard("Registry::register_cloneable");
-        self.cloners.by_type.insert(
-            TypeId::of::<T>(),
-            CloneOps {
-                column: column_of::<T>,
-                insert: insert_into::<T>,
-            },
-        );
+        self.cloners
+            .by_type
+            .insert(TypeId::of::<T>(), CloneOps::of::<T>(None));
+    }
+
+    /// As [`register_cloneable`](Registry::register_cloneable), with a hook that rewrites the
+    /// `Entity` fields of each copy through the clone's [`CloneMap`], as
+    /// `register_persistent_with_remap` does for an import: a reference to an entity of the
+    /// cloned set (the subtree of [`clone_tree`](Registry::clone_tree) and
+    /// [`instantiate`](Registry::instantiate), the source itself for
+    /// [`clone_entity`](Registry::clone_entity)) can be pointed at its copy in the same
+    /// instance; a reference out of the set has no copy ([`CloneMap::get`] is `None`) and the
+    /// hook decides. The hook runs once per copy, after every copy of the call is spawned and
+    /// before any hook of the registry sees the value. Registering again replaces the hook.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::Entity;
+    /// use freyr::hierarchy::CloneMap;
+    ///
+    /// /// The crew member a turret is manned by.
+    /// #[derive(Clone)]
+    /// struct MannedBy(Entity);
+    ///
+    /// let mut registry = freyr::Registry::with_workers(1);
+    /// registry.register_cloneable::<&'static str>();
+    /// registry.register_cloneable_with_remap::<MannedBy>(|m, map: &CloneMap| {
+    ///     m.0 = map.get(m.0).unwrap_or(m.0);
+    /// });
+    /// let ship = registry.spawn(("ship",));
+    /// let crew = registry.spawn_child(ship, ("crew",)).unwrap();
+    /// registry.spawn_child(ship, (MannedBy(crew),)).unwrap();
+    /// let ships = registry.instantiate(ship, 2).unwrap();
+    /// for copy in ships {
+    ///     let [crew, turret] = registry.children(copy) else { panic!() };
+    ///     let (crew, turret) = (*crew, *turret);
+    ///     assert_eq!(registry.get::<MannedBy>(turret).unwrap().0, crew);
+    /// }
+    /// ```
+    pub fn register_cloneable_with_remap<T: Component + Clone>(&mut self, remap: CloneRemapFn<T>) {
+        self.guard("Registry::register_cloneable_with_remap");
+        self.cloners
+            .by_type
+            .insert(TypeId::of::<T>(), CloneOps::of::<T>(Some(remap)));
     }
 
     /// Spawns a copy of `source`'s components now (waiting for in-flight work first); returns
@@ -134,6 +298,11 @@ impl Registry {
     /// [`CloneError::NoSuchEntity`] if `source` is not alive; [`CloneError::NotCloneable`]
     /// naming the first component type (in component-id order) not registered with
     /// [`register_cloneable`](Registry::register_cloneable). Nothing is spawned on error.
+    ///
+    /// # Panics
+    ///
+    /// If a `Clone`, a remap hook or a registry hook panics: the copies made so far are
+    /// despawned (children first, through the hooks) before the panic propagates.
     ///
     /// # Examples
     ///
@@ -153,7 +322,8 @@ impl Registry {
     /// Spawns a copy of `source` and its descendants now; returns the copy of `source`, a
     /// root. The copies keep the tree's shape and child order: their [`ChildOf`] and
     /// [`Children`] name the copies, never the originals. Other components are cloned as they
-    /// are (an `Entity` inside one still names what it named).
+    /// are (an `Entity` inside one still names what it named), unless their type has a remap
+    /// hook ([`register_cloneable_with_remap`](Registry::register_cloneable_with_remap)).
     ///
     /// # Errors
     ///
@@ -240,7 +410,7 @@ impl Registry {
                     continue;
                 }
                 match self.cloners.by_type.get(&info.type_id()) {
-                    Some(ops) => plan.push((id, *ops)),
+                    Some(ops) => plan.push((id, ops.clone())),
                     None => {
                         return Err(CloneError::NotCloneable {
                             entity: node,
@@ -257,9 +427,50 @@ impl Registry {
         if tree && nodes.len() > 1 {
             self.register_hierarchy();
         }
-        // The copies of node `j` (tree order: a parent before its children).
-        let mut copies: Vec<Vec<Entity>> = Vec::with_capacity(nodes.len());
+        let mut maps = CloneMaps {
+            index: nodes.iter().enumerate().map(|(j, &n)| (n, j)).collect(),
+            copies: Vec::with_capacity(nodes.len()),
+        };
+        let made = panic::catch_unwind(AssertUnwindSafe(|| {
+            self.make_copies(&nodes, &plans, count, tree, &mut maps);
+        }));
+        if let Err(payload) = made {
+            // A `Clone`, a remap hook or a registry hook panicked: the copies made so far are
+            // despawned (children first, with their hooks), so no half-made copy is left.
+            for &e in maps.copies.iter().rev().flat_map(|c| c.iter().rev()) {
+                let gone = panic::catch_unwind(AssertUnwindSafe(|| self.despawn_one(e)));
+                if let Err(p) = gone {
+                    freyr_sched::drop_payload(p);
+                }
+            }
+            panic::resume_unwind(payload);
+        }
+        Ok(maps.copies.swap_remove(0))
+    }
+
+    /// Spawns and fills the copies of `nodes` (tree order), recording each node's copies in
+    /// `maps` as soon as they exist.
+    fn make_copies(
+        &mut self,
+        nodes: &[Entity],
+        plans: &[Vec<(ComponentId, CloneOps)>],
+        count: usize,
+        tree: bool,
+        maps: &mut CloneMaps,
+    ) {
         let hooked = !self.hooks.is_empty();
+        if hooked {
+            // Every copy first (node by node, the ids the column path allocates), so a value
+            // is remapped before its insert and the hooks see it final.
+            for _ in nodes {
+                maps.copies.push(Vec::with_capacity(count));
+                for _ in 0..count {
+                    let e = self.spawn(());
+                    maps.copies.last_mut().expect("pushed above").push(e);
+                }
+            }
+        }
+        // The copies of node `j` (tree order: a parent before its children).
         for (j, plan) in plans.iter().enumerate() {
             let node = nodes[j];
             // The index of the node's parent in `nodes`, for every node but the source.
@@ -269,43 +480,40 @@ impl Registry {
                     .get::<ChildOf>(node)
                     .expect("a descendant has a parent")
                     .0;
-                nodes[..j]
-                    .iter()
-                    .position(|&n| n == p)
-                    .expect("parents come first")
+                maps.index[&p]
             });
             let has_children = tree
                 && self
                     .world()
                     .get::<Children>(node)
                     .is_ok_and(|c| !c.is_empty());
-            let spawned = if hooked {
-                let spawned: Vec<Entity> = (0..count).map(|_| self.spawn(())).collect();
+            if hooked {
+                let spawned = &maps.copies[j];
                 for (_, ops) in plan {
-                    (ops.insert)(self, node, &spawned);
+                    (ops.insert)(self, node, spawned, maps);
                 }
                 if let Some(p) = parent {
                     for (i, &e) in spawned.iter().enumerate() {
-                        self.insert(e, (ChildOf(copies[p][i]),))
+                        self.insert(e, (ChildOf(maps.copies[p][i]),))
                             .expect("just spawned");
                     }
                 }
                 if has_children {
-                    for &e in &spawned {
+                    for &e in spawned {
                         self.insert(e, (Children(Vec::new()),))
                             .expect("just spawned");
                     }
                 }
-                spawned
             } else {
                 let world = self.world_mut();
                 let mut columns: Vec<(ComponentId, ColumnValues<'static>)> = plan
                     .iter()
-                    .map(|&(id, ops)| (id, (ops.column)(world, node, count)))
+                    .map(|(id, ops)| (*id, (ops.column)(world, node, count)))
                     .collect();
                 if let Some(p) = parent {
                     let id = world.register::<ChildOf>();
-                    let parents: Vec<ChildOf> = copies[p].iter().map(|&e| ChildOf(e)).collect();
+                    let parents: Vec<ChildOf> =
+                        maps.copies[p].iter().map(|&e| ChildOf(e)).collect();
                     columns.push((id, ColumnValues::new(parents)));
                 }
                 if has_children {
@@ -313,20 +521,29 @@ impl Registry {
                     let lists: Vec<Children> = (0..count).map(|_| Children(Vec::new())).collect();
                     columns.push((id, ColumnValues::new(lists)));
                 }
-                world.spawn_columns(count, columns)
-            };
+                maps.copies.push(world.spawn_columns(count, columns));
+            }
             if let Some(p) = parent {
                 let world = self.world_mut();
-                for (i, &e) in spawned.iter().enumerate() {
+                for (i, &e) in maps.copies[j].iter().enumerate() {
                     world
-                        .get_mut::<Children>(copies[p][i])
+                        .get_mut::<Children>(maps.copies[p][i])
                         .expect("a copied parent has Children")
                         .0
                         .push(e);
                 }
             }
-            copies.push(spawned);
         }
-        Ok(copies.swap_remove(0))
+        if !hooked {
+            // The column path spawned clones as they are; now every copy exists, remap them.
+            let world = self.world_mut();
+            for (j, plan) in plans.iter().enumerate() {
+                for remap in plan.iter().filter_map(|(_, ops)| ops.remap.as_ref()) {
+                    for (i, &e) in maps.copies[j].iter().enumerate() {
+                        remap(world, e, &maps.instance(i));
+                    }
+                }
+            }
+        }
     }
 }

@@ -26,8 +26,8 @@ use freyr_sched::keep_first;
 
 use super::Registry;
 
-pub use self::clone::CloneError;
 pub(crate) use self::clone::Cloners;
+pub use self::clone::{CloneError, CloneMap, CloneRemapFn};
 pub(crate) use self::despawn::{doomed_by_commands, expand_destructions};
 use self::despawn::{relation_rows, unlink_in};
 
