@@ -212,6 +212,7 @@ impl CommandBuffer {
     /// ```
     /// assert!(freyr::CommandBuffer::new().is_empty());
     /// ```
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty()
     }

@@ -20,6 +20,7 @@ pub struct TaskOutput {
 
 impl TaskOutput {
     /// Whether the task recorded nothing.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.commands.is_empty() && self.events.is_empty()
     }
@@ -64,6 +65,7 @@ impl EventBuffer {
     }
 
     /// Whether no event was sent.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.lists.iter().all(|(_, l)| l.is_empty())
     }

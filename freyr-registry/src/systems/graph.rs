@@ -266,6 +266,8 @@ pub(crate) struct PhaseSchedule {
     /// `.1` ([`Registry::order_sets`](crate::Registry::order_sets)).
     pub(crate) set_orders: Vec<(String, String)>,
     pub(crate) segments: Option<Vec<Segment>>,
+    /// Per segment: what its runs keep from tick to tick (counters, the executor's timings).
+    pub(crate) runs: Vec<crate::registry::SegmentRuns>,
     /// The number of exclusive systems `segments` was resolved for.
     pub(crate) exclusive: usize,
     /// The seed of the shuffled-start test mode, if on

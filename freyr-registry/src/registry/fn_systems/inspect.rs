@@ -43,6 +43,7 @@ impl Registry {
                 exclusive,
             )?);
             schedule.exclusive = exclusive;
+            schedule.runs.clear();
         }
         Ok(())
     }

@@ -39,7 +39,8 @@ use super::{Registry, System};
 mod exec;
 mod inspect;
 
-use self::exec::{Exec, NodePtr, PANICKED, RAN, Ready, SKIPPED, runner};
+pub(crate) use self::exec::SegmentRuns;
+use self::exec::{Exec, PANICKED, RAN, runner};
 
 type Payload = Box<dyn core::any::Any + Send>;
 
@@ -53,7 +54,9 @@ impl Registry {
     ///
     /// Within the phase, two systems whose access conflicts (one writes a component or
     /// resource type the other reads or writes) run in registration order; systems with
-    /// disjoint access run at the same time on the registry's pool. An exclusive system
+    /// disjoint access run at the same time on the registry's pool, or one after the other on
+    /// the calling thread while the segment's recent runs were faster that way (so a system
+    /// must not wait for another). An exclusive system
     /// ([`add_system`](Registry::add_system), `&mut Registry`) is a barrier: the function
     /// systems added before it finish before it starts, those added after start after it ends.
     /// Commands and events apply at the phase's sync point in registration order, so the world
@@ -299,7 +302,10 @@ impl Registry {
                     Err(e) => panic!("freyr: {e}"),
                 }
                 schedule.exclusive = systems.len();
+                schedule.runs.clear();
             }
+            let segments = schedule.segments.as_ref().map_or(0, Vec::len);
+            schedule.runs.resize_with(segments, SegmentRuns::default);
             for k in 0..=systems.len() {
                 self.run_segment(&mut schedule, k, dt);
                 if let Some(system) = systems.get_mut(k) {
@@ -320,6 +326,7 @@ impl Registry {
         let PhaseSchedule {
             nodes,
             segments,
+            runs,
             shuffle,
             ..
         } = schedule;
@@ -349,55 +356,47 @@ impl Registry {
             };
             node.system.prepare(&mut prepare);
         }
-        // All from one base pointer: a reference to each element in turn would reborrow the
-        // whole vector and retire the pointers taken before.
-        let base = nodes.as_mut_ptr();
-        let ptrs: Vec<NodePtr> = segment
-            .nodes
-            .iter()
-            .map(|&i| {
-                assert!(i < nodes.len(), "a segment names nodes of its phase");
-                // SAFETY: `i` is in bounds (checked), so the element pointer is non-null and
-                // inside the vector, which does not move or change length until the segment
-                // ends (`nodes` stays borrowed by this function).
-                NodePtr(unsafe { NonNull::new_unchecked(base.add(i)) })
-            })
-            .collect();
-        let mut exec = Exec {
-            roots: Vec::new(),
-            next_root: AtomicUsize::new(0),
-            nodes: ptrs,
-            segment,
-            world,
-            stamp,
-            tick,
-            dt,
-            left: segment.preds.iter().map(|&p| AtomicU32::new(p)).collect(),
-            poisoned: segment
-                .nodes
-                .iter()
-                .map(|_| AtomicBool::new(false))
-                .collect(),
-            status: segment
-                .nodes
-                .iter()
-                .map(|_| AtomicU8::new(SKIPPED))
-                .collect(),
-            panics: Mutex::new(Vec::new()),
-            ready: Mutex::new(Ready {
-                list: Vec::new(),
-                rng: None,
-            }),
-            active: AtomicUsize::new(0),
-            workers: self.workers(),
-            timed: self.tick_profile.is_some(),
-        };
+        assert!(
+            segment.nodes.iter().all(|&i| i < nodes.len()),
+            "a segment names nodes of its phase"
+        );
+        let runs = &mut runs[k];
+        runs.reset(segment);
         let rng = shuffle.map(|seed| {
             let mut state =
                 seed ^ tick.rotate_left(32) ^ (k as u64).wrapping_mul(0xA24B_AED4_963E_E407);
             graph::split_mix(&mut state)
         });
-        if exec.workers == 1 || segment.nodes.len() == 1 {
+        let pool = self.workers() > 1 && segment.nodes.len() > 1 && runs.chooser.pool();
+        if pool && let Some(mut rng) = rng {
+            let roots = &mut runs.roots;
+            for i in (1..roots.len()).rev() {
+                let j = (graph::split_mix(&mut rng) % (i as u64 + 1)) as usize;
+                roots.swap(i, j);
+            }
+        }
+        let workers = if pool { self.workers() } else { 1 };
+        // One base pointer for every node: a reference to each element in turn would reborrow
+        // the whole vector and retire the pointers taken before. The vector does not move or
+        // change length until the segment ends (`nodes` stays borrowed by this function), and
+        // every index of the segment is in bounds (asserted above).
+        let base = NonNull::new(nodes.as_mut_ptr()).expect("a vector's pointer is not null");
+        let timed = self.tick_profile.is_some();
+        // SAFETY: `base` is the node list's start, every index of the segment is in bounds
+        // (asserted above), and the list is borrowed by this function until `exec` is gone.
+        let exec = unsafe {
+            Exec::new(
+                segment,
+                runs,
+                base,
+                world,
+                (stamp, tick, dt),
+                workers,
+                timed,
+            )
+        };
+        let start = std::time::Instant::now();
+        if !pool {
             let shuffled;
             let order = match rng {
                 Some(rng) => {
@@ -411,19 +410,11 @@ impl Registry {
                 exec.finish(v);
             }
         } else {
-            // The roots are claimed with one atomic add each, in order (lowest index first),
-            // or in a shuffled order; nodes readied later go through the locked list.
-            let mut roots: Vec<u32> = (0..segment.nodes.len() as u32)
-                .filter(|&v| exec.preds(v) == 0)
-                .collect();
-            if let Some(mut rng) = rng {
-                for i in (1..roots.len()).rev() {
-                    let j = (graph::split_mix(&mut rng) % (i as u64 + 1)) as usize;
-                    roots.swap(i, j);
-                }
+            // The roots are claimed in batches with one atomic add each, in order (lowest index
+            // first) or shuffled; nodes readied later go through the locked list.
+            if let Some(rng) = rng {
                 exec.ready.lock().unwrap_or_else(|p| p.into_inner()).rng = Some(rng);
             }
-            exec.roots = roots;
             let roots = exec.roots.len();
             let exec = &exec;
             self.sync.pool().scope(|s| {
@@ -435,9 +426,11 @@ impl Registry {
                 runner(exec, s);
             });
         }
+        let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        let mut panics = exec.panics.into_inner().unwrap_or_else(|p| p.into_inner());
+        runs.chooser.record(pool, elapsed);
         // Outputs in registration order: the order commands apply in.
         let mut first_panic: Option<Payload> = None;
-        let mut panics = exec.panics.into_inner().unwrap_or_else(|p| p.into_inner());
         panics.sort_by_key(|(v, _)| *v);
         for (_, payload) in panics {
             if first_panic.is_none() {
@@ -448,7 +441,7 @@ impl Registry {
         }
         for (v, &i) in segment.nodes.iter().enumerate() {
             let node = &mut nodes[i];
-            match exec.status[v].load(Ordering::Relaxed) {
+            match runs.status(v) {
                 RAN => {
                     node.last_run = Some(tick);
                     if let Some(t) = node.timing.take() {
