@@ -162,6 +162,9 @@ pub struct Snapshot {
     resources: Vec<ResourceImage>,
     /// The deadline jobs in flight, one image per result type registered at the snapshot.
     jobs: Vec<JobsImage>,
+    /// What the function systems keep from run to run that the history decides (their
+    /// previous run's tick, their event cursors), as words the registry writes and reads.
+    systems: Vec<u64>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
     complete: bool,
 }
@@ -199,6 +202,7 @@ impl Snapshot {
             tick: 0,
             resources: Vec::new(),
             jobs: Vec::new(),
+            systems: Vec::new(),
             complete: false,
         }
     }
@@ -248,6 +252,21 @@ impl Snapshot {
     #[doc(hidden)]
     pub fn jobs(&self) -> &[JobsImage] {
         &self.jobs
+    }
+
+    /// The function systems' state words (see `Registry::restore`). Internal to the Freyr
+    /// workspace, not a stable API.
+    #[doc(hidden)]
+    pub fn systems(&self) -> &[u64] {
+        &self.systems
+    }
+
+    /// The function systems' state words to fill during a taking, kept for reuse. Internal to
+    /// the Freyr workspace (`Registry::snapshot_into`), not a stable API.
+    #[doc(hidden)]
+    pub fn systems_mut(&mut self) -> &mut Vec<u64> {
+        self.complete = false;
+        &mut self.systems
     }
 
     /// Starts a taking: marks the snapshot incomplete until [`finish_taking`] and hands out its

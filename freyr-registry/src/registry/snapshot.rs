@@ -235,6 +235,7 @@ impl Registry {
             (image.ops.save)(resources, &mut image.value);
         }
         self.capture_jobs(jobs);
+        self.save_fn_systems(snapshot.systems_mut());
         snapshot.finish_taking(self.time.tick);
         Ok(())
     }
@@ -251,9 +252,15 @@ impl Registry {
     /// that timeline did. This holds for a snapshot of another registry too, if it registered
     /// the same result types with the same latencies (tickets then carry this registry's
     /// scheduler ids). A discarded job no snapshot holds is cancelled if not started, and its
-    /// result dropped once. Not rewound: systems and what they hold (async pumps, their
-    /// epochs: see [`rewinds`](Registry::rewinds)), the profiler, the fixed-step clock, launch
-    /// numbers and other never-reissued counters.
+    /// result dropped once.
+    ///
+    /// Function systems go back with the world in what its history decides: each system's
+    /// previous run (the tick its change filters and [`Tick::last_run`](crate::systems::Tick)
+    /// compare with) and its event readers' cursors, matched by phase and name (a system added
+    /// after the snapshot keeps what it has). Not rewound: [`Local`](crate::systems::Local)
+    /// values, exclusive systems and what they hold (async pumps, their epochs: see
+    /// [`rewinds`](Registry::rewinds)), the profiler, the fixed-step clock, launch numbers and
+    /// other never-reissued counters.
     ///
     /// # Errors
     ///
@@ -315,6 +322,7 @@ impl Registry {
             });
         }
         let jobs_panic = self.rewind_time(snapshot.tick(), Some(snapshot.jobs()));
+        self.load_fn_systems(snapshot.systems());
         // User `Drop`s run last, with the registry already restored.
         drop(old_values);
         if let Some(old_world) = old_world {

@@ -79,6 +79,12 @@ pub(crate) trait ErasedFnSystem: Send {
     /// As [`SystemParam::fetch`]: `prepare` ran for this segment, and no system whose access
     /// conflicts with this one's runs meanwhile.
     unsafe fn run(&mut self, ctx: &SystemContext<'_>);
+    /// Appends the words of the parameters' state that a snapshot keeps.
+    fn save_state(&self, out: &mut Vec<u64>);
+    /// Reads back what `save_state` wrote; `false` (and nothing changed) if `words` is not
+    /// what this system writes (a snapshot of another registry whose system of this name has
+    /// other parameters).
+    fn load_state(&mut self, words: &[u64]) -> bool;
 }
 
 pub(crate) struct FnSystem<F: IntoFnSystem<M>, M> {
@@ -106,5 +112,20 @@ impl<F: IntoFnSystem<M>, M: 'static> ErasedFnSystem for FnSystem<F, M> {
         // SAFETY: the caller's contract.
         let params = unsafe { F::Param::fetch(&mut self.state, ctx) };
         self.f.call(params);
+    }
+
+    fn save_state(&self, out: &mut Vec<u64>) {
+        F::Param::save_state(&self.state, out);
+    }
+
+    fn load_state(&mut self, words: &[u64]) -> bool {
+        let mut mine = Vec::new();
+        self.save_state(&mut mine);
+        if mine.len() != words.len() {
+            return false;
+        }
+        let rest = F::Param::load_state(&mut self.state, words);
+        debug_assert!(rest.is_empty(), "the parameters read what they wrote");
+        true
     }
 }

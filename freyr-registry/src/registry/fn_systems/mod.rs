@@ -38,6 +38,7 @@ use super::{Registry, System};
 
 mod exec;
 mod inspect;
+mod rewind;
 
 pub(crate) use self::exec::SegmentRuns;
 use self::exec::{Exec, PANICKED, RAN, runner};

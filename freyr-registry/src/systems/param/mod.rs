@@ -278,6 +278,18 @@ pub trait SystemParam: sealed::Sealed + Sized {
     /// this one's until the item is dropped, and no `&mut World` exists meanwhile.
     #[doc(hidden)]
     unsafe fn fetch<'w>(state: &'w mut Self::State, ctx: &'w SystemContext<'w>) -> Self::Item<'w>;
+    /// Appends what of the state the world's history decides (an event reader's cursor) to
+    /// `out`, for a snapshot. Nothing by default.
+    #[doc(hidden)]
+    fn save_state(state: &Self::State, out: &mut Vec<u64>) {
+        let _ = (state, out);
+    }
+    /// Reads back, from the front of `words`, what `save_state` wrote; returns the rest.
+    #[doc(hidden)]
+    fn load_state<'a>(state: &mut Self::State, words: &'a [u64]) -> &'a [u64] {
+        let _ = state;
+        words
+    }
 }
 
 /// The item type of parameter `P` for one run.
@@ -316,6 +328,17 @@ macro_rules! tuple_param {
                 let ($($s,)*) = state;
                 // SAFETY: the caller's contract, for each element.
                 ($(unsafe { $P::fetch($s, ctx) },)*)
+            }
+
+            fn save_state(state: &Self::State, out: &mut Vec<u64>) {
+                let ($($s,)*) = state;
+                $($P::save_state($s, out);)*
+            }
+
+            fn load_state<'a>(state: &mut Self::State, words: &'a [u64]) -> &'a [u64] {
+                let ($($s,)*) = state;
+                $(let words = $P::load_state($s, words);)*
+                words
             }
         }
     };

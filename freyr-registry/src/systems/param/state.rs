@@ -366,6 +366,18 @@ impl<E: Clone + Send + Sync + 'static> SystemParam for EventReader<'_, E> {
             now: ctx.tick,
         }
     }
+
+    fn save_state(state: &Self::State, out: &mut Vec<u64>) {
+        out.push(state.0.position());
+    }
+
+    fn load_state<'a>(state: &mut Self::State, words: &'a [u64]) -> &'a [u64] {
+        let (&position, rest) = words
+            .split_first()
+            .expect("freyr: a snapshot holds a cursor for each event reader");
+        state.0 = EventCursor::at(position);
+        rest
+    }
 }
 
 // ---- local state and the tick --------------------------------------------------------------
