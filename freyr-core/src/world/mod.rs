@@ -418,6 +418,16 @@ impl World {
     /// Pointer to `entity`'s `T`, or the reason there is none.
     #[inline]
     fn component_ptr<T: Component>(&self, entity: Entity) -> Result<*mut T, ComponentError> {
+        self.component_slot::<T>(entity).map(|(ptr, _, _)| ptr)
+    }
+
+    /// Pointer to `entity`'s `T` with the entity's location and `T`'s column index in its
+    /// archetype (what stamping a write needs), or the reason there is none.
+    #[inline]
+    fn component_slot<T: Component>(
+        &self,
+        entity: Entity,
+    ) -> Result<(*mut T, Found, usize), ComponentError> {
         let found = self
             .find(entity)
             .ok_or(ComponentError::NoSuchEntity(entity))?;
@@ -428,10 +438,11 @@ impl World {
         let id = self.components.id_of(TypeId::of::<T>()).ok_or(missing)?;
         let archetype = &self.archetypes[found.archetype];
         let column = archetype.column_index(id).ok_or(missing)?;
-        Ok(archetype
+        let ptr = archetype
             .rows
             .slot(found.window, column, found.row)
-            .cast::<T>())
+            .cast::<T>();
+        Ok((ptr, found, column))
     }
 
     /// A shared reference to `entity`'s component `T`.
@@ -467,18 +478,11 @@ impl World {
     /// assert_eq!(world.get::<u8>(e), Ok(&9));
     /// ```
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<&mut T, ComponentError> {
-        let ptr = self.component_ptr::<T>(entity)?;
-        if let Some(found) = self.find(entity)
-            && let Some(id) = self.components.id_of(TypeId::of::<T>())
-        {
-            let archetype = &self.archetypes[found.archetype];
-            if let Some(column) = archetype.column_index(id) {
-                archetype
-                    .rows
-                    .ticks
-                    .set_changed(found.chunk, column, self.chunks.tick);
-            }
-        }
+        let (ptr, found, column) = self.component_slot::<T>(entity)?;
+        self.archetypes[found.archetype]
+            .rows
+            .ticks
+            .set_changed(found.chunk, column, self.chunks.tick);
         // SAFETY: as in `get`; `&mut self` makes the reference exclusive, and the pointer has the
         // chunk allocation's provenance (it was never derived from a shared reference).
         Ok(unsafe { &mut *ptr })

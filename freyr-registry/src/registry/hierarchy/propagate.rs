@@ -3,7 +3,7 @@
 
 use std::sync::Mutex;
 
-use freyr_core::{Component, Disabled, Entity, World};
+use freyr_core::{ArchetypeId, Component, ComponentId, Disabled, Entity, World};
 
 use super::super::Registry;
 use super::{ChildOf, Children};
@@ -49,11 +49,20 @@ impl Registry {
         self.world_mut(); // waits for everything in flight
         let world = self.world();
         let roots = roots::<L, G>(world);
+        let ids = match (world.component_id::<L>(), world.component_id::<G>()) {
+            (Some(local), Some(global)) if !roots.is_empty() => Ids {
+                local,
+                global,
+                children: world.component_id::<Children>(),
+                disabled: world.component_id::<Disabled>(),
+            },
+            _ => return 0,
+        };
         let slots: Vec<Mutex<Vec<(Entity, G)>>> =
             roots.iter().map(|_| Mutex::new(Vec::new())).collect();
         let grain = (roots.len() / (self.workers() * 8)).max(1);
         self.pool().parallel_for(roots.len(), grain, |i| {
-            let tree = compute_tree(world, roots[i], &root, &child);
+            let tree = compute_tree(world, ids, roots[i], &root, &child);
             *slots[i].lock().unwrap_or_else(|p| p.into_inner()) = tree;
         });
         let world = self.world_mut();
@@ -91,29 +100,59 @@ fn roots<L: Component, G: Component>(world: &World) -> Vec<Entity> {
     out
 }
 
-/// One tree's values, breadth first from `root`; no recursion, any depth.
+/// The component ids the pass reads, resolved once per call (a lookup by type per read would
+/// hash the `TypeId` every time).
+#[derive(Clone, Copy)]
+struct Ids {
+    local: ComponentId,
+    global: ComponentId,
+    children: Option<ComponentId>,
+    disabled: Option<ComponentId>,
+}
+
+/// `entity`'s `T` through its located row, if its archetype has the column `id`.
+#[inline]
+fn read<T: Component>(
+    world: &World,
+    at: (ArchetypeId, usize, usize),
+    id: ComponentId,
+) -> Option<&T> {
+    let (archetype, chunk, row) = at;
+    let column = world.archetype(archetype).chunk(chunk).column::<T>(id)?;
+    Some(&column[row])
+}
+
+/// One tree's values, breadth first from `root`; no recursion, any depth. Each entity is
+/// located once, and its components read from that row.
 fn compute_tree<L: Component, G: Component>(
     world: &World,
+    ids: Ids,
     root: Entity,
     at_root: &impl Fn(&L) -> G,
     at_child: &impl Fn(&G, &L) -> G,
 ) -> Vec<(Entity, G)> {
-    let local = world.get::<L>(root).expect("a root has L");
+    let located = world.entity_location(root).expect("a root is alive");
+    let local = read::<L>(world, located, ids.local).expect("a root has L");
     let mut out = vec![(root, at_root(local))];
+    // Where each entity of `out` is, for reading its children.
+    let mut at = vec![located];
     let mut next = 0;
     while next < out.len() {
-        let parent = out[next].0;
-        if let Ok(children) = world.get::<Children>(parent) {
-            for &c in children.as_slice() {
-                if world.get::<Disabled>(c).is_ok() || world.get::<G>(c).is_err() {
-                    continue;
-                }
-                let Ok(local) = world.get::<L>(c) else {
-                    continue;
-                };
-                let g = at_child(&out[next].1, local);
-                out.push((c, g));
+        let children = ids
+            .children
+            .and_then(|id| read::<Children>(world, at[next], id));
+        for &c in children.map_or(&[][..], Children::as_slice) {
+            let located = world.entity_location(c).expect("a listed child is alive");
+            let archetype = world.archetype(located.0);
+            if ids.disabled.is_some_and(|id| archetype.has(id)) || !archetype.has(ids.global) {
+                continue;
             }
+            let Some(local) = read::<L>(world, located, ids.local) else {
+                continue;
+            };
+            let g = at_child(&out[next].1, local);
+            out.push((c, g));
+            at.push(located);
         }
         next += 1;
     }
