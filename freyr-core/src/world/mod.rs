@@ -479,10 +479,11 @@ impl World {
     /// ```
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<&mut T, ComponentError> {
         let (ptr, found, column) = self.component_slot::<T>(entity)?;
-        self.archetypes[found.archetype]
-            .rows
-            .ticks
-            .set_changed(found.chunk, column, self.chunks.tick);
+        self.archetypes[found.archetype].rows.ticks.set_changed(
+            found.chunk,
+            column,
+            self.chunks.tick,
+        );
         // SAFETY: as in `get`; `&mut self` makes the reference exclusive, and the pointer has the
         // chunk allocation's provenance (it was never derived from a shared reference).
         Ok(unsafe { &mut *ptr })
