@@ -127,3 +127,54 @@ fn a_system_added_after_the_snapshot_keeps_its_own_state() {
     }
     assert_eq!(r.get::<Tally>(tally), plain.get::<Tally>(plain_tally));
 }
+
+#[test]
+fn after_a_load_function_systems_run_as_in_a_fresh_program_that_loads_the_save() {
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Copy, serde::Serialize, serde::Deserialize)]
+    struct Mark(u32);
+
+    type Log = Arc<Mutex<Vec<(u32, Option<u64>)>>>;
+    let program = |log: &Log| {
+        let mut r = Registry::with_workers(2);
+        r.register_persistent::<Mark>("mark", 1);
+        let log = log.clone();
+        r.add_fn_system(
+            Phase::Update,
+            "watch",
+            move |mut q: Query<&Mark>, t: Tick| {
+                let mut changed = 0;
+                q.filter_changed::<Mark>().each(|_, _| changed += 1);
+                log.lock().unwrap().push((changed, t.last_run));
+            },
+        )
+        .unwrap();
+        r
+    };
+    let ran: Log = Arc::default();
+    let mut r = program(&ran);
+    r.spawn_batch((0..40).map(|i| (Mark(i),)));
+    for _ in 0..3 {
+        r.update(0.1);
+    }
+    let save = r.save_to_vec().unwrap();
+    for _ in 0..4 {
+        r.update(0.1);
+    }
+    ran.lock().unwrap().clear();
+    r.load_into(&save).unwrap();
+    for _ in 0..3 {
+        r.update(0.1);
+    }
+    let fresh: Log = Arc::default();
+    let mut f = program(&fresh);
+    f.load_into(&save).unwrap();
+    for _ in 0..3 {
+        f.update(0.1);
+    }
+    let (ran, fresh) = (ran.lock().unwrap(), fresh.lock().unwrap());
+    assert_eq!(*ran, *fresh);
+    // The first run after the load has no previous run and sees every row.
+    assert_eq!(ran[0], (40, None));
+}

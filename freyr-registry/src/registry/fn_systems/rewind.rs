@@ -3,6 +3,8 @@
 //! `Tick::last_run` compare with) and its event readers' cursors follow the world back, so a
 //! resimulated tick sees what the first run of that tick saw. `Local` values are the system's
 //! own and are not rewound (state that must roll back belongs in a resource or a component).
+//! A load is not a restore: after it, every system runs as on its first run, as in a fresh
+//! program that loads the same save.
 //!
 //! The words, per phase: the number of systems, then per system the hash of its name, its
 //! previous run (0 for none, else the tick + 1), the number of parameter words and the words.
@@ -69,6 +71,18 @@ impl Registry {
                 if node.system.load_state(state) {
                     node.last_run = last_run.checked_sub(1);
                 }
+            }
+        }
+    }
+
+    /// After a load: every function system's next run is as its first (its change filters pass
+    /// every row, `Tick::last_run` is `None`), since the loaded world's history is not the one
+    /// its previous run saw; the same as in a fresh process that loads the save.
+    #[cfg(feature = "persist")]
+    pub(in crate::registry) fn forget_fn_system_runs(&mut self) {
+        for schedule in &mut self.fn_systems {
+            for node in &mut schedule.nodes {
+                node.last_run = None;
             }
         }
     }

@@ -26,6 +26,11 @@ impl Registry {
     /// dropped once), and the next ones are requested at the loaded tick on; job ids go on
     /// from this registry's own count.
     ///
+    /// Function systems run next as on their first run (their change filters pass every row,
+    /// [`Tick::last_run`](crate::systems::Tick) is `None`), as in a fresh program that loads
+    /// the save: their previous run saw another history. Their event readers keep their
+    /// cursors (a save holds no events).
+    ///
     /// # Errors
     ///
     /// A [`LoadError`] naming what is wrong; the registry is then unchanged. Among them
@@ -90,6 +95,7 @@ impl Registry {
         let (current, _) = self.sync.write_all(&self.profiler);
         let old_world = core::mem::replace(current, world);
         let jobs_panic = self.rewind_time(tick, None);
+        self.forget_fn_system_runs();
         // User `Drop`s run last, with the registry already loaded; the old world's chunk
         // memory is kept for the next load.
         old_world.recycle_into(&mut self.spare_slabs);
