@@ -70,7 +70,6 @@ use freyr_query::world::SyncedWorld;
 
 pub use self::async_progress::AsyncProgress;
 pub use self::async_system::{AsyncSystem, Launched, Process};
-pub(crate) use self::fn_systems::SegmentRuns;
 pub use self::hierarchy::{ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyError};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);

@@ -267,7 +267,7 @@ pub(crate) struct PhaseSchedule {
     pub(crate) set_orders: Vec<(String, String)>,
     pub(crate) segments: Option<Vec<Segment>>,
     /// Per segment: what its runs keep from tick to tick (counters, the executor's timings).
-    pub(crate) runs: Vec<crate::registry::SegmentRuns>,
+    pub(crate) runs: Vec<super::runs::SegmentRuns>,
     /// The number of exclusive systems `segments` was resolved for.
     pub(crate) exclusive: usize,
     /// The seed of the shuffled-start test mode, if on

@@ -15,11 +15,13 @@
 //!   [`Commands`](crate::Commands), [`EventWriter`], [`EventReader`], [`Local`], [`Tick`]);
 //! - `function`: [`IntoFnSystem`], functions and closures of up to 8 parameters;
 //! - `graph`: [`SystemConfig`], [`ScheduleError`], a phase's systems, segments and edges;
+//! - `runs`: what a segment keeps from run to run (counters, the one-thread-or-pool choice);
 //! - the registry's side (`registry/fn_systems.rs`): registration, the executor.
 
 pub(crate) mod function;
 pub(crate) mod graph;
 pub(crate) mod param;
+pub(crate) mod runs;
 
 pub use self::function::IntoFnSystem;
 pub use self::graph::{GraphFormat, ScheduleError, SystemConfig};

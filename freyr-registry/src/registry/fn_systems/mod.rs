@@ -40,8 +40,8 @@ mod exec;
 mod inspect;
 mod rewind;
 
-pub(crate) use self::exec::SegmentRuns;
-use self::exec::{Exec, PANICKED, RAN, runner};
+use self::exec::{Exec, runner};
+use crate::systems::runs::{PANICKED, RAN, SegmentRuns};
 
 type Payload = Box<dyn core::any::Any + Send>;
 
@@ -362,7 +362,7 @@ impl Registry {
             "a segment names nodes of its phase"
         );
         let runs = &mut runs[k];
-        runs.reset(segment);
+        runs.reset(&segment.preds);
         let rng = shuffle.map(|seed| {
             let mut state =
                 seed ^ tick.rotate_left(32) ^ (k as u64).wrapping_mul(0xA24B_AED4_963E_E407);
