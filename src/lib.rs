@@ -78,7 +78,7 @@ pub mod storage {
     pub use freyr_core::{
         AppliedCommand, ApplyReport, Archetype, ArchetypeId, Bundle, BundleTypes, CHUNK_CAPACITY,
         ChunkRef, CommandBuffer, Component, ComponentError, ComponentId, ComponentInfo, Entity,
-        NoSuchEntity, SpareSlabs, World, WorldId,
+        EntityOp, NoSuchEntity, SpareSlabs, World, WorldId,
     };
 }
 
@@ -190,7 +190,8 @@ pub mod hash {
 /// methods are on [`Registry`]; see the guide's hierarchy chapter).
 pub mod hierarchy {
     pub use freyr_registry::hierarchy::{
-        ChildOf, Children, CloneError, CloneMap, CloneRemapFn, Disabled, HierarchyError,
+        ChildOf, Children, CloneError, CloneMap, CloneRemapFn, Disabled, HierarchyCommands,
+        HierarchyError,
     };
 }
 

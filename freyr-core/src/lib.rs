@@ -89,6 +89,7 @@ pub use crate::bundle::{Bundle, BundleTypes};
 pub use crate::chunk_ref::ChunkRef;
 pub use crate::command::CommandBuffer;
 pub use crate::command::apply::{AppliedCommand, ApplyReport};
+pub use crate::command::op::EntityOp;
 pub use crate::component::{Component, ComponentId, ComponentInfo, Disabled};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};

@@ -108,6 +108,8 @@ pub(crate) enum Command {
     Despawn(Entity),
     Insert(Entity, Recorded),
     Remove(Entity, fn(&mut World, Entity) -> Removed),
+    /// An operation defined above the world, on two entities (see `EntityOp`).
+    Op(Entity, Entity, &'static crate::command::op::EntityOp),
 }
 
 impl Command {
@@ -115,7 +117,7 @@ impl Command {
     pub(crate) fn recorded(&self) -> Option<Recorded> {
         match *self {
             Command::Spawn(r) | Command::Insert(_, r) => Some(r),
-            Command::Despawn(_) | Command::Remove(..) => None,
+            Command::Despawn(_) | Command::Remove(..) | Command::Op(..) => None,
         }
     }
 }

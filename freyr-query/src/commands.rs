@@ -94,6 +94,37 @@ impl<'a> Commands<'a> {
         self.buffer.remove::<B>(entity);
     }
 
+    /// Records running `op` on `a` and `b` at the next sync point, in order with the other
+    /// commands (see [`EntityOp`](freyr_core::EntityOp) for its contract). The registry's
+    /// hierarchy commands (`set_parent`, `remove_parent`, `spawn_child` on this type, from
+    /// `freyr::hierarchy::HierarchyCommands`) are recorded this way.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::storage::{AppliedCommand, EntityOp};
+    /// use freyr::{Entity, Registry, World};
+    ///
+    /// fn add(world: &mut World, a: Entity, b: Entity, _: &mut Vec<AppliedCommand>) -> bool {
+    ///     let x = *world.get::<u32>(a).unwrap();
+    ///     *world.get_mut::<u32>(b).unwrap() += x;
+    ///     true
+    /// }
+    /// static ADD: EntityOp = EntityOp { name: "add", run: add };
+    ///
+    /// let mut registry = Registry::with_workers(2);
+    /// let total = registry.spawn((0u32,));
+    /// for i in 1..=4u32 {
+    ///     registry.spawn((i, "part"));
+    /// }
+    /// registry.query::<(&u32, &&str)>().each_with(|e, _, ctx| ctx.commands().op(&ADD, e, total));
+    /// registry.execute_tasks();
+    /// assert_eq!(registry.get::<u32>(total), Ok(&10));
+    /// ```
+    pub fn op(&mut self, op: &'static freyr_core::EntityOp, a: Entity, b: Entity) {
+        self.buffer.op(op, a, b);
+    }
+
     /// Number of commands recorded in this buffer so far.
     pub fn len(&self) -> usize {
         self.buffer.len()

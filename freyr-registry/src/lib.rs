@@ -34,7 +34,7 @@ pub use crate::ring::SnapshotRing;
 /// hierarchy edits and clones. The methods are on [`Registry`].
 pub mod hierarchy {
     pub use crate::registry::{
-        ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyError,
+        ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyCommands, HierarchyError,
     };
     pub use freyr_core::Disabled;
 }

@@ -1,13 +1,14 @@
 //! A property test of the parent relation against a plain model: random edits (spawns, child
-//! spawns, reparents that may be refused, parent removals), despawns on all three paths (now,
-//! queued, recorded by a parallel callback), clones of subtrees, rollbacks to a snapshot and
-//! save/load round trips. After every sync point the registry's parents and children (with
+//! spawns, reparents that may be refused, parent removals), now or recorded as commands and
+//! interleaved with recorded despawns, despawns on all three paths (now, queued, recorded by a
+//! parallel callback), clones of subtrees, rollbacks to a snapshot and save/load round trips. After every sync point the registry's parents and children (with
 //! their order) equal the model's and the relation's invariants hold; a refused edit leaves the
 //! world hash unchanged; and the final world hash is the same for 1, 2, 3, 8 and 16 workers.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use freyr::Registry;
+use freyr::hierarchy::HierarchyCommands;
 use freyr_core::Entity;
 use proptest::prelude::*;
 
@@ -30,11 +31,28 @@ enum Op {
     Despawn(usize),
     Destroy(usize),
     CommandDespawn(usize),
+    RecordSetParent(usize, usize),
+    RecordRemoveParent(usize),
+    RecordDespawn(usize),
+    RecordSpawnChild(usize),
     CloneTree(usize),
     Sync,
     Snapshot,
     Rollback,
     SaveLoad,
+}
+
+/// The entity the recording callback runs on (saved like the rest of the world).
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+struct Anchor;
+
+/// An edit or despawn recorded as a command, applied at the next `Sync`.
+#[derive(Clone, Debug)]
+enum Rec {
+    SetParent(Entity, Entity),
+    RemoveParent(Entity),
+    Despawn(Entity),
+    SpawnChild(Entity, Tag),
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -46,6 +64,10 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(Op::Despawn),
         1 => any::<usize>().prop_map(Op::Destroy),
         1 => any::<usize>().prop_map(Op::CommandDespawn),
+        3 => (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Op::RecordSetParent(a, b)),
+        1 => any::<usize>().prop_map(Op::RecordRemoveParent),
+        1 => any::<usize>().prop_map(Op::RecordDespawn),
+        2 => any::<usize>().prop_map(Op::RecordSpawnChild),
         1 => any::<usize>().prop_map(Op::CloneTree),
         2 => Just(Op::Sync),
         1 => Just(Op::Snapshot),
@@ -89,6 +111,32 @@ impl Model {
             }
         }
     }
+    /// A despawn recorded as a command: the entity leaves its parent now; its children stay
+    /// until the end of the sync point's commands (see `finish`).
+    fn mark_dead(&mut self, e: Entity, dead: &mut Vec<Entity>) {
+        if self.live(e, dead) {
+            self.unlink(e);
+            dead.push(e);
+        }
+    }
+    fn live(&self, e: Entity, dead: &[Entity]) -> bool {
+        self.parent.contains_key(&e) && !dead.contains(&e)
+    }
+    /// The end of a sync point's commands: each dead entity's children then go with their
+    /// subtrees.
+    fn finish(&mut self, dead: Vec<Entity>) {
+        for &d in &dead {
+            for c in self.children[&d].clone() {
+                if self.parent.get(&c) == Some(&Some(d)) {
+                    self.despawn(c);
+                }
+            }
+        }
+        for d in dead {
+            self.parent.remove(&d);
+            self.children.remove(&d);
+        }
+    }
     fn despawn(&mut self, e: Entity) {
         if !self.parent.contains_key(&e) {
             return;
@@ -114,6 +162,7 @@ impl Model {
 fn new_registry(workers: usize) -> Registry {
     let mut r = Registry::with_workers(workers);
     r.register_persistent::<Tag>("test.tag", 1);
+    r.register_persistent::<Anchor>("test.anchor", 1);
     r.register_hashable::<Tag>();
     r.register_cloneable::<Tag>();
     r.register_hierarchy();
@@ -145,6 +194,7 @@ fn run(workers: usize, ops: &[Op]) -> u64 {
     let mut next_tag = 0u64;
     let mut queued: Vec<Entity> = Vec::new();
     let mut recorded: BTreeSet<u64> = BTreeSet::new();
+    let mut sequence: Vec<Rec> = Vec::new();
     let mut saved: Option<(freyr::snapshot::Snapshot, Model)> = None;
     let mut tag = || {
         next_tag += 1;
@@ -207,6 +257,26 @@ fn run(workers: usize, ops: &[Op]) -> u64 {
                     recorded.insert(r.get::<Tag>(e).unwrap().0);
                 }
             }
+            Op::RecordSetParent(i, j) => {
+                if let (Some(c), Some(p)) = (pick(&alive, i), pick(&alive, j)) {
+                    sequence.push(Rec::SetParent(c, p));
+                }
+            }
+            Op::RecordRemoveParent(i) => {
+                if let Some(c) = pick(&alive, i) {
+                    sequence.push(Rec::RemoveParent(c));
+                }
+            }
+            Op::RecordDespawn(i) => {
+                if let Some(e) = pick(&alive, i) {
+                    sequence.push(Rec::Despawn(e));
+                }
+            }
+            Op::RecordSpawnChild(i) => {
+                if let Some(p) = pick(&alive, i) {
+                    sequence.push(Rec::SpawnChild(p, tag()));
+                }
+            }
             Op::CloneTree(i) => {
                 if let Some(e) = pick(&alive, i) {
                     let copy = r.clone_tree(e).unwrap();
@@ -234,7 +304,7 @@ fn run(workers: usize, ops: &[Op]) -> u64 {
             }
             Op::Sync => {}
             Op::Snapshot => {
-                if queued.is_empty() && recorded.is_empty() {
+                if queued.is_empty() && recorded.is_empty() && sequence.is_empty() {
                     saved = Some((r.snapshot().unwrap(), model.clone()));
                 }
             }
@@ -242,13 +312,14 @@ fn run(workers: usize, ops: &[Op]) -> u64 {
                 if let Some((snapshot, m)) = &saved
                     && queued.is_empty()
                     && recorded.is_empty()
+                    && sequence.is_empty()
                 {
                     r.restore(snapshot).unwrap();
                     model = m.clone();
                 }
             }
             Op::SaveLoad => {
-                if queued.is_empty() && recorded.is_empty() {
+                if queued.is_empty() && recorded.is_empty() && sequence.is_empty() {
                     let bytes = r.save_to_vec().unwrap();
                     let hash = r.world_hash_all().unwrap();
                     r = new_registry(workers);
@@ -266,22 +337,92 @@ fn run(workers: usize, ops: &[Op]) -> u64 {
                     ctx.commands().despawn(e);
                 }
             });
-            // The model: the commands' targets first, then the queued ones, each with its
-            // subtree (an entity already gone is skipped).
+            // The recorded edits and despawns, in order, from one callback: one buffer, applied
+            // after the despawns above.
+            let seq = std::sync::Mutex::new(Some(std::mem::take(&mut sequence)));
+            let recorded_seq = seq.lock().unwrap().clone().unwrap();
+            // An entity of its own for the callback to run on (the world may have none).
+            let anchor = r.spawn((Anchor,));
+            r.query::<&Anchor>().each_with(|_, _, ctx| {
+                if let Some(list) = seq.lock().unwrap().take() {
+                    let cmds = ctx.commands();
+                    for rec in list {
+                        match rec {
+                            Rec::SetParent(c, p) => cmds.set_parent(c, p),
+                            Rec::RemoveParent(c) => cmds.remove_parent(c),
+                            Rec::Despawn(e) => cmds.despawn(e),
+                            Rec::SpawnChild(p, t) => {
+                                cmds.spawn_child(p, (t,));
+                            }
+                        }
+                    }
+                }
+            });
+            // The model: the commands' targets die first, then the sequence runs; the dead
+            // entities' children go at the end of the commands, then the queued ones.
             let by_tag: Vec<Entity> = model
                 .alive()
                 .into_iter()
                 .filter(|&e| targets.contains(&r.get::<Tag>(e).unwrap().0))
                 .collect();
-            r.execute_tasks();
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| r.execute_tasks()));
+            r.despawn(anchor).unwrap();
+            let mut dead = Vec::new();
             for e in by_tag {
-                model.despawn(e);
+                model.mark_dead(e, &mut dead);
             }
+            let mut refused = false;
+            for rec in recorded_seq {
+                match rec {
+                    Rec::Despawn(e) => model.mark_dead(e, &mut dead),
+                    Rec::SetParent(c, p) => {
+                        if !model.live(c, &dead) || !model.live(p, &dead) {
+                            continue;
+                        }
+                        if model.is_ancestor_or_self(c, p) {
+                            refused = true;
+                        } else if model.parent[&c] != Some(p) {
+                            model.unlink(c);
+                            model.parent.insert(c, Some(p));
+                            model.children.get_mut(&p).unwrap().push(c);
+                        }
+                    }
+                    Rec::RemoveParent(c) => {
+                        if model.live(c, &dead) {
+                            model.unlink(c);
+                        }
+                    }
+                    Rec::SpawnChild(p, t) => {
+                        let mut found = None;
+                        r.query::<&Tag>().each(|e, x| {
+                            if *x == t {
+                                found = Some(e);
+                            }
+                        });
+                        // Gone already if its parent died later in the same sync point: then
+                        // a stand-in that no live entity has stands for it, which the model
+                        // must remove at `finish` (`check` fails if it keeps it).
+                        let e = found.unwrap_or_else(|| {
+                            Entity::from_bits((u64::from(u32::MAX - 1) << 32) | t.0).unwrap()
+                        });
+                        let parent = model.live(p, &dead).then_some(p);
+                        model.add(e, parent);
+                    }
+                }
+            }
+            assert_eq!(
+                ran.is_err(),
+                refused,
+                "a refused recorded edit panics, only then"
+            );
+            model.finish(dead);
             for e in queued.drain(..) {
                 model.despawn(e);
             }
         }
-        if matches!(op, Op::Sync) || (queued.is_empty() && recorded.is_empty()) {
+        if matches!(op, Op::Sync)
+            || (queued.is_empty() && recorded.is_empty() && sequence.is_empty())
+        {
             check(&r, &model);
         }
     }

@@ -25,6 +25,7 @@ use freyr::hierarchy::Children as _;
 use freyr::hierarchy::CloneError as _;
 use freyr::hierarchy::CloneMap as _;
 use freyr::hierarchy::Disabled as _;
+use freyr::hierarchy::HierarchyCommands as _;
 use freyr::hierarchy::HierarchyError as _;
 use freyr::hooks::MAX_HOOK_ROUNDS as _;
 use freyr::persist::ColumnEncoding as _;

@@ -6,12 +6,12 @@ use core::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::archetype::ArchetypeId;
-use crate::bundle::BundleTypes;
 use crate::entity::Entity;
 use crate::recorded::{Command, Removed, drop_recorded};
 use crate::world::World;
 
 use super::CommandBuffer;
+pub use super::applied::AppliedCommand;
 use super::pending::pending_number;
 
 /// Drops a caught panic payload whose own `Drop` may panic: every further payload that raises
@@ -54,57 +54,6 @@ pub struct ApplyReport {
     pub skipped_missing: usize,
     /// The real entities created by the buffer's spawns, in record order.
     pub spawned: Vec<Entity>,
-}
-
-/// One command as [`CommandBuffer::try_apply_observed`] reports it, right after it ran (also
-/// when it panicked part-way: read the world to see what happened, e.g. a despawn whose `Drop`
-/// panicked still removed the entity). Stale commands and removals of a missing component are
-/// not reported.
-///
-/// # Examples
-/// ```
-/// use freyr::storage::AppliedCommand;
-/// let mut world = freyr::World::new();
-/// let mut commands = freyr::CommandBuffer::new();
-/// let e = commands.spawn((1u8,));
-/// commands.despawn(e);
-/// let mut seen = Vec::new();
-/// commands.try_apply_observed(&mut world, &mut |_, applied| seen.push(*applied));
-/// assert!(matches!(seen[0], AppliedCommand::Spawn { .. }));
-/// assert!(matches!(seen[1], AppliedCommand::Despawn { .. }));
-/// ```
-#[derive(Clone, Copy, Debug)]
-pub enum AppliedCommand {
-    /// `entity` was spawned with a bundle of `types`.
-    Spawn {
-        /// The new entity.
-        entity: Entity,
-        /// The bundle's component types.
-        types: BundleTypes,
-    },
-    /// A bundle of `types` was inserted into `entity`, which was in archetype `before`.
-    Insert {
-        /// The target.
-        entity: Entity,
-        /// Its archetype before the insert.
-        before: ArchetypeId,
-        /// The bundle's component types.
-        types: BundleTypes,
-    },
-    /// Components were removed from `entity`, which was in archetype `before`.
-    Remove {
-        /// The target.
-        entity: Entity,
-        /// Its archetype before the removal.
-        before: ArchetypeId,
-    },
-    /// `entity`, which was in archetype `before`, was despawned.
-    Despawn {
-        /// The despawned entity.
-        entity: Entity,
-        /// Its archetype before the despawn.
-        before: ArchetypeId,
-    },
 }
 
 /// What observes an apply: called after each command with the world as it left it.
@@ -205,6 +154,8 @@ impl CommandBuffer {
         let mut spawned: Vec<Option<Entity>> = Vec::with_capacity(self.spawns as usize);
         let mut report = ApplyReport::default();
         let mut first_panic = None;
+        // The structural changes an `Op` command reports, for the observer.
+        let mut changes: Vec<AppliedCommand> = Vec::new();
         // Should anything unwind out of the loop, the bundles of the commands not yet run are
         // dropped and the buffer is emptied all the same.
         let mut rest = Unapplied {
@@ -220,19 +171,27 @@ impl CommandBuffer {
                 .and_then(|_| rest.buffer.target(command, &spawned))
                 .and_then(|e| Some((e, world.entity_location(e)?.0)));
             let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-                rest.buffer.apply_one(command, world, &mut spawned)
+                rest.buffer
+                    .apply_one(command, world, &mut spawned, &mut changes)
             }));
             if let Some(observe) = observe.as_mut()
                 && matches!(outcome, Ok(Some(true)) | Err(_))
-                && let Some(applied) = applied(command, before, &spawned)
-                && let Err(panic) =
-                    panic::catch_unwind(AssertUnwindSafe(|| observe(world, &applied)))
             {
-                match first_panic {
-                    None => first_panic = Some(panic),
-                    Some(_) => drop_payload(panic),
+                let reports = applied(command, before, &spawned)
+                    .into_iter()
+                    .chain(changes.drain(..));
+                for applied in reports {
+                    if let Err(panic) =
+                        panic::catch_unwind(AssertUnwindSafe(|| observe(world, &applied)))
+                    {
+                        match first_panic {
+                            None => first_panic = Some(panic),
+                            Some(_) => drop_payload(panic),
+                        }
+                    }
                 }
             }
+            changes.clear();
             match outcome {
                 Ok(Some(true)) => report.applied += 1,
                 Ok(Some(false)) => report.skipped_stale += 1,
@@ -263,6 +222,7 @@ impl CommandBuffer {
         command: Command,
         world: &mut World,
         spawned: &mut Vec<Option<Entity>>,
+        changes: &mut Vec<AppliedCommand>,
     ) -> Option<bool> {
         let resolve = |e: Entity, spawned: &[Option<Entity>]| self.resolve(e, spawned);
         Some(match command {
@@ -290,6 +250,12 @@ impl CommandBuffer {
                 Some(Removed::Missing) => return None,
                 Some(Removed::Stale) | None => false,
             },
+            Command::Op(a, b, op) => match (resolve(a, spawned), resolve(b, spawned)) {
+                (Some(a), Some(b)) if world.contains(a) && world.contains(b) => {
+                    (op.run)(world, a, b, changes)
+                }
+                _ => false,
+            },
         })
     }
 }
@@ -309,9 +275,10 @@ impl CommandBuffer {
     fn target(&self, command: Command, spawned: &[Option<Entity>]) -> Option<Entity> {
         match command {
             Command::Spawn(_) => None,
-            Command::Despawn(e) | Command::Insert(e, _) | Command::Remove(e, _) => {
-                self.resolve(e, spawned)
-            }
+            Command::Despawn(e)
+            | Command::Insert(e, _)
+            | Command::Remove(e, _)
+            | Command::Op(e, ..) => self.resolve(e, spawned),
         }
     }
 }
@@ -344,6 +311,8 @@ fn applied(
             let (entity, before) = before?;
             AppliedCommand::Despawn { entity, before }
         }
+        // An operation reports its own changes.
+        Command::Op(..) => return None,
     })
 }
 

@@ -4,7 +4,9 @@
 //! and the bundle it carries moves into the buffer's [`Arena`] (one growing allocation), from
 //! which `apply` moves it into the world. Both keep their capacity when the buffer is emptied.
 
+pub(crate) mod applied;
 pub(crate) mod apply;
+pub(crate) mod op;
 mod pending;
 
 use crate::arena::Arena;
@@ -49,6 +51,8 @@ pub struct CommandBuffer {
     /// First pending number of each block this use took, in increasing order; spawn `k` has
     /// number `blocks[k / BLOCK] + k % BLOCK` (see [`BLOCK`]).
     blocks: Vec<u64>,
+    /// `Op` commands recorded in this use of the buffer.
+    ops: usize,
 }
 
 impl Default for CommandBuffer {
@@ -80,6 +84,7 @@ impl CommandBuffer {
             arena: Arena::new(),
             spawns: 0,
             blocks: Vec::new(),
+            ops: 0,
         }
     }
 
@@ -243,6 +248,7 @@ impl CommandBuffer {
 
     fn reset(&mut self) {
         self.spawns = 0;
+        self.ops = 0;
         self.blocks.clear();
     }
 
@@ -316,13 +322,66 @@ impl CommandBuffer {
                         *e = self.handle_of(offset + k as u32);
                     }
                 }
+                Command::Op(a, b, _) => {
+                    for e in [a, b] {
+                        if let Some(k) = other.spawn_of(*e) {
+                            *e = self.handle_of(offset + k as u32);
+                        }
+                    }
+                }
             }
             self.commands.push(command);
         }
         self.spawns = total;
+        self.ops += other.ops;
         other.reset();
         // Keep `other`'s allocation for its next round.
         other.commands = taken;
+    }
+}
+
+impl CommandBuffer {
+    /// Records running `op` on `a` and `b` (real handles or pending handles of this buffer).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::storage::{AppliedCommand, EntityOp};
+    /// use freyr::{CommandBuffer, Entity, World};
+    ///
+    /// fn swap(world: &mut World, a: Entity, b: Entity, _: &mut Vec<AppliedCommand>) -> bool {
+    ///     let x = *world.get::<u8>(a).unwrap();
+    ///     let y = core::mem::replace(world.get_mut::<u8>(b).unwrap(), x);
+    ///     *world.get_mut::<u8>(a).unwrap() = y;
+    ///     true
+    /// }
+    /// static SWAP: EntityOp = EntityOp { name: "swap", run: swap };
+    ///
+    /// let mut world = World::new();
+    /// let (a, b) = (world.spawn((1u8,)), world.spawn((2u8,)));
+    /// world.despawn(b).unwrap();
+    /// let mut commands = CommandBuffer::new();
+    /// commands.op(&SWAP, a, b); // `b` is stale: not run
+    /// let report = commands.apply(&mut world);
+    /// assert_eq!((report.applied, report.skipped_stale), (0, 1));
+    /// ```
+    pub fn op(&mut self, op: &'static self::op::EntityOp, a: Entity, b: Entity) {
+        self.commands.push(Command::Op(a, b, op));
+        self.ops += 1;
+    }
+
+    /// Number of [`op`](CommandBuffer::op) commands recorded since the buffer was last
+    /// applied or cleared.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// let commands = freyr::CommandBuffer::new();
+    /// assert_eq!(commands.ops(), 0);
+    /// ```
+    #[inline]
+    pub fn ops(&self) -> usize {
+        self.ops
     }
 }
 

@@ -36,6 +36,14 @@
 //! by the sync point or the direct call afterwards.
 
 use core::any::{Any, TypeId};
+
+/// How [`Hooks::run`] applies the commands the hooks recorded: every change goes to the
+/// observer; returns the first panic.
+pub(crate) type ApplyCommands = fn(
+    &mut World,
+    &mut CommandBuffer,
+    &mut dyn FnMut(&World, &AppliedCommand),
+) -> Option<Box<dyn Any + Send>>;
 use std::collections::HashMap;
 use std::panic::{self, AssertUnwindSafe};
 
@@ -163,10 +171,14 @@ impl Hooks {
 
     /// Runs the logged hooks in order, then applies their commands (logging what those trigger)
     /// and repeats, for at most [`MAX_HOOK_ROUNDS`] rounds. Returns the first panic.
+    ///
+    /// `apply` applies each round's commands (the registry's keeps the parent relation:
+    /// a despawned parent's subtree goes with it) and passes every change to its observer.
     pub(crate) fn run(
         &mut self,
         log: &mut HookLog,
         world: &mut World,
+        apply: ApplyCommands,
     ) -> Option<Box<dyn Any + Send>> {
         let mut first_panic = None;
         let (mut out, mut scratch) = (CommandBuffer::new(), CommandBuffer::new());
@@ -205,8 +217,9 @@ impl Hooks {
                 }
             }
             let this = &*self;
-            let (_, panic) =
-                out.try_apply_observed(world, &mut |w, applied| this.observe(log, w, applied));
+            let panic = apply(world, &mut out, &mut |w, applied| {
+                this.observe(log, w, applied)
+            });
             if let Some(p) = panic {
                 keep_first(&mut first_panic, p);
             }

@@ -105,6 +105,26 @@ impl Registry {
         self.sync.entity_location(entity).map(|l| l.0)
     }
 
+    /// [`after_direct`](Registry::after_direct) for an operation that made several changes:
+    /// each is observed in order, then the hooks run once.
+    pub(super) fn after_direct_all(&mut self, changes: Vec<AppliedCommand>) {
+        if self.hooks.is_empty() {
+            return;
+        }
+        let world = self.sync.write(&self.profiler);
+        let mut log = HookLog::new();
+        for applied in &changes {
+            self.hooks.observe(&mut log, world, applied);
+        }
+        let panic = self
+            .hooks
+            .run(&mut log, world, super::hierarchy::apply_keeping_relation);
+        self.register_relation_if_used();
+        if let Some(p) = panic {
+            panic::resume_unwind(p);
+        }
+    }
+
     /// Runs the hooks a direct operation triggered (and their commands' hooks); re-raises the
     /// first panic after all ran.
     pub(super) fn after_direct(&mut self, applied: AppliedCommand) {
@@ -114,7 +134,11 @@ impl Registry {
         let world = self.sync.write(&self.profiler);
         let mut log = HookLog::new();
         self.hooks.observe(&mut log, world, &applied);
-        if let Some(p) = self.hooks.run(&mut log, world) {
+        let panic = self
+            .hooks
+            .run(&mut log, world, super::hierarchy::apply_keeping_relation);
+        self.register_relation_if_used();
+        if let Some(p) = panic {
             panic::resume_unwind(p);
         }
     }

@@ -70,7 +70,9 @@ use freyr_query::world::SyncedWorld;
 
 pub use self::async_progress::AsyncProgress;
 pub use self::async_system::{AsyncSystem, Launched, Process};
-pub use self::hierarchy::{ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyError};
+pub use self::hierarchy::{
+    ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyCommands, HierarchyError,
+};
 
 static NEXT_REGISTRY_ID: AtomicU64 = AtomicU64::new(1);
 

@@ -4,7 +4,7 @@
 use core::any::Any;
 use std::panic::{self, AssertUnwindSafe};
 
-use freyr_core::{AppliedCommand, NoSuchEntity};
+use freyr_core::{AppliedCommand, Entity, NoSuchEntity};
 
 use freyr_query::launch::inflight::Retired;
 use freyr_sched::keep_first;
@@ -119,18 +119,35 @@ impl Registry {
         let mut pending = core::mem::take(&mut self.pending);
         pending.sort_by_key(|(seq, _)| *seq);
         let world = self.sync.write(&self.profiler);
-        let doomed = super::hierarchy::doomed_by_commands(world, &pending);
+        let doomed = super::hierarchy::doomed_by_commands(
+            world,
+            pending
+                .iter()
+                .flat_map(|(_, b)| b.iter().map(|b| &b.commands)),
+        );
         let mut first_panic = None;
         let (mut applied, mut stale) = (0, 0);
         let hooks = &self.hooks;
         let mut log = crate::hooks::HookLog::new();
-        let mut observe = |w: &freyr_core::World, a: &AppliedCommand| hooks.observe(&mut log, w, a);
+        // The children recorded hierarchy edits attached, with the parent each got: a parent
+        // despawned in this sync point takes them too (see `expand_destructions`).
+        let mut attached: Vec<(Entity, Entity)> = Vec::new();
+        let mut ops = 0;
+        let mut observe_commands = |w: &freyr_core::World, a: &AppliedCommand| {
+            super::hierarchy::note_attached(&mut attached, w, a);
+            if !hooks.is_empty() {
+                hooks.observe(&mut log, w, a);
+            }
+        };
         for (_, buffers) in &mut pending {
             for buffer in buffers.iter_mut() {
-                let (report, panic) = if hooks.is_empty() {
+                ops += buffer.commands.ops();
+                let (report, panic) = if hooks.is_empty() && buffer.commands.ops() == 0 {
                     buffer.commands.try_apply(world)
                 } else {
-                    buffer.commands.try_apply_observed(world, &mut observe)
+                    buffer
+                        .commands
+                        .try_apply_observed(world, &mut observe_commands)
                 };
                 applied += report.applied;
                 stale += report.skipped_stale + report.skipped_missing;
@@ -140,12 +157,14 @@ impl Registry {
             }
         }
         self.profiler.record_commands(applied, stale);
+        let mut observe = |w: &freyr_core::World, a: &AppliedCommand| hooks.observe(&mut log, w, a);
         let (mut destroyed, mut stale) = (0, 0);
         let mut queue = core::mem::take(&mut self.destroy_queue);
         if !doomed.is_empty()
+            || !attached.is_empty()
             || (!queue.is_empty() && world.component_id::<super::hierarchy::ChildOf>().is_some())
         {
-            queue = super::hierarchy::expand_destructions(world, doomed, queue);
+            queue = super::hierarchy::expand_destructions(world, doomed, attached, queue);
         }
         for entity in queue.drain(..) {
             let before = world
@@ -168,12 +187,18 @@ impl Registry {
         }
         self.destroy_queue = queue;
         self.profiler.record_destroyed(destroyed, stale);
-        if !log.is_empty()
-            && let Some(p) = self.hooks.run(&mut log, world)
+        let hooks_ran = !log.is_empty();
+        if hooks_ran
+            && let Some(p) =
+                self.hooks
+                    .run(&mut log, world, super::hierarchy::apply_keeping_relation)
         {
             keep_first(&mut first_panic, p);
         }
         self.store_pending_events(&mut pending);
+        if ops > 0 || hooks_ran {
+            self.register_relation_if_used();
+        }
         first_panic
     }
 }

@@ -14,13 +14,14 @@
 
 mod clone;
 mod despawn;
+mod edit;
 mod enable;
 mod propagate;
 
 use core::fmt;
 use std::panic::{self, AssertUnwindSafe};
 
-use freyr_core::{Entity, NoSuchEntity, World};
+use freyr_core::{AppliedCommand, BundleTypes, Entity, NoSuchEntity, World};
 use freyr_persist::{StableHash, StableHasher};
 use freyr_sched::keep_first;
 
@@ -28,8 +29,12 @@ use super::Registry;
 
 pub(crate) use self::clone::Cloners;
 pub use self::clone::{CloneError, CloneMap, CloneRemapFn};
-pub(crate) use self::despawn::{doomed_by_commands, expand_destructions};
+pub(crate) use self::despawn::{
+    apply_keeping_relation, doomed_by_commands, expand_destructions, note_attached,
+};
 use self::despawn::{relation_rows, unlink_in};
+pub use self::edit::HierarchyCommands;
+use self::edit::{attach_in, remove_parent_in, set_parent_in};
 
 /// The parent of a child entity: on every entity that has a parent, naming it. Set with
 /// [`Registry::set_parent`] or [`Registry::spawn_child`], cleared with
@@ -250,6 +255,14 @@ impl Registry {
         world.register::<Children>();
     }
 
+    /// Registers the relation if the world has it but the registry does not yet: after
+    /// commands (a system's, a hook's) edited it, which cannot reach the registry.
+    pub(crate) fn register_relation_if_used(&mut self) {
+        if self.hierarchy_in_use() && !self.snapshot_types.components.is_registered::<ChildOf>() {
+            self.register_hierarchy();
+        }
+    }
+
     /// Whether this registry's world knows the relation (a world that never had it pays for
     /// nothing at a despawn or a sync point).
     pub(crate) fn hierarchy_in_use(&self) -> bool {
@@ -281,28 +294,9 @@ impl Registry {
     pub fn set_parent(&mut self, child: Entity, parent: Entity) -> Result<(), HierarchyError> {
         self.guard("Registry::set_parent");
         self.register_hierarchy();
-        let world = self.world();
-        for e in [child, parent] {
-            if !world.contains(e) {
-                return Err(HierarchyError::NoSuchEntity(e));
-            }
-        }
-        let mut up = Some(parent);
-        while let Some(a) = up {
-            if a == child {
-                return Err(HierarchyError::Cycle { child, parent });
-            }
-            up = world.get::<ChildOf>(a).ok().map(|c| c.0);
-        }
-        let old = world.get::<ChildOf>(child).ok().map(|c| c.0);
-        if old == Some(parent) {
-            return Ok(());
-        }
-        if let Some(old) = old {
-            self.unlink(old, child);
-        }
-        self.insert(child, (ChildOf(parent),))?;
-        self.link(parent, child);
+        let mut changes = Vec::new();
+        set_parent_in(self.world_mut(), child, parent, &mut changes)?;
+        self.after_direct_all(changes);
         Ok(())
     }
 
@@ -326,17 +320,10 @@ impl Registry {
     pub fn remove_parent(&mut self, child: Entity) -> Result<Option<Entity>, HierarchyError> {
         self.guard("Registry::remove_parent");
         self.register_hierarchy();
-        let world = self.world();
-        if !world.contains(child) {
-            return Err(HierarchyError::NoSuchEntity(child));
-        }
-        let Ok(&ChildOf(old)) = world.get::<ChildOf>(child) else {
-            return Ok(None);
-        };
-        self.unlink(old, child);
-        self.remove::<(ChildOf,)>(child)
-            .expect("the child is alive and has a parent");
-        Ok(Some(old))
+        let mut changes = Vec::new();
+        let old = remove_parent_in(self.world_mut(), child, &mut changes)?;
+        self.after_direct_all(changes);
+        Ok(old)
     }
 
     /// Spawns an entity with `bundle` as the last child of `parent` now.
@@ -363,9 +350,14 @@ impl Registry {
         if !self.contains(parent) {
             return Err(HierarchyError::NoSuchEntity(parent));
         }
-        let child = self.spawn(bundle);
-        self.insert(child, (ChildOf(parent),))?;
-        self.link(parent, child);
+        let world = self.world_mut();
+        let child = world.spawn(bundle);
+        let mut changes = vec![AppliedCommand::Spawn {
+            entity: child,
+            types: BundleTypes::of::<B>(),
+        }];
+        attach_in(world, parent, &[child], &mut changes);
+        self.after_direct_all(changes);
         Ok(child)
     }
 
@@ -394,11 +386,17 @@ impl Registry {
         if !self.contains(parent) {
             return Err(HierarchyError::NoSuchEntity(parent));
         }
-        let children = self.spawn_batch(bundles);
-        for &child in &children {
-            self.insert(child, (ChildOf(parent),))?;
-        }
-        self.link_all(parent, &children);
+        let world = self.world_mut();
+        let children = world.spawn_batch(bundles);
+        let mut changes: Vec<AppliedCommand> = children
+            .iter()
+            .map(|&entity| AppliedCommand::Spawn {
+                entity,
+                types: BundleTypes::of::<B>(),
+            })
+            .collect();
+        attach_in(world, parent, &children, &mut changes);
+        self.after_direct_all(changes);
         Ok(children)
     }
 
@@ -562,20 +560,6 @@ impl Registry {
         for e in orphans {
             self.remove::<(ChildOf,)>(e)
                 .expect("an imported orphan has ChildOf");
-        }
-    }
-
-    /// Appends `child` to `parent`'s children (adding `Children` if it has none).
-    fn link(&mut self, parent: Entity, child: Entity) {
-        self.link_all(parent, &[child]);
-    }
-
-    fn link_all(&mut self, parent: Entity, children: &[Entity]) {
-        match self.world_mut().get_mut::<Children>(parent) {
-            Ok(list) => list.0.extend_from_slice(children),
-            Err(_) => self
-                .insert(parent, (Children(children.to_vec()),))
-                .expect("the parent is alive"),
         }
     }
 
