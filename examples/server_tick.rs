@@ -14,9 +14,11 @@
 //! Each tick is one `Registry::update`, its systems in phases (see `server_tick/server.rs`):
 //! rebuild the spatial grid and step the governor (PreUpdate); the AI pass (`each_async`,
 //! reading every aircraft's pre-step state through the grid and a read-only view); the
-//! integrate pass (`each_async`, turbulence seeded per entity and tick); a serial gather of the
-//! snapshot table and the peers due, the per-peer pass (`parallel_for` over peers, each into
-//! its own buffer) and a serial flush (Update); kills, respawns and peer churn (PostUpdate).
+//! integrate pass (`each_async`, turbulence seeded per entity and tick); two function systems
+//! side by side, `damage` and `weapons` (each aircraft carries its weapons as children, which
+//! are destroyed with it); a serial gather of the snapshot table and the peers due, the
+//! per-peer pass (`parallel_for` over peers, each into its own buffer) and a serial flush
+//! (Update); kills, respawns and peer churn (PostUpdate).
 //! The loop is the registry's own (`server_tick/run.rs`): `set_fixed_step` at 60 Hz on the real
 //! clock, `run_frame` with the catch-up clamp, `time_until_next_tick` slept in between; the
 //! governor system steps once per tick from the previous tick's wall time (`last_tick`).

@@ -16,7 +16,9 @@ use freyr::time::deadline::Delivered;
 use freyr::time::pump::{Launched, Process};
 use freyr::{AsyncSystem, Phase, Registry};
 
-use crate::world::Flight;
+use freyr::hierarchy::ChildOf;
+
+use crate::world::{Flight, LOADOUT, Weapon};
 
 use crate::run::{LeverSource, Pace, RunConfig, RunReport, run};
 use crate::server::{Server, Settings};
@@ -99,6 +101,47 @@ fn peer_streams_are_byte_identical_for_1_2_3_and_8_workers() {
             "{workers} workers"
         );
     }
+}
+
+/// The weapons: two children per aircraft, destroyed with a shot-down aircraft, fired by the
+/// `weapons` function system beside `damage`; the world (weapons included) is the same for
+/// 1, 2, 3, 8 and 16 workers.
+#[test]
+fn weapons_ride_their_aircraft_and_the_world_is_the_same_for_every_worker_count() {
+    let config = config(40, LeverSource::Forced(Vec::new()));
+    let mut hashes = Vec::new();
+    for workers in [1, 2, 3, 8, 16] {
+        let (report, mut server) = run_on(workers, &config);
+        assert!(server.killed() > 0, "no aircraft was shot down");
+        let registry = &mut server.registry;
+        registry.check_hierarchy();
+        let mut aircraft = Vec::new();
+        registry.query::<&Flight>().each(|e, _| aircraft.push(e));
+        let mut mounted = Vec::new();
+        registry
+            .query::<(&Weapon, &ChildOf)>()
+            .each(|_, (w, mount)| mounted.push((*w, mount.parent())));
+        assert_eq!(aircraft.len(), small().entities);
+        for &e in &aircraft {
+            let weapons: Vec<Weapon> = registry
+                .children(e)
+                .iter()
+                .map(|&w| *registry.get::<Weapon>(w).unwrap())
+                .collect();
+            assert_eq!(weapons.len(), LOADOUT.len(), "{e:?}'s weapons");
+            assert_eq!(weapons[0].reload, LOADOUT[0].0.reload, "missiles first");
+        }
+        assert_eq!(mounted.len(), LOADOUT.len() * small().entities);
+        let mut fired = 0;
+        for (w, parent) in mounted {
+            assert!(registry.get::<Flight>(parent).is_ok(), "an orphan weapon");
+            let full = LOADOUT.iter().find(|l| l.0.reload == w.reload).unwrap().0;
+            fired += u32::from(full.ammo - w.ammo);
+        }
+        assert!(fired > 0, "no weapon fired");
+        hashes.push((report.world_hash, report.stream_digest, fired));
+    }
+    assert!(hashes.iter().all(|h| *h == hashes[0]), "{hashes:?}");
 }
 
 #[test]
@@ -189,10 +232,18 @@ fn the_trace_of_a_server_tick_parses_and_covers_every_task_and_every_peer_built(
     let record = profile.records().find(|r| r.tick == 4).unwrap();
     // Query tasks: per launch, the batches tile 0..tasks exactly.
     let mut launches: std::collections::BTreeMap<u64, Vec<(u64, u64)>> = Default::default();
-    for e in events
-        .iter()
-        .filter(|e| e["cat"] == "task" && e["name"] != "Snapshot")
-    {
+    // The function systems: one span each, on the worker that ran it.
+    for name in ["damage", "weapons"] {
+        let spans = events
+            .iter()
+            .filter(|e| e["cat"] == "task" && e["name"] == name)
+            .count();
+        assert_eq!(spans, 1, "{name}");
+    }
+    for e in events.iter().filter(|e| {
+        e["cat"] == "task"
+            && !["Snapshot", "damage", "weapons"].contains(&e["name"].as_str().unwrap())
+    }) {
         let a = &e["args"];
         launches
             .entry(a["launch"].as_u64().unwrap())
@@ -233,7 +284,7 @@ fn the_trace_of_a_server_tick_parses_and_covers_every_task_and_every_peer_built(
             "Update",
             "ai",
             "integrate",
-            "damage",
+            "combat",
             "gather",
             "serialize",
             "flush",

@@ -6,12 +6,16 @@
 //! | `grid` (PreUpdate) | serial | every `Flight` | the spatial grid (a resource, buffers kept) |
 //! | `ai` (Update) | `each_async`, label `AI` | the grid, `View<Flight>` (pre-step) | own `Ai`, `Input` |
 //! | `integrate` (Update) | `each_async`, label `Integrate` | own `Input` | own `Flight` |
+//! | `damage` (Update) | function system, beside `weapons` | every aircraft's index | the `Health` of the ~2% hit |
+//! | `weapons` (Update) | function system, beside `damage` | each weapon's aircraft's `Ai` (through `ChildOf`) | each `Weapon` |
 //! | `peers`: `gather` (Update) | serial | every `Flight`, the peers' send state, the `Despawned` events | the snapshot table, the despawn log, the work list |
 //! | `peers`: `serialize` | `parallel_for` over peers, grain 1 | the frozen table and despawn log | each peer's own state |
 //! | `peers`: `flush` | serial | each built peer | its byte stream ("send") |
-//! | `tail` (PostUpdate) | serial | | kills (a `Despawned` event each) and respawns aircraft, peers leave and join |
+//! | `tail` (PostUpdate) | serial | | kills (a `Despawned` event each; its weapons go with it) and respawns aircraft, peers leave and join |
 //!
-//! Each system names its part of the tick for the tick profiler (`profile_tick_phase`). The levers of
+//! Each aircraft carries two weapons as children (the hierarchy), despawned with it. Each
+//! exclusive system names its part of the tick for the tick profiler (`profile_tick_phase`);
+//! the function systems are timed under their names. The levers of
 //! the overrun governor are the [`Levers`] resource, set before the Update phase (by the
 //! governor system of `run.rs`, or left at their unloaded defaults) and frozen for the tick.
 //! The state the systems share lives in resources: the grid, the peers, the population.
@@ -19,8 +23,10 @@
 use std::sync::Mutex;
 use std::time::Instant;
 
+use freyr::hierarchy::ChildOf;
 use freyr::profile::TraceKind;
-use freyr::{Entity, EventCursor, Phase, Registry, Res, View};
+use freyr::system::{Local, Query, Tick};
+use freyr::{Entity, EventCursor, Phase, Registry, Res, View, With};
 
 use crate::ai;
 use crate::grid::{GridEntry, SpatialGrid};
@@ -30,7 +36,7 @@ use crate::physics;
 use crate::snapshot::{
     self, DESPAWN_LOG_TICKS, DespawnLog, Despawned, SnapshotLevers, SnapshotTable,
 };
-use crate::world::{Ai, Flight, Health, Input, hit, map_side, mix, new_aircraft};
+use crate::world::{Ai, Flight, Health, Input, LOADOUT, Weapon, hit, map_side, mix, new_aircraft};
 
 /// What the world looks like and how it changes.
 #[derive(Clone, Debug, PartialEq)]
@@ -105,8 +111,6 @@ struct Population {
     /// Aircraft spawned so far (numbers the next spawn).
     spawned: u64,
     kills: Vec<Entity>,
-    /// This tick's damaged aircraft (recycled).
-    hits: Vec<Entity>,
     /// Aircraft shot down so far.
     killed: u64,
 }
@@ -125,7 +129,9 @@ impl Server {
     pub(crate) fn new(settings: Settings, workers: usize) -> Self {
         let side = settings.map_side();
         let mut registry = Registry::with_workers(workers);
-        registry.spawn_batch((0..settings.entities as u64).map(|n| new_aircraft(n, 0, side)));
+        let aircraft =
+            registry.spawn_batch((0..settings.entities as u64).map(|n| new_aircraft(n, 0, side)));
+        arm(&mut registry, &aircraft);
         registry.insert_resource(SpatialGrid::new(settings.cell_size, side));
         let peer_count = u32::try_from(settings.peers).unwrap_or_else(|_| {
             panic!(
@@ -151,7 +157,6 @@ impl Server {
         registry.insert_resource(Population {
             spawned: settings.entities as u64,
             kills: Vec::new(),
-            hits: Vec::new(),
             killed: 0,
         });
         registry.insert_resource(Levers::unloaded(&LeverParams::default()));
@@ -159,7 +164,14 @@ impl Server {
         registry.add_system(Phase::PreUpdate, rebuild_grid);
         registry.add_system(Phase::Update, ai_pass);
         registry.add_system(Phase::Update, integrate_pass);
-        registry.add_system(Phase::Update, damage_pass);
+        // Two function systems with disjoint access (`Health`; `Weapon` and a read of `Ai`):
+        // they run side by side on the pool, between the integrate and the peers passes.
+        registry
+            .add_fn_system(Phase::Update, "damage", damage)
+            .expect("the damage system's access can be granted");
+        registry
+            .add_fn_system(Phase::Update, "weapons", weapons)
+            .expect("the weapons system's access can be granted");
         registry.add_system(Phase::Update, peers_pass);
         registry.add_system(Phase::PostUpdate, tail);
         Server { registry, settings }
@@ -193,10 +205,10 @@ impl Server {
         all
     }
 
-    /// The hash of every aircraft's state.
+    /// The hash of every aircraft's state and its weapons'.
     #[must_use]
     pub(crate) fn world_hash(&self) -> u64 {
-        self.registry.world_hash::<(Flight, Input, Ai)>()
+        self.registry.world_hash::<(Flight, Input, Ai)>() ^ self.registry.world_hash::<(Weapon,)>()
     }
 
     /// The settings it was made with.
@@ -308,29 +320,61 @@ fn integrate_pass(registry: &mut Registry, _dt: f32) {
             physics::integrate(entity.index(), flight, input, tick, side);
         });
     registry.execute_tasks();
+    // The function systems registered next (`damage`, `weapons`) run right after this system
+    // returns: their time is the profiler's "combat" part of the tick.
+    registry.profile_tick_phase("combat");
 }
 
-/// Damage (Update, serial): about 2% of aircraft lose hit points, found with a read-only pass
-/// and written with `get_mut`, so only their chunks are stamped changed (a `&mut Health` query
-/// would stamp every chunk). A shot-down aircraft is back at 100 (the kills are the tail's).
-fn damage_pass(registry: &mut Registry, _dt: f32) {
-    registry.profile_tick_phase("damage");
-    let tick = registry.tick();
-    let mut population = take::<Population>(registry);
-    let hits = &mut population.hits;
+/// Gives each new aircraft its [`LOADOUT`] as children, so a shot-down aircraft's weapons go
+/// with it.
+fn arm(registry: &mut Registry, aircraft: &[Entity]) {
+    for &a in aircraft {
+        registry
+            .spawn_children(a, LOADOUT)
+            .expect("a just-spawned aircraft is alive");
+    }
+}
+
+/// Damage (Update, a function system): about 2% of aircraft lose hit points, found with a
+/// read-only walk and written through `get`, so only their chunks are stamped changed (a walk
+/// over `&mut Health` would stamp every chunk). A shot-down aircraft is back at 100 (the kills
+/// are the tail's).
+fn damage(
+    aircraft: Query<Entity, With<Flight>>,
+    mut health: Query<&mut Health>,
+    tick: Tick,
+    mut hits: Local<Vec<Entity>>,
+) {
+    let mut aircraft = aircraft;
     hits.clear();
-    registry.query::<Entity>().each(|e, _| {
-        if hit(e.index(), tick) {
+    aircraft.each(|e, _| {
+        if hit(e.index(), tick.tick) {
             hits.push(e);
         }
     });
     for &e in hits.iter() {
-        let health = registry
-            .get_mut::<Health>(e)
-            .expect("every aircraft has health");
+        let health = health.get(e).expect("every aircraft has health");
         health.0 = if health.0 <= 7 { 100 } else { health.0 - 7 };
     }
-    registry.insert_resource(population);
+}
+
+/// Weapons (Update, a function system): a weapon whose aircraft is pursuing a target fires
+/// when reloaded and not empty; every weapon's cooldown runs down. It reads its aircraft's
+/// `Ai` through the parent relation.
+fn weapons(mut mounts: Query<(&mut Weapon, &ChildOf)>, mut controllers: Query<&Ai>) {
+    mounts.each(|_, (weapon, mount)| {
+        if weapon.cooldown > 0 {
+            weapon.cooldown -= 1;
+            return;
+        }
+        let engaged = controllers
+            .get(mount.parent())
+            .is_ok_and(|ai| ai.target.is_some());
+        if engaged && weapon.ammo > 0 {
+            weapon.ammo -= 1;
+            weapon.cooldown = weapon.reload;
+        }
+    });
 }
 
 /// The snapshots: a serial gather, the per-peer pass, a serial flush.
@@ -429,20 +473,23 @@ fn tail(registry: &mut Registry, _dt: f32) {
         let mut population = take::<Population>(registry);
         let kills = &mut population.kills;
         kills.clear();
-        registry.query::<Entity>().each(|e, _| {
+        registry.query::<&Flight>().each(|e, _| {
             if mix(u64::from(e.index()), tick).is_multiple_of(64) {
                 kills.push(e);
             }
         });
         for &e in kills.iter() {
             registry.send_event(Despawned(e));
+            // Its weapons (its children) are destroyed with it.
             registry.destroy_entity(e);
         }
         registry.execute_tasks();
         let first = population.spawned;
         let side = settings.map_side();
         let count = population.kills.len() as u64;
-        registry.spawn_batch((first..first + count).map(|n| new_aircraft(n, tick, side)));
+        let aircraft =
+            registry.spawn_batch((first..first + count).map(|n| new_aircraft(n, tick, side)));
+        arm(registry, &aircraft);
         population.spawned += count;
         population.killed += count;
         registry.insert_resource(population);

@@ -78,6 +78,42 @@ pub(crate) fn hit(index: u32, tick: u64) -> bool {
     mix(index / SQUADRON, tick).is_multiple_of(25) && mix(index, tick ^ 0x6869_7421) & 1 == 0
 }
 
+/// A weapon an aircraft carries: a child of its aircraft (`Registry::spawn_children`), so it is
+/// despawned with it. Each aircraft carries [`LOADOUT`]: a missile rack and a gun. Written only
+/// by the `weapons` function system.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Weapon {
+    /// Ticks between two shots.
+    pub reload: u16,
+    /// Shots left.
+    pub ammo: u16,
+    /// Ticks until the next shot is possible.
+    pub cooldown: u16,
+}
+
+/// The weapons every aircraft is spawned with, in child order: missiles (4, one every two
+/// seconds) and a gun (400 rounds, ten shots a second).
+pub(crate) const LOADOUT: [(Weapon,); 2] = [
+    (Weapon {
+        reload: 120,
+        ammo: 4,
+        cooldown: 0,
+    },),
+    (Weapon {
+        reload: 6,
+        ammo: 400,
+        cooldown: 0,
+    },),
+];
+
+impl StableHash for Weapon {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.reload.stable_hash(h);
+        self.ammo.stable_hash(h);
+        self.cooldown.stable_hash(h);
+    }
+}
+
 /// What the controller asks of the airframe: written only by the AI pass, for its own entity.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub(crate) struct Input {
