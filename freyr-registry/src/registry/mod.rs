@@ -161,6 +161,9 @@ pub struct Registry {
     /// The chunk memory of the world the last load or restore replaced, for the next one to
     /// copy into.
     spare_slabs: freyr_core::SpareSlabs,
+    /// The per-tree lists the last `propagate` of each value type used, emptied, kept for the
+    /// next pass (so a pass each frame allocates nothing once warm).
+    propagate_lists: hashbrown::HashMap<core::any::TypeId, Box<dyn core::any::Any + Send>>,
     /// The tick profiler, when enabled (boxed: a disabled one costs one pointer).
     tick_profile: Option<Box<freyr_profile::tick::TickProfile>>,
     /// This registry's number (for golden rule 3 and `Reduction::join`), never reused.
@@ -494,6 +497,7 @@ impl Registry {
             #[cfg(feature = "persist")]
             persist_types: Default::default(),
             spare_slabs: Default::default(),
+            propagate_lists: hashbrown::HashMap::new(),
             tick_profile: None,
             id: NEXT_REGISTRY_ID.fetch_add(1, Ordering::Relaxed),
             next_seq: 0,
