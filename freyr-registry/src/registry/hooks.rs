@@ -105,35 +105,23 @@ impl Registry {
         self.sync.entity_location(entity).map(|l| l.0)
     }
 
-    /// [`after_direct`](Registry::after_direct) for an operation that made several changes:
-    /// each is observed in order, then the hooks run once.
-    pub(super) fn after_direct_all(&mut self, changes: Vec<AppliedCommand>) {
-        if self.hooks.is_empty() {
-            return;
-        }
-        let world = self.sync.write(&self.profiler);
-        let mut log = HookLog::new();
-        for applied in &changes {
-            self.hooks.observe(&mut log, world, applied);
-        }
-        let panic = self
-            .hooks
-            .run(&mut log, world, super::hierarchy::apply_keeping_relation);
-        self.register_relation_if_used();
-        if let Some(p) = panic {
-            panic::resume_unwind(p);
-        }
-    }
-
     /// Runs the hooks a direct operation triggered (and their commands' hooks); re-raises the
     /// first panic after all ran.
     pub(super) fn after_direct(&mut self, applied: AppliedCommand) {
+        self.after_direct_all(core::slice::from_ref(&applied));
+    }
+
+    /// [`after_direct`](Registry::after_direct) for an operation that made several changes:
+    /// each is observed in order, then the hooks run once.
+    pub(super) fn after_direct_all(&mut self, changes: &[AppliedCommand]) {
         if self.hooks.is_empty() {
             return;
         }
         let world = self.sync.write(&self.profiler);
         let mut log = HookLog::new();
-        self.hooks.observe(&mut log, world, &applied);
+        for applied in changes {
+            self.hooks.observe(&mut log, world, applied);
+        }
         let panic = self
             .hooks
             .run(&mut log, world, super::hierarchy::apply_keeping_relation);

@@ -296,7 +296,7 @@ impl Registry {
         self.register_hierarchy();
         let mut changes = Vec::new();
         set_parent_in(self.world_mut(), child, parent, &mut changes)?;
-        self.after_direct_all(changes);
+        self.after_direct_all(&changes);
         Ok(())
     }
 
@@ -322,7 +322,7 @@ impl Registry {
         self.register_hierarchy();
         let mut changes = Vec::new();
         let old = remove_parent_in(self.world_mut(), child, &mut changes)?;
-        self.after_direct_all(changes);
+        self.after_direct_all(&changes);
         Ok(old)
     }
 
@@ -357,7 +357,7 @@ impl Registry {
             types: BundleTypes::of::<B>(),
         }];
         attach_in(world, parent, &[child], &mut changes);
-        self.after_direct_all(changes);
+        self.after_direct_all(&changes);
         Ok(child)
     }
 
@@ -396,7 +396,7 @@ impl Registry {
             })
             .collect();
         attach_in(world, parent, &children, &mut changes);
-        self.after_direct_all(changes);
+        self.after_direct_all(&changes);
         Ok(children)
     }
 
