@@ -198,11 +198,13 @@ fn digests_are_equal_for_1_2_3_and_8_workers() {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "its digests read the columns as the other tests do; the edits are logic, run natively"
+)]
 fn every_single_value_change_changes_the_digest() {
-    // Under Miri a world of 160 rows and 8 names, every 80th entity edited (one of each kind of
-    // archetype that has a name or not): each edit takes three digests.
-    let mut r = big_world(1, if cfg!(miri) { 160 } else { 2_000 });
-    r.spawn_batch((0..if cfg!(miri) { 8 } else { 40 }).map(|i| (a(i), Name(format!("x{i}")))));
+    let mut r = big_world(1, 2_000);
+    r.spawn_batch((0..40).map(|i| (a(i), Name(format!("x{i}")))));
     let before = r.digest().unwrap();
     let ids: Vec<_> = r
         .world()
@@ -210,7 +212,7 @@ fn every_single_value_change_changes_the_digest() {
         .iter()
         .flat_map(|a| a.chunks())
         .flat_map(|c| c.entities().to_vec())
-        .step_by(if cfg!(miri) { 80 } else { 37 })
+        .step_by(37)
         .collect();
     let mut checked = 0;
     for e in ids {
@@ -239,7 +241,7 @@ fn every_single_value_change_changes_the_digest() {
         flip!(D, |v: &mut D| v.w ^= 1 << 7);
         flip!(Name, |v: &mut Name| v.0.push('!'));
     }
-    assert!(checked >= if cfg!(miri) { 5 } else { 150 }, "{checked}");
+    assert!(checked >= 150, "{checked}");
 }
 
 #[test]
