@@ -8,8 +8,10 @@
 //! - `despawn_tree_100k`: despawning the root of a 100,100-entity tree (root, 100 parents,
 //!   1,000 children each), the tree built untimed before each batch;
 //! - `propagate_80k`: `Registry::propagate` over 100 trees of 800 entities (each root has 8
-//!   children with 99 descendants in a chain), at 1 worker and at the machine's worker count
-//!   (no bevy_ecs row: its transform propagation lives in `bevy_transform`, not a dependency);
+//!   children with 99 descendants in a chain), at 1 worker and at the machine's worker count;
+//!   bevy_ecs's row (one thread) is the same pass written with its queries as
+//!   `bevy_transform`'s propagation walks a tree (roots without `ChildOf`, then down through
+//!   `Children`, every entity written each pass), since `bevy_transform` is not a dependency;
 //! - `instantiate_10x10k`: a 10-entity prefab (a root and 9 children) instantiated 10,000
 //!   times (`instantiate`; bevy_ecs `clone_and_spawn_with_opt_out` with linked cloning, which
 //!   clones the children, 10,000 times).
@@ -28,8 +30,10 @@ use freyr::Registry;
 struct Pos([f32; 3]);
 
 #[derive(Clone, Copy)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 struct Local(f32);
 #[derive(Clone, Copy)]
+#[cfg_attr(feature = "compare", derive(bevy_ecs::component::Component))]
 struct Global(f32);
 
 fn freyr_registry(workers: usize) -> Registry {
@@ -149,12 +153,14 @@ fn hierarchy(c: &mut Criterion) {
 
 #[cfg(feature = "compare")]
 mod bevy {
-    use bevy_ecs::hierarchy::ChildOf;
+    use bevy_ecs::entity::Entity;
+    use bevy_ecs::hierarchy::{ChildOf, Children};
+    use bevy_ecs::query::{QueryState, Without};
     use bevy_ecs::world::World;
     use criterion::measurement::WallTime;
     use criterion::{BatchSize, BenchmarkGroup};
 
-    use super::Pos;
+    use super::{Global, Local, Pos};
 
     fn tree(w: &mut World, parents: usize, children: usize) -> bevy_ecs::entity::Entity {
         let root = w.spawn(Pos([0.0; 3])).id();
@@ -166,7 +172,71 @@ mod bevy {
         root
     }
 
-    pub fn rows(group: &mut BenchmarkGroup<'_, WallTime>) {
+    /// The propagation tree of `propagate_80k`: 100 roots, each with 8 chains of 100.
+    fn propagation_world() -> World {
+        let mut w = World::new();
+        for _ in 0..100 {
+            let root = w.spawn((Local(1.0), Global(0.0))).id();
+            for _ in 0..8 {
+                let mut at = w.spawn((Local(0.5), Global(0.0), ChildOf(root))).id();
+                for _ in 0..99 {
+                    at = w.spawn((Local(0.25), Global(0.0), ChildOf(at))).id();
+                }
+            }
+        }
+        w
+    }
+
+    type Roots =
+        QueryState<(&'static Local, &'static mut Global, &'static Children), Without<ChildOf>>;
+    type Nodes = QueryState<(
+        &'static Local,
+        &'static mut Global,
+        Option<&'static Children>,
+    )>;
+
+    /// Every root's `Global` from its `Local`, then every descendant's from its parent's
+    /// `Global` and its own `Local`: the pass `Registry::propagate` makes in the Freyr row.
+    #[inline(never)]
+    fn propagate(
+        w: &mut World,
+        roots: &mut Roots,
+        nodes: &mut Nodes,
+        stack: &mut Vec<(Entity, f32)>,
+    ) {
+        for (local, mut global, children) in roots.iter_mut(w) {
+            global.0 = local.0;
+            stack.extend(children.iter().map(|&c| (c, local.0)));
+        }
+        while let Some((e, parent)) = stack.pop() {
+            let (local, mut global, children) = nodes.get_mut(w, e).expect("a child is alive");
+            let value = parent + local.0;
+            global.0 = value;
+            if let Some(children) = children {
+                stack.extend(children.iter().map(|&c| (c, value)));
+            }
+        }
+    }
+
+    pub(crate) fn rows(group: &mut BenchmarkGroup<'_, WallTime>) {
+        let mut w = propagation_world();
+        let (mut roots, mut nodes): (Roots, Nodes) = (w.query_filtered(), w.query());
+        let mut stack = Vec::new();
+        group.bench_function("propagate_80k/bevy_ecs/1", |b| {
+            b.iter(|| propagate(&mut w, &mut roots, &mut nodes, &mut stack));
+        });
+        let mut sum = 0.0;
+        for (g,) in w.query::<(&Global,)>().iter(&w) {
+            sum += f64::from(g.0);
+        }
+        // 100 roots of 1.0; under each, 8 chains of 1.5, 1.75, ... (100 links of 0.25 after 0.5).
+        let chain: f64 = (0..100).map(|k| 1.5 + 0.25 * f64::from(k)).sum();
+        assert_eq!(
+            sum,
+            100.0 * (1.0 + 8.0 * chain),
+            "bevy's pass computes what Freyr's does"
+        );
+
         group.bench_function("spawn_children_100k/bevy_ecs", |b| {
             b.iter_batched(
                 World::new,

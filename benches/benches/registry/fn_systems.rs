@@ -142,7 +142,7 @@ mod peers {
     }
 
     /// bevy_ecs: 64 systems on the multi-threaded executor.
-    pub fn seq_bevy() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn seq_bevy() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
         let mut schedule = crate::bevy_schedule();
         macro_rules! add {
@@ -159,7 +159,7 @@ mod peers {
     }
 
     /// bevy_ecs: 1,000 empty systems on the multi-threaded executor.
-    pub fn empty_bevy() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
+    pub(super) fn empty_bevy() -> (bevy_ecs::world::World, bevy_ecs::schedule::Schedule) {
         let mut world = bevy_ecs::world::World::new();
         let mut schedule = crate::bevy_schedule();
         for _ in 0..1000 {
