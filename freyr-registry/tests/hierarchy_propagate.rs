@@ -288,3 +288,86 @@ fn passes_of_two_value_types_in_turn_keep_apart() {
     r.query::<&Depth>().each(|_, d| deepest = deepest.max(d.0));
     assert_eq!(deepest as usize, depth);
 }
+
+/// Every written value is the one a plain recursive walk through `get` and `children` computes,
+/// over a forest whose entities lie in several archetypes (some carry a tag, some lack `Local`,
+/// some are disabled) and span many chunks, so the walk crosses chunk and archetype boundaries
+/// between a parent and its children and between siblings.
+#[test]
+#[cfg_attr(miri, ignore)]
+fn every_value_matches_a_walk_through_get_across_chunks_and_archetypes() {
+    use freyr::hierarchy::Disabled;
+    #[derive(Clone, Copy)]
+    struct Tag;
+    fn expected(
+        r: &Registry,
+        e: freyr::Entity,
+        parent: Option<&Global>,
+        out: &mut Vec<(freyr::Entity, Global)>,
+    ) {
+        if r.get::<Disabled>(e).is_ok() {
+            return;
+        }
+        let (Ok(l), Ok(_)) = (r.get::<Local>(e), r.get::<Global>(e)) else {
+            return;
+        };
+        let g = match parent {
+            None => Global(l.0, l.1),
+            Some(p) => compose(p, l),
+        };
+        out.push((e, g));
+        for &c in r.children(e) {
+            expected(r, c, Some(&g), out);
+        }
+    }
+    for workers in [1, 2, 8] {
+        let mut r = Registry::with_workers(workers);
+        r.register_hierarchy();
+        let mut roots = Vec::new();
+        let mut k = 0u32;
+        for t in 0..30u32 {
+            let root = r.spawn((Local([t as f32, 1.0, 0.5], 0.25), Global([0.0; 3], 0.0)));
+            roots.push(root);
+            // Three chains of 40 and a fan of 20 under each root, spawned interleaved so a
+            // chain's links lie apart in memory.
+            let mut tips = vec![root; 3];
+            for depth in 0..40 {
+                for tip in &mut tips {
+                    k += 1;
+                    let l = Local(
+                        [(k % 7) as f32, (k % 5) as f32 * 0.5, 1.0],
+                        0.01 * depth as f32,
+                    );
+                    *tip = match k % 11 {
+                        0 => r
+                            .spawn_child(*tip, (l, Global([0.0; 3], 0.0), Tag))
+                            .unwrap(),
+                        // No `Local`: stops the pass for the rest of this chain.
+                        5 if depth > 30 => r.spawn_child(*tip, (Global([1.0; 3], 1.0),)).unwrap(),
+                        _ => r.spawn_child(*tip, (l, Global([0.0; 3], 0.0))).unwrap(),
+                    };
+                    if k.is_multiple_of(97) {
+                        r.disable(*tip).unwrap();
+                    }
+                }
+            }
+            for i in 0..20u32 {
+                r.spawn_child(
+                    root,
+                    (Local([i as f32, 0.0, 0.0], 0.0), Global([0.0; 3], 0.0)),
+                )
+                .unwrap();
+            }
+        }
+        let written = r.propagate::<Local, Global>(|l| Global(l.0, l.1), compose);
+        let mut want = Vec::new();
+        for &root in &roots {
+            expected(&r, root, None, &mut want);
+        }
+        assert_eq!(written, want.len(), "{workers} workers");
+        assert!(written > 30 * 100, "{written}");
+        for (e, g) in want {
+            assert_eq!(r.get::<Global>(e), Ok(&g), "{e:?} at {workers} workers");
+        }
+    }
+}

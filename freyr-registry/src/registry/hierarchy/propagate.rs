@@ -2,6 +2,7 @@
 //! one task per root, the same bits for any worker count.
 
 use core::any::TypeId;
+use core::ptr::NonNull;
 use std::sync::Mutex;
 
 use freyr_core::{ArchetypeId, Component, ComponentId, Disabled, Entity, World};
@@ -68,32 +69,33 @@ impl Registry {
         // The lists of the last pass of this `G`, emptied but with their capacity: a pass each
         // frame allocates nothing once warm (allocating and growing them, and the pages the
         // allocator returns and takes back between passes, cost as much as the pass).
-        let mut slots: Vec<Mutex<Vec<(Entity, Slot, G)>>> = self
+        let mut slots: Vec<Mutex<Tree<G>>> = self
             .propagate_lists
             .remove(&TypeId::of::<G>())
             .and_then(|b| b.downcast().ok())
             .map(|b| *b)
             .unwrap_or_default();
-        slots.resize_with(roots.len(), || Mutex::new(Vec::new()));
+        slots.resize_with(roots.len(), || Mutex::new(Tree::default()));
         slots.truncate(roots.len());
         let world = self.world();
+        let table = columns(world, ids);
         let grain = (roots.len() / (self.workers() * 8)).max(1);
         self.pool().parallel_for(roots.len(), grain, |i| {
             let mut tree = slots[i].lock().unwrap_or_else(|p| p.into_inner());
-            compute_tree(world, ids, roots[i], &mut tree, &root, &child);
+            compute_tree(world, &table, roots[i], &mut tree, &root, &child);
         });
         // Every value is computed: write them, one task per tree as they were computed. No
         // structural change happens until this returns (`&mut self`), so the slots the compute
         // located are still the values' rows.
         let written: usize = slots
             .iter()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).len())
+            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).values.len())
             .sum();
         let tick = world.change_tick();
         self.pool().parallel_for(slots.len(), grain, |i| {
             write_tree(
                 world,
-                &mut slots[i].lock().unwrap_or_else(|p| p.into_inner()),
+                &mut slots[i].lock().unwrap_or_else(|p| p.into_inner()).values,
                 tick,
             );
         });
@@ -116,24 +118,31 @@ struct Slot {
 /// Writes one tree's values into their rows (dropping the values they replace) and stamps
 /// each chunk written changed at `tick`; leaves `tree` empty (its capacity kept).
 fn write_tree<G: Component>(world: &World, tree: &mut Vec<(Entity, Slot, G)>, tick: u64) {
-    let mut stamped: Option<(ArchetypeId, usize)> = None;
+    // The chunk being written and its `G` column's base: consecutive values mostly share it.
+    let mut current: Option<((ArchetypeId, u32), NonNull<G>)> = None;
     for (_, slot, g) in tree.drain(..) {
-        let archetype = world.archetype(slot.archetype);
-        let (chunk, row, col) = (slot.chunk as usize, slot.row as usize, slot.column as usize);
-        if stamped != Some((slot.archetype, chunk)) {
-            archetype.mark_changed(chunk, col, tick);
-            stamped = Some((slot.archetype, chunk));
-        }
-        let column = archetype.chunk(chunk).column_ptr(col).cast::<G>();
+        let key = (slot.archetype, slot.chunk);
+        let base = match current {
+            Some((k, base)) if k == key => base,
+            _ => {
+                let archetype = world.archetype(slot.archetype);
+                let (chunk, col) = (slot.chunk as usize, slot.column as usize);
+                archetype.mark_changed(chunk, col, tick);
+                let base = archetype.chunk(chunk).column_ptr(col).cast::<G>();
+                current = Some((key, base));
+                base
+            }
+        };
         // SAFETY: `slot` was located by `compute_tree` in this same world, which no structural
         // change has touched since (the registry is borrowed mutably for the whole pass), so
-        // `row` is an initialised row of that chunk and `column` is `G`'s column (found by
-        // `G`'s id). The pointer carries the slab's provenance (`column_ptr`). No other thread
-        // writes or reads that row: each entity is in one tree only (a child is visited only
-        // from the parent its `ChildOf` names, and a root has none), each tree is written by
-        // one task, and no reference to the column is alive during the pass. The assignment
-        // drops the replaced value; if that `Drop` panics the new value is still written.
-        unsafe { *column.as_ptr().add(row) = g };
+        // `slot.row` is an initialised row of that chunk and `base` is `G`'s column there
+        // (found by `G`'s id). The pointer carries the slab's provenance (`column_ptr`). No
+        // other thread writes or reads that row: each entity is in one tree only (a child is
+        // visited only from the parent its `ChildOf` names, and a root has none), each tree is
+        // written by one task, and no reference to the column is alive during the pass. The
+        // assignment drops the replaced value; if that `Drop` panics the new value is still
+        // written.
+        unsafe { *base.as_ptr().add(slot.row as usize) = g };
     }
 }
 
@@ -171,78 +180,180 @@ struct Ids {
     disabled: Option<ComponentId>,
 }
 
-/// `entity`'s `T` through its located row, if its archetype has the column `id`.
-#[inline]
-fn read<T: Component>(
-    world: &World,
-    at: (ArchetypeId, usize, usize),
-    id: ComponentId,
-) -> Option<&T> {
-    let (archetype, chunk, row) = at;
-    let column = world.archetype(archetype).chunk(chunk).column::<T>(id)?;
-    Some(&column[row])
+/// Where the pass reads in one archetype: the column positions of `L`, `G`, `ChildOf` and
+/// `Children`. An archetype the pass skips (disabled, or without `L` or `G`) has none.
+#[derive(Clone, Copy)]
+struct Columns {
+    local: u32,
+    global: u32,
+    child_of: Option<u32>,
+    children: Option<u32>,
 }
 
-/// One tree's values and where each goes, breadth first from `root`; no recursion, any depth.
-/// Each entity is located once, and its components read from that row. A child is visited
-/// only from the parent its `ChildOf` names (so no entity is in two trees, even in a relation
-/// broken through `world_mut`).
-fn compute_tree<L: Component, G: Component>(
-    world: &World,
-    ids: Ids,
-    root: Entity,
-    out: &mut Vec<(Entity, Slot, G)>,
-    at_root: &impl Fn(&L) -> G,
-    at_child: &impl Fn(&G, &L) -> G,
-) {
-    let located = world.entity_location(root).expect("a root is alive");
-    let local = read::<L>(world, located, ids.local).expect("a root has L");
-    // Left from a pass that panicked part-way: dropped here, never written.
-    out.clear();
-    out.push((root, slot(world, located, ids.global), at_root(local)));
-    let mut next = 0;
-    while next < out.len() {
-        let (parent, at, _) = out[next];
-        let parent_at = (at.archetype, at.chunk as usize, at.row as usize);
-        let children = ids
-            .children
-            .and_then(|id| read::<Children>(world, parent_at, id));
-        for &c in children.map_or(&[][..], Children::as_slice) {
-            let located = world.entity_location(c).expect("a listed child is alive");
-            let archetype = world.archetype(located.0);
-            if ids.disabled.is_some_and(|id| archetype.has(id)) || !archetype.has(ids.global) {
-                continue;
+/// The [`Columns`] of every archetype of `world`, by archetype index: looked up once per pass
+/// rather than once per entity and component.
+fn columns(world: &World, ids: Ids) -> Vec<Option<Columns>> {
+    // Column positions are far below 2^32 (an archetype has fewer components).
+    let small = |v: usize| u32::try_from(v).expect("fits in u32");
+    world
+        .archetypes()
+        .iter()
+        .map(|a| {
+            if ids.disabled.is_some_and(|id| a.has(id)) {
+                return None;
             }
-            let parent_of_c = ids
-                .child_of
-                .and_then(|id| read::<ChildOf>(world, located, id));
-            if parent_of_c.map(ChildOf::parent) != Some(parent) {
-                continue;
-            }
-            let Some(local) = read::<L>(world, located, ids.local) else {
-                continue;
-            };
-            let g = at_child(&out[next].2, local);
-            out.push((c, slot(world, located, ids.global), g));
-        }
-        next += 1;
+            Some(Columns {
+                local: small(a.column_index(ids.local)?),
+                global: small(a.column_index(ids.global)?),
+                child_of: ids.child_of.and_then(|id| a.column_index(id)).map(small),
+                children: ids.children.and_then(|id| a.column_index(id)).map(small),
+            })
+        })
+        .collect()
+}
+
+/// The columns the walk reads in one chunk, located once for the run of entities that lie in
+/// it (a chain's links mostly do): their bases, and the archetype's [`Columns`].
+#[derive(Clone, Copy)]
+struct Bases {
+    cols: Columns,
+    local: NonNull<u8>,
+    child_of: Option<NonNull<u8>>,
+    children: Option<NonNull<u8>>,
+}
+
+impl Bases {
+    /// The bases of chunk `chunk` of `archetype`, or `None` if the pass skips the archetype.
+    fn of(
+        world: &World,
+        table: &[Option<Columns>],
+        archetype: ArchetypeId,
+        chunk: usize,
+    ) -> Option<Bases> {
+        let cols = table[archetype.index()]?;
+        let chunk = world.archetype(archetype).chunk(chunk);
+        let at = |col: u32| chunk.column_ptr(col as usize);
+        Some(Bases {
+            cols,
+            local: at(cols.local),
+            child_of: cols.child_of.map(at),
+            children: cols.children.map(at),
+        })
     }
 }
 
-/// The slot of the located row's `G` (its archetype has `G`).
-fn slot(world: &World, at: (ArchetypeId, usize, usize), global: ComponentId) -> Slot {
+/// The `T` at row `row` of the column whose base is `base`.
+///
+/// # Safety
+/// `base` is the base of a column of `T`s of a chunk of the world the pass borrows, `row` is
+/// below that chunk's length, and nothing writes the value while the returned reference lives
+/// (the pass only reads the world until every tree is computed).
+#[inline]
+unsafe fn value<'w, T: Component>(base: NonNull<u8>, row: usize) -> &'w T {
+    // SAFETY: the caller's contract: the column holds `T`s, aligned from its base, and `row`
+    // is initialised; the pointer carries the slab's provenance (`column_ptr`).
+    unsafe { &*base.cast::<T>().as_ptr().add(row) }
+}
+
+/// One tree's lists: the computed values with where each goes, and the walk's stack of
+/// children still to visit (each with its parent's position in `values`). Kept, emptied,
+/// between passes.
+struct Tree<G> {
+    values: Vec<(Entity, Slot, G)>,
+    stack: Vec<(Entity, u32)>,
+}
+
+impl<G> Default for Tree<G> {
+    fn default() -> Self {
+        Tree {
+            values: Vec::new(),
+            stack: Vec::new(),
+        }
+    }
+}
+
+/// Pushes the children of the entity at row `row` of the chunk of `bases` (whose value is
+/// `values[index]`) on `stack`, last child first, so they are visited in order.
+#[inline]
+fn push_children(bases: Bases, row: usize, index: usize, stack: &mut Vec<(Entity, u32)>) {
+    let Some(base) = bases.children else {
+        return;
+    };
+    // SAFETY: `base` is the chunk's `Children` column (found by its id) and `row` a located
+    // row; the pass only reads the world until every tree is computed.
+    let children = unsafe { value::<Children>(base, row) };
+    // A tree holds fewer than 2^32 entities (a world does).
+    let index = u32::try_from(index).expect("fits in u32");
+    stack.extend(children.as_slice().iter().rev().map(|&c| (c, index)));
+}
+
+/// One tree's values and where each goes, depth first from `root` with the children in order:
+/// no recursion, any depth. Each entity is located once and its components read from that row
+/// through its chunk's [`Bases`]. A child is visited only from the parent its `ChildOf` names
+/// (so no entity is in two trees, even in a relation broken through `world_mut`).
+fn compute_tree<L: Component, G: Component>(
+    world: &World,
+    table: &[Option<Columns>],
+    root: Entity,
+    tree: &mut Tree<G>,
+    at_root: &impl Fn(&L) -> G,
+    at_child: &impl Fn(&G, &L) -> G,
+) {
+    let Tree { values, stack } = tree;
+    // Left from a pass that panicked part-way: dropped here, never written.
+    values.clear();
+    stack.clear();
+    let (archetype, chunk, row) = world.entity_location(root).expect("a root is alive");
+    let root_bases =
+        Bases::of(world, table, archetype, chunk).expect("a root has L and G and is enabled");
+    // SAFETY: `local` is the root's chunk's `L` column, at its located row; read only.
+    let local = unsafe { value::<L>(root_bases.local, row) };
+    values.push((
+        root,
+        slot((archetype, chunk, row), root_bases.cols),
+        at_root(local),
+    ));
+    push_children(root_bases, row, 0, stack);
+    // The chunk of the last entity visited, and its bases.
+    let mut last = ((archetype, chunk), Some(root_bases));
+    while let Some((c, parent)) = stack.pop() {
+        let parent = parent as usize;
+        let located = world.entity_location(c).expect("a listed child is alive");
+        let (archetype, chunk, row) = located;
+        if last.0 != (archetype, chunk) {
+            last = (
+                (archetype, chunk),
+                Bases::of(world, table, archetype, chunk),
+            );
+        }
+        let Some(bases) = last.1 else {
+            continue; // disabled, or without `L` or `G`: its subtree is skipped
+        };
+        // SAFETY: `child_of` is the chunk's `ChildOf` column, at the child's row; read only.
+        let parent_of_c = bases
+            .child_of
+            .map(|base| unsafe { value::<ChildOf>(base, row) }.parent());
+        if parent_of_c != Some(values[parent].0) {
+            continue;
+        }
+        // SAFETY: `local` is the chunk's `L` column, at the child's row; read only.
+        let local = unsafe { value::<L>(bases.local, row) };
+        let g = at_child(&values[parent].2, local);
+        values.push((c, slot(located, bases.cols), g));
+        push_children(bases, row, values.len() - 1, stack);
+    }
+}
+
+/// The slot of the located row's `G`, whose archetype's columns are `cols`.
+#[inline]
+fn slot(at: (ArchetypeId, usize, usize), cols: Columns) -> Slot {
     let (archetype, chunk, row) = at;
-    let column = world
-        .archetype(archetype)
-        .column_index(global)
-        .expect("a visited entity has G");
-    // Chunk and row numbers and column counts are far below 2^32 (a world holds fewer than
-    // 2^32 entities, an archetype fewer components).
+    // Chunk and row numbers are far below 2^32 (a world holds fewer than 2^32 entities).
     let small = |v: usize| u32::try_from(v).expect("fits in u32");
     Slot {
         archetype,
         chunk: small(chunk),
         row: small(row),
-        column: small(column),
+        column: cols.global,
     }
 }
