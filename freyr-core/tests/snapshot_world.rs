@@ -269,9 +269,11 @@ fn a_panicking_clone_loses_nothing() {
     assert!(taken.is_err(), "the panic is re-raised");
     assert!(!snapshot.is_complete());
     assert_eq!(CLONES.load(Ordering::SeqCst), at + 1);
-    // The values cloned before the panic are dropped exactly once: those of the second chunk
-    // at once, the first chunk's with the snapshot.
-    assert_eq!(DROPS.load(Ordering::SeqCst), at - c);
+    // The values cloned before the panic are dropped exactly once: those of the work unit
+    // that panicked at once (a unit copies a run of chunks), those of units done before it
+    // with the snapshot.
+    let at_once = DROPS.load(Ordering::SeqCst);
+    assert!(at_once > at - c && at_once <= at, "{at_once}");
     drop(snapshot);
     assert_eq!(DROPS.load(Ordering::SeqCst), at);
     for (i, &e) in ids.iter().enumerate() {
@@ -328,4 +330,67 @@ fn a_parallel_for_that_skips_work_is_caught() {
     }));
     assert!(run.is_err());
     assert!(!snapshot.is_complete());
+}
+
+/// A world of many chunks over several slabs, its last chunk partial: a snapshot copies each
+/// column of a run of chunks at once, and both directions give back every row, across the
+/// slabs' ends and the runs' ends, for plain and cloned columns, on one thread and on two.
+#[test]
+#[cfg_attr(
+    miri,
+    ignore = "40 s under Miri; its runs of 2 chunks there are copied by every other test of this file"
+)]
+fn runs_of_chunks_across_slabs_copy_every_row() {
+    let c = CHUNK_CAPACITY;
+    // 28 chunks: slabs of 1, 2, 4 and 8, then 13 of a 16-chunk slab, split into runs of 8 and 5.
+    let rows = c * 27 + 5;
+    let mut types = SnapshotTypes::new();
+    types.register_copy::<u32>();
+    types.register_copy::<[u64; 3]>();
+    types.register_clone::<String>();
+    let mut world = World::new();
+    // One at a time, so each archetype grows slab by slab (1, 2, 4, 8, ... chunks).
+    let plain: Vec<Entity> = (0..rows as u32)
+        .map(|i| world.spawn((i, [u64::from(i); 3])))
+        .collect();
+    let named: Vec<Entity> = (0..rows as u32)
+        .map(|i| world.spawn((i, format!("n{i}"))))
+        .collect();
+    struct Two;
+    impl ParallelFor for Two {
+        fn parallel_for(&self, count: usize, f: &(dyn Fn(usize) + Sync)) {
+            std::thread::scope(|s| {
+                s.spawn(|| (0..count).step_by(2).for_each(f));
+                (1..count).step_by(2).for_each(f);
+            });
+        }
+    }
+    for parallel in [&Sequential as &dyn ParallelFor, &Two] {
+        let mut snapshot = WorldSnapshot::new();
+        world
+            .snapshot_into(&mut snapshot, &types, parallel)
+            .unwrap();
+        let restored = snapshot.restore(parallel);
+        restored.check_invariants();
+        for (i, (&p, &n)) in plain.iter().zip(&named).enumerate() {
+            let i = i as u32;
+            assert_eq!(restored.get::<u32>(p), Ok(&i));
+            assert_eq!(restored.get::<[u64; 3]>(p), Ok(&[u64::from(i); 3]));
+            assert_eq!(restored.get::<u32>(n), Ok(&i));
+            assert_eq!(restored.get::<String>(n).unwrap(), &format!("n{i}"));
+        }
+        // Over a world of other values in the same layout: every row is the snapshot's again.
+        let mut over = World::restore_from(&snapshot);
+        for &p in &plain {
+            *over.get_mut::<u32>(p).unwrap() += 1;
+        }
+        let mut spare = freyr_core::SpareSlabs::new();
+        if let Some(old) = snapshot.restore_over(&mut over, parallel, &mut spare) {
+            drop(old);
+        }
+        over.check_invariants();
+        for (i, &p) in plain.iter().enumerate() {
+            assert_eq!(over.get::<u32>(p), Ok(&(i as u32)));
+        }
+    }
 }

@@ -44,10 +44,12 @@ impl Drop for Building<'_> {
                 return;
             };
             let chunk = unit.chunk as usize;
-            let count = snapshot.archetypes[unit.archetype as usize].chunk_len(chunk);
-            // SAFETY: the unit is DONE, so the chunk's first `count` rows of this column hold
-            // values it cloned that nothing else owns (the rows are not counted); its state is
-            // FREE now, so they are dropped once.
+            let count =
+                snapshot.archetypes[unit.archetype as usize].run_len(chunk, unit.chunks as usize);
+            // SAFETY: the unit is DONE, so the `count` rows of this column from the run's first
+            // chunk (back to back: the run lies in one slab) hold values it cloned that nothing
+            // else owns (the rows are not counted); its state is FREE now, so they are dropped
+            // once.
             unsafe { drop(rows.slot(rows.window(chunk), column, 0), count) };
         });
     }
@@ -114,7 +116,8 @@ impl<'s> Building<'s> {
             .collect()
     }
 
-    /// Runs unit `i`: copies one column of one chunk from the snapshot into the new slabs.
+    /// Runs unit `i`: copies one column of one run of chunks from the snapshot into the new
+    /// slabs.
     fn restore_unit(&self, i: usize) {
         if self.states[i]
             .compare_exchange(FREE, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
@@ -130,7 +133,7 @@ impl<'s> Building<'s> {
             .expect("an archetype is built before its units run")
             .rows;
         let window = rows.window(chunk);
-        let count = image.chunk_len(chunk);
+        let count = image.run_len(chunk, unit.chunks as usize);
         let (src, dst, ops) = if unit.column == ENTITY_COLUMN {
             let src = image.entities.ptr().cast::<Entity>();
             let src = src.wrapping_add(chunk * CHUNK_CAPACITY).cast::<u8>();
@@ -150,12 +153,13 @@ impl<'s> Building<'s> {
                 .wrapping_add(chunk * CHUNK_CAPACITY * ops.layout.size());
             (src, rows.slot(window, unit.column as usize, 0), ops)
         };
-        // SAFETY: `src` is this chunk's range of a complete snapshot's buffer: `count`
+        // SAFETY: `src` is the run's range of a complete snapshot's buffer: `count`
         // initialised values of the column's type (`ops` was looked up by that type when the
         // snapshot was taken), aligned, and unmodified while `&WorldSnapshot` is held. `dst` is
-        // row 0 of the same chunk of the new archetype, built from the snapshot's component
-        // table (same type, layout) with the same slabs: valid for `count` rows, uncounted and
-        // written by this unit alone (claimed once).
+        // row 0 of the run's first chunk of the new archetype, built from the snapshot's
+        // component table (same type, layout) with the same slabs, so the run lies in one slab
+        // there too and its rows of this column are back to back: valid for `count` rows,
+        // uncounted and written by this unit alone (claimed once).
         unsafe { ops.copy_values(src, dst, count) };
         self.states[i].store(DONE, Ordering::Release);
     }
