@@ -67,6 +67,8 @@ struct RunCache<P> {
     written: Vec<ChangedEntry>,
     /// The rows of all `runs`.
     rows: usize,
+    /// How many times `runs` was read from the world (see [`QueryState::layouts_read`]).
+    reads: usize,
 }
 
 /// What [`QueryState::runs`] hands `each`: the runs, the changed ticks of their written columns
@@ -165,6 +167,7 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                 runs: Vec::new(),
                 written: Vec::new(),
                 rows: 0,
+                reads: 0,
             },
             skip_disabled: !Self::type_access().mentions::<Disabled>()
                 && !F::mentions(core::any::TypeId::of::<Disabled>()),
@@ -303,12 +306,44 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
                 }
             }
             self.runs.stamp = Some(stamp);
+            self.runs.reads += 1;
         }
         Runs {
             runs: &self.runs.runs,
             written: &self.runs.written,
             rows: self.runs.rows,
         }
+    }
+
+    /// How many times this state has read the world's chunk layout into its list of runs:
+    /// once per layout it was used under. The layout ends only when the world is borrowed
+    /// exclusively (a spawn, a despawn, an insert, a removal, a sync point that applies
+    /// commands or destructions, [`World`] access through `&mut`); a tick whose sync point has
+    /// nothing to apply keeps it, so a query run every tick reads it once, not once per tick.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::{Phase, Registry};
+    ///
+    /// struct Hp(u32);
+    ///
+    /// let mut registry = Registry::with_workers(1);
+    /// registry.spawn((Hp(10),));
+    /// registry.add_system(Phase::Update, |r: &mut Registry, _: f32| {
+    ///     r.query::<&mut Hp>().each(|_, hp| hp.0 += 1);
+    /// });
+    /// for _ in 0..5 {
+    ///     registry.update(0.0);
+    /// }
+    /// let reads = |r: &Registry| r.query_state::<&mut Hp, ()>().unwrap().layouts_read();
+    /// assert_eq!(reads(&registry), 1, "five ticks with nothing applied: one layout");
+    /// registry.spawn((Hp(0),));
+    /// registry.update(0.0);
+    /// assert_eq!(reads(&registry), 2, "a spawn ends the layout");
+    /// ```
+    pub fn layouts_read(&self) -> usize {
+        self.runs.reads
     }
 
     /// The matched archetypes, in creation order.

@@ -168,3 +168,75 @@ fn each_sees_every_change_between_calls() {
         check(&mut registry, &model, &format!("round {round}"));
     }
 }
+
+/// A tick whose sync point has nothing to apply keeps the layout, so a query run every tick
+/// reads its runs once; every way the layout can change between or inside ticks (a spawn
+/// through commands, a queued destruction, a direct spawn, a despawn) makes the next run read
+/// it again and see exactly the live rows, in function systems and exclusive ones alike.
+#[test]
+fn a_layout_is_read_again_exactly_when_it_changed() {
+    use freyr_registry::systems::{Query, ResMut, Tick};
+    use freyr_registry::{Commands, Phase};
+
+    struct Seen(Vec<u32>);
+    for workers in [1, 2, 8] {
+        let mut registry = Registry::with_workers(workers);
+        registry.insert_resource(Seen(Vec::new()));
+        let first = registry.spawn((A(1),));
+        registry
+            .add_fn_system(
+                Phase::Update,
+                "sum",
+                |mut q: Query<&mut A>, mut seen: ResMut<Seen>| {
+                    let mut sum = 0;
+                    q.each(|_, a| sum += a.0);
+                    seen.0.push(sum);
+                },
+            )
+            .unwrap();
+        let reads = |r: &Registry| r.query_state::<&A, ()>().unwrap().layouts_read();
+        registry.add_system(Phase::PostUpdate, |r: &mut Registry, _: f32| {
+            r.query::<&A>().each(|_, _| {});
+        });
+        for _ in 0..5 {
+            registry.update(0.0);
+        }
+        assert_eq!(reads(&registry), 1, "five ticks with nothing applied");
+
+        // A system that spawns through commands every other tick: the layout ends at those
+        // sync points only, and the next run sees the new row.
+        registry
+            .add_fn_system(Phase::Update, "grow", |mut c: Commands, t: Tick| {
+                if t.tick % 2 == 0 {
+                    c.spawn((A(10),));
+                }
+            })
+            .unwrap();
+        let before = reads(&registry);
+        for _ in 0..4 {
+            registry.update(0.0);
+        }
+        assert_eq!(reads(&registry), before + 2, "two ticks applied a spawn");
+
+        // A queued destruction, then a direct spawn and despawn between ticks.
+        registry.destroy_entity(first);
+        registry.update(0.0);
+        let e = registry.spawn((A(1000),));
+        registry.update(0.0);
+        registry.despawn(e).unwrap();
+        registry.update(0.0);
+
+        let live: u32 = {
+            let mut sum = 0;
+            registry.query::<&A>().each(|_, a| sum += a.0);
+            sum
+        };
+        let seen = &registry.resource::<Seen>().unwrap().0;
+        assert_eq!(*seen.last().unwrap(), live, "{workers} workers: {seen:?}");
+        assert_eq!(seen[..5], [1; 5]);
+        assert!(
+            seen.windows(2).any(|w| w[1] == w[0] + 1000),
+            "the directly spawned row was seen: {seen:?}"
+        );
+    }
+}
