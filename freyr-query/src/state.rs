@@ -234,6 +234,11 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
         F::resolve(&mut self.filter, world);
         let archetypes = world.archetypes();
         let matched_before = self.matched.len();
+        if !data_changed && self.cursor == archetypes.len() && matched_before != 0 {
+            // No archetype since the last refresh and no newly registered type: the matches,
+            // the access and the cached runs all stand (the common case, every tick).
+            return;
+        }
         let mut writes: Option<Access> = None;
         // An archetype examined before `Disabled` was registered cannot hold it.
         let disabled = world

@@ -207,7 +207,7 @@ fn a_layout_is_read_again_exactly_when_it_changed() {
         // sync points only, and the next run sees the new row.
         registry
             .add_fn_system(Phase::Update, "grow", |mut c: Commands, t: Tick| {
-                if t.tick % 2 == 0 {
+                if t.tick.is_multiple_of(2) {
                     c.spawn((A(10),));
                 }
             })

@@ -190,11 +190,12 @@ impl Registry {
     }
 
     fn run_phases(&mut self, dt: f32, own_tick: bool) {
+        // One clock read per boundary: a phase starts when the one before it ends.
+        let mut start = Instant::now();
         for phase in Phase::ALL {
             if own_tick {
                 self.profile_tick_phase(phase.name());
             }
-            let start = Instant::now();
             #[cfg(feature = "tracing")]
             let _phase = freyr_profile::spans::phase(phase).entered();
             self.phase = Some(phase);
@@ -209,8 +210,10 @@ impl Registry {
             self.systems[phase.index()].extend(added);
             let sync_start = Instant::now();
             let task_panic = self.sync_point();
-            let sync = sync_start.elapsed();
-            self.profiler.record_phase(phase, start.elapsed(), sync);
+            let end = Instant::now();
+            self.profiler
+                .record_phase(phase, end - start, end - sync_start);
+            start = end;
             match (ran, task_panic) {
                 (Err(system_panic), task_panic) => {
                     // Dropped now, not while unwinding: a payload whose `Drop` panics would

@@ -226,6 +226,8 @@ pub(crate) struct FnNode {
     pub(crate) segment: usize,
     pub(crate) output: TaskOutput,
     pub(crate) last_run: Option<u64>,
+    /// How the node's run in the current (or last) segment run ended.
+    pub(crate) status: crate::systems::runs::RunStatus,
 }
 
 /// The text format of [`Registry::schedule_graph`](crate::Registry::schedule_graph).

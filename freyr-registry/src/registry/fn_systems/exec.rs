@@ -4,7 +4,7 @@
 //! `crate::systems::runs`.
 
 use super::*;
-use crate::systems::runs::SegmentRuns;
+use crate::systems::runs::{RunStatus, SegmentRuns, Share};
 
 /// The ready list: popped from the end, or at random in the shuffled-start mode.
 pub(super) struct Ready {
@@ -37,11 +37,11 @@ pub(super) struct Exec<'a> {
     pub(super) left: &'a [AtomicU32],
     /// Per node: a predecessor panicked or was skipped; the node is skipped.
     pub(super) poisoned: &'a [AtomicBool],
-    pub(super) status: &'a [AtomicU8],
     pub(super) panics: Mutex<Vec<(u32, Payload)>>,
-    /// The nodes with no predecessor, claimed in order through `next_root`.
+    /// The nodes with no predecessor, claimed through `shares`.
     pub(super) roots: &'a [u32],
-    pub(super) next_root: AtomicUsize,
+    /// The runners' shares of `roots`, one per runner started with the segment.
+    pub(super) shares: &'a [Share],
     /// Nodes readied by a predecessor's end, not started yet.
     pub(super) ready: Mutex<Ready>,
     /// Runners running.
@@ -53,7 +53,8 @@ pub(super) struct Exec<'a> {
 
 // SAFETY: the nodes reached through `base` are disjoint (one per segment member: `nodes`
 // holds distinct indices), and a node is dereferenced only by the runner that claimed it — a
-// root through `next_root` (each index handed out once), any other node by popping it from
+// root through its share's cursor (the shares split the root list into disjoint ranges, and
+// each index of a range is handed out once by one atomic add), any other node by popping it from
 // `ready`, where it was pushed once (its count reached zero once); the world pointer is only
 // read, under the module's argument. The rest is atomics and locks.
 unsafe impl Sync for Exec<'_> {}
@@ -84,10 +85,9 @@ impl<'a> Exec<'a> {
             dt,
             left: &runs.left,
             poisoned: &runs.poisoned,
-            status: &runs.status,
             panics: Mutex::new(Vec::new()),
             roots: &runs.roots,
-            next_root: AtomicUsize::new(0),
+            shares: &runs.shares,
             ready: Mutex::new(Ready {
                 list: Vec::new(),
                 rng: None,
@@ -130,9 +130,9 @@ impl<'a> Exec<'a> {
             worker: freyr_sched::current_worker_index(),
         });
         match outcome {
-            Ok(()) => self.status[v].store(RAN, Ordering::Relaxed),
+            Ok(()) => node.status = RunStatus::Ran,
             Err(payload) => {
-                self.status[v].store(PANICKED, Ordering::Relaxed);
+                node.status = RunStatus::Panicked;
                 self.poisoned[v].store(true, Ordering::Relaxed);
                 self.panics
                     .lock()
@@ -168,27 +168,33 @@ impl<'a> Exec<'a> {
     }
 }
 
-/// Pops ready nodes and runs them until none is left, starting more runners when several
-/// became ready and workers are idle.
-pub(super) fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>) {
+/// Claims roots, its own share `home` first and then the others', then pops ready nodes, running
+/// each until none is left; starts more runners when several nodes became ready and workers are
+/// idle.
+pub(super) fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>, home: usize) {
     let spawn_for = |mut readied: usize| {
         while readied > 1 && exec.active.load(Ordering::Relaxed) < exec.workers {
             exec.active.fetch_add(1, Ordering::Relaxed);
-            scope.spawn(move |s| runner(exec, s));
+            // A late runner has no share of its own: it starts with the first.
+            scope.spawn(move |s| runner(exec, s, 0));
             readied -= 1;
         }
     };
-    // Roots first, a batch per claim: one contended add per batch, not per system (1,000
-    // empty systems would otherwise pass one cache line between the workers 1,000 times).
+    // Roots in batches: one add per batch, not per system (1,000 empty systems would otherwise
+    // pass one cache line between the workers 1,000 times).
     let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64);
-    loop {
-        let start = exec.next_root.fetch_add(batch, Ordering::Relaxed);
-        if start >= exec.roots.len() {
-            break;
-        }
-        for &v in &exec.roots[start..(start + batch).min(exec.roots.len())] {
-            exec.run_node(v);
-            spawn_for(exec.finish(v));
+    let shares = exec.shares.len();
+    for i in 0..shares {
+        let share = &exec.shares[(home + i) % shares];
+        loop {
+            let start = share.next.fetch_add(batch, Ordering::Relaxed);
+            if start >= share.end {
+                break;
+            }
+            for &v in &exec.roots[start..(start + batch).min(share.end)] {
+                exec.run_node(v);
+                spawn_for(exec.finish(v));
+            }
         }
     }
     loop {

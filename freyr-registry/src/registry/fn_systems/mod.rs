@@ -17,7 +17,7 @@
 //! no borrow outlives the segment; every runner returns before `scope` does.
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 
@@ -41,7 +41,7 @@ mod inspect;
 mod rewind;
 
 use self::exec::{Exec, runner};
-use crate::systems::runs::{PANICKED, RAN, SegmentRuns};
+use crate::systems::runs::{RunStatus, SegmentRuns};
 
 type Payload = Box<dyn core::any::Any + Send>;
 
@@ -170,6 +170,7 @@ impl Registry {
             segment: self.systems[phase.index()].len(),
             output: TaskOutput::default(),
             last_run: None,
+            status: RunStatus::Skipped,
         });
         if let Err(e) = graph::check_declared(&schedule.nodes, &schedule.set_orders) {
             schedule.nodes.pop();
@@ -346,16 +347,13 @@ impl Registry {
         for &i in &segment.nodes {
             let node = &mut nodes[i];
             let mut prepare = Prepare {
-                // SAFETY: the world lives in the registry's box, which no `&mut World` reaches
-                // until the segment ends (see the module's argument); `sync` below is used only
-                // for the resources.
-                world: unsafe { world.as_ref() },
                 sync: &mut self.sync,
                 profiler: &self.profiler,
                 resources: &mut resources,
                 system: &node.config.name,
             };
             node.system.prepare(&mut prepare);
+            node.status = RunStatus::Skipped;
         }
         assert!(
             segment.nodes.iter().all(|&i| i < nodes.len()),
@@ -377,6 +375,9 @@ impl Registry {
             }
         }
         let workers = if pool { self.workers() } else { 1 };
+        if pool {
+            runs.share_roots(runs.roots.len().min(workers));
+        }
         // One base pointer for every node: a reference to each element in turn would reborrow
         // the whole vector and retire the pointers taken before. The vector does not move or
         // change length until the segment ends (`nodes` stays borrowed by this function), and
@@ -411,20 +412,20 @@ impl Registry {
                 exec.finish(v);
             }
         } else {
-            // The roots are claimed in batches with one atomic add each, in order (lowest index
-            // first) or shuffled; nodes readied later go through the locked list.
+            // Each runner claims the roots of its own share in batches with one atomic add
+            // each, in order (lowest index first) or shuffled, then helps with the others';
+            // nodes readied later go through the locked list.
             if let Some(rng) = rng {
                 exec.ready.lock().unwrap_or_else(|p| p.into_inner()).rng = Some(rng);
             }
-            let roots = exec.roots.len();
             let exec = &exec;
             self.sync.pool().scope(|s| {
-                let helpers = roots.min(exec.workers) - 1;
-                exec.active.fetch_add(helpers + 1, Ordering::Relaxed);
-                for _ in 0..helpers {
-                    s.spawn(move |s| runner(exec, s));
+                let runners = exec.shares.len();
+                exec.active.fetch_add(runners, Ordering::Relaxed);
+                for home in 1..runners {
+                    s.spawn(move |s| runner(exec, s, home));
                 }
-                runner(exec, s);
+                runner(exec, s, 0);
             });
         }
         let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
@@ -440,10 +441,10 @@ impl Registry {
                 freyr_sched::drop_payload(payload);
             }
         }
-        for (v, &i) in segment.nodes.iter().enumerate() {
+        for &i in &segment.nodes {
             let node = &mut nodes[i];
-            match runs.status(v) {
-                RAN => {
+            match node.status {
+                RunStatus::Ran => {
                     node.last_run = Some(tick);
                     if let Some(t) = node.timing.take() {
                         self.profiler.record_label(node.label, 1, t.end - t.start);
@@ -456,7 +457,7 @@ impl Registry {
                             .push((seq, vec![core::mem::take(&mut node.output)]));
                     }
                 }
-                PANICKED => {
+                RunStatus::Panicked => {
                     // A panicking system's commands and events are discarded whole; a value's
                     // `Drop` panicking here is dropped too (the system's panic goes first).
                     let output = core::mem::take(&mut node.output);
@@ -464,7 +465,7 @@ impl Registry {
                         freyr_sched::drop_payload(p);
                     }
                 }
-                _ => {}
+                RunStatus::Skipped => {}
             }
         }
         if let Some(payload) = first_panic {

@@ -167,14 +167,13 @@ impl SystemAccess {
     }
 }
 
-/// The registry's side of `prepare`: the world (quiesced: no launch in flight) and the
-/// resources, each resource's pointer taken once per segment.
+/// The registry's side of `prepare`: the resources, each resource's pointer taken once per
+/// segment (no launch is in flight).
 #[allow(
     unnameable_types,
     reason = "reached only through `SystemParam`'s methods, which the sealed trait keeps to this crate"
 )]
 pub struct Prepare<'a> {
-    pub(crate) world: &'a World,
     pub(crate) sync: &'a mut SyncedWorld,
     pub(crate) profiler: &'a Profiler,
     /// One pointer per resource type per segment: taking a second `&mut` to the same resource

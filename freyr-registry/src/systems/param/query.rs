@@ -99,21 +99,24 @@ impl<Q: QueryParamData + 'static, F: QueryFilter> SystemParam for Query<'_, Q, F
         None
     }
 
-    fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
-        match state {
-            Some(state) => state.update(ctx.world),
-            None => {
-                let made = QueryState::<Data<Q>, F>::new(ctx.world)
-                    .expect("freyr: the query's access was checked when the system was added");
-                *state = Some(made);
-            }
-        }
-    }
+    /// Nothing on the updating thread: the state is refreshed in [`fetch`](Self::fetch), on
+    /// the thread that runs the system, so the refreshes of a segment's queries run in parallel
+    /// like their bodies.
+    fn prepare(_: &mut Self::State, _: &mut Prepare<'_>) {}
 
     unsafe fn fetch<'w>(state: &'w mut Self::State, ctx: &'w SystemContext<'w>) -> Query<'w, Q, F> {
-        let state = state
-            .as_mut()
-            .expect("freyr: `prepare` made the query state");
+        // The world is only read while the segment runs (no `&mut World` exists), and the
+        // state is this system's own: refreshing it here reads what `prepare` would have.
+        let state = match state {
+            Some(state) => {
+                state.update(ctx.world);
+                state
+            }
+            None => state.insert(
+                QueryState::<Data<Q>, F>::new(ctx.world)
+                    .expect("freyr: the query's access was checked when the system was added"),
+            ),
+        };
         Query {
             world: ctx.world,
             stamp: ctx.stamp,
