@@ -8,7 +8,10 @@
 //! better), and the same with the calling thread's own share left out of the numerator (the
 //! pool's alone; a pool that parks at once scores near 0), for Freyr (`each_async` +
 //! `execute_tasks`) and for rayon (`par_chunks_mut(512)` inside `install`, on a pool of the
-//! same size), measured in one run.
+//! same size), measured in one run. Before the pools it runs the same loop with no pool and no
+//! work, and prints that loop's CPU per sleep: the floor under every pool's "out" on the
+//! machine at hand (tens of µs on a virtual machine, where sleeping and waking a thread costs
+//! the hypervisor's exits as well as the kernel's work).
 //!
 //! ```text
 //! cargo run --release -p freyr-benches --bin idle_cpu            # 2, 8 and 16 workers, 120 ticks
@@ -363,6 +366,11 @@ fn main() -> ExitCode {
         "a pool needs at least one worker"
     );
     wait_for_single_thread();
+    // The floor under every "out" below: the same loop with no pool and no work, so its CPU
+    // between ticks is the calling thread's sleep call alone (the kernel's and, on a virtual
+    // machine, the hypervisor's cost of sleeping and waking a thread).
+    let bare = frame_loop(ticks, || {});
+    let bare_sleep = bare.own_between.as_secs_f64() * 1e6 / ticks as f64;
     for &n in &workers {
         let (f, f_check) = freyr(n, ticks);
         let (r, r_check) = rayon(n, ticks);
@@ -390,6 +398,11 @@ fn main() -> ExitCode {
         "in/out: the process's CPU per tick inside the tick / during the sleep after it (the \
          calling thread's sleep call included); pool/in: the pool threads' CPU during the sleep \
          over the process's inside; wall: the tick's wall time"
+    );
+    println!(
+        "the calling thread's {} ms sleep alone (no pool, no work): {bare_sleep:.1} µs of CPU per \
+         sleep on this machine, part of every \"out\" above",
+        FRAME_SLEEP.as_millis()
     );
     ExitCode::SUCCESS
 }
