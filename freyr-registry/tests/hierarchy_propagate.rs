@@ -182,6 +182,36 @@ fn the_written_chunks_are_stamped_changed() {
     assert!(!seen.contains(&outside));
 }
 
+/// A pass writes values in place and moves no row, so it leaves the world's layout current: a
+/// query run before and after it reads its runs once, and sees the values the pass wrote.
+#[test]
+fn a_pass_keeps_the_layout_and_queries_see_its_values() {
+    let mut r = if cfg!(miri) {
+        build(2, 3, 2, 2)
+    } else {
+        build(2, 8, 3, 3)
+    };
+    let mut before = 0.0;
+    r.query::<&Global>().each(|_, g| before += g.1);
+    let reads = |r: &Registry| {
+        r.query_state::<&Global, ()>()
+            .expect("the query ran")
+            .layouts_read()
+    };
+    let read_before = reads(&r);
+    let written = r.propagate::<Local, Global>(|l| Global(l.0, l.1), compose);
+    assert!(written > 0);
+    let (mut through_query, mut through_get) = (Vec::new(), Vec::new());
+    r.query::<&Global>()
+        .each(|e, g| through_query.push((e, *g)));
+    for &(e, _) in &through_query {
+        through_get.push((e, *r.get::<Global>(e).unwrap()));
+    }
+    assert_eq!(reads(&r), read_before, "the pass ended no layout");
+    assert_eq!(through_query, through_get);
+    assert_ne!(through_query.iter().map(|(_, g)| g.1).sum::<f32>(), before);
+}
+
 /// A relation broken through `world_mut` (a child listed by two parents of different trees)
 /// cannot make two tasks write one row: a child is reached only from the parent its `ChildOf`
 /// names.

@@ -6,6 +6,7 @@ use core::ptr::NonNull;
 use std::sync::Mutex;
 
 use freyr_core::{ArchetypeId, Component, ComponentId, Disabled, Entity, World};
+use freyr_query::launch::inflight::OpAccess;
 
 use super::super::Registry;
 use super::{ChildOf, Children};
@@ -53,8 +54,10 @@ impl Registry {
         child: impl Fn(&G, &L) -> G + Sync,
     ) -> usize {
         self.guard("Registry::propagate");
-        self.world_mut(); // waits for everything in flight
-        let world = self.world();
+        let tick = self.tick();
+        // Waits for everything in flight, without ending the layout: the pass writes values in
+        // place and moves nothing, so the queries' cached runs stay valid after it.
+        let world = self.sync.read(&OpAccess::Exclusive, &self.profiler);
         let roots = roots::<L, G>(world);
         let ids = match (world.component_id::<L>(), world.component_id::<G>()) {
             (Some(local), Some(global)) if !roots.is_empty() => Ids {
@@ -91,7 +94,6 @@ impl Registry {
             .iter()
             .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).values.len())
             .sum();
-        let tick = world.change_tick();
         self.pool().parallel_for(slots.len(), grain, |i| {
             write_tree(
                 world,
