@@ -78,6 +78,12 @@ fn each_order(r: &mut Registry) -> Vec<Entity> {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "what it adds is a logic property (the loaded run equals the uninterrupted one), run \
+              natively at 1, 2, 3 and 8 workers; under Miri a full load is checked by this file's \
+              truncation and flipped-bit tests, and a load in another type order by persist_raw"
+)]
 fn a_loaded_registry_goes_on_as_the_uninterrupted_run() {
     for &workers in WORKERS {
         let mut straight = registry(workers, false);
