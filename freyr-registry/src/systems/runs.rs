@@ -46,8 +46,7 @@ pub(crate) struct Share {
 impl SegmentRuns {
     /// Resets the counters for a run of a segment whose node `v` waits for `preds[v]` nodes:
     /// every node waits for all its predecessors and none is poisoned (each node's outcome is
-    /// reset in the node, by the executor); the roots
-    /// are listed in index order.
+    /// reset in the node, by the executor); the roots are listed in index order.
     pub(crate) fn reset(&mut self, preds: &[u32]) {
         let n = preds.len();
         self.left.resize_with(n, || AtomicU32::new(0));
