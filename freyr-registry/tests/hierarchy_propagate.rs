@@ -160,15 +160,21 @@ fn a_panicking_callback_writes_nothing() {
     }
 }
 
+/// A small forest on two workers (smaller under Miri), for the tests of what a pass does
+/// around it.
+fn small_forest() -> Registry {
+    if cfg!(miri) {
+        build(2, 3, 2, 2)
+    } else {
+        build(2, 8, 3, 3)
+    }
+}
+
 /// The written chunks are stamped changed at the registry's tick, as `get_mut` stamps them:
 /// a change filter sees every written entity, and an entity the pass did not reach is unseen.
 #[test]
 fn the_written_chunks_are_stamped_changed() {
-    let mut r = if cfg!(miri) {
-        build(2, 3, 2, 2)
-    } else {
-        build(2, 8, 3, 3)
-    };
+    let mut r = small_forest();
     let outside = r.spawn((Global([0.0; 3], 0.0),)); // no `Local`: not written
     r.update(0.0);
     let since = r.tick();
@@ -186,11 +192,7 @@ fn the_written_chunks_are_stamped_changed() {
 /// query run before and after it reads its runs once, and sees the values the pass wrote.
 #[test]
 fn a_pass_keeps_the_layout_and_queries_see_its_values() {
-    let mut r = if cfg!(miri) {
-        build(2, 3, 2, 2)
-    } else {
-        build(2, 8, 3, 3)
-    };
+    let mut r = small_forest();
     let mut before = 0.0;
     r.query::<&Global>().each(|_, g| before += g.1);
     let reads = |r: &Registry| {
