@@ -34,9 +34,13 @@ pub struct LabelStats {
 pub struct PhaseStats {
     /// Times the phase ran.
     pub runs: u64,
-    /// Summed wall time: systems plus the sync point that ends the phase.
+    /// Summed wall time: systems plus the sync point that ends the phase. A run of a phase
+    /// that has no systems and whose sync point has nothing to wait for or apply is not timed
+    /// (a clock read would cost more than the run): it adds zero, and its few nanoseconds count
+    /// in the next phase.
     pub wall: Duration,
-    /// The part of `wall` spent in the phase-end sync point (waiting, applying commands).
+    /// The part of `wall` spent in the phase-end sync point (waiting, applying commands). A
+    /// sync point with nothing in flight and nothing to apply adds zero.
     pub sync: Duration,
 }
 

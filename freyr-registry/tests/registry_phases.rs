@@ -44,6 +44,44 @@ fn phases_run_in_order_and_systems_in_registration_order() {
     }
 }
 
+/// The profile's phase times: a sync point that waits for a launch is timed; one with nothing
+/// to wait for or apply counts as no sync time; a phase that ran nothing and synced nothing
+/// counts as no time at all (its run is still counted). The tick's wall time covers the phases.
+#[test]
+fn phase_times_count_what_ran_and_what_was_synced() {
+    let mut registry = Registry::with_workers(2);
+    registry.spawn_batch((0..4096).map(|_| (Counter(0),)));
+    registry.add_system(Phase::PreUpdate, |r: &mut Registry, _: f32| {
+        r.query::<&mut Counter>().each_async(|_, c| {
+            c.0 += 1;
+            std::thread::sleep(Duration::from_micros(1));
+        });
+    });
+    registry.add_system(Phase::Update, |_: &mut Registry, _: f32| {
+        std::thread::sleep(Duration::from_millis(1));
+    });
+    registry.update(0.1);
+    let report = registry.profile();
+    let [pre, update, post] = report.phases;
+    assert_eq!((pre.runs, update.runs, post.runs), (1, 1, 1));
+    assert!(
+        pre.sync > Duration::ZERO,
+        "the launch was waited for: {pre:?}"
+    );
+    assert!(pre.wall >= pre.sync);
+    assert_eq!(update.sync, Duration::ZERO, "nothing in flight: {update:?}");
+    assert!(update.wall >= Duration::from_millis(1), "{update:?}");
+    assert_eq!(post.wall, Duration::ZERO, "an empty phase: {post:?}");
+    assert_eq!(post.sync, Duration::ZERO);
+    let tick = registry.last_tick().expect("an update ran");
+    assert!(tick.wall >= pre.wall + update.wall, "{tick:?} {report:?}");
+    let mut ones = 0;
+    registry
+        .query::<&Counter>()
+        .each(|_, c| ones += usize::from(c.0 == 1));
+    assert_eq!(ones, 4096);
+}
+
 #[test]
 fn each_phase_ends_with_a_sync_point_that_applies_commands_and_destructions() {
     let mut registry = Registry::with_workers(4);

@@ -234,6 +234,9 @@ impl InFlight {
 
     /// Retires every launch in launch order.
     pub(crate) fn retire_all(&mut self, pool: &ThreadPool) -> Vec<Retired> {
+        if self.launches.is_empty() {
+            return Vec::new();
+        }
         // Wait for all first, so a slow early launch does not delay helping with later ones.
         for launch in &self.launches {
             launch.wait(pool);

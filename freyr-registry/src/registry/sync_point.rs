@@ -83,6 +83,11 @@ impl Registry {
         first_panic
     }
 
+    /// Whether a sync point now would have nothing to wait for and nothing to apply.
+    pub(super) fn sync_is_quiet(&self) -> bool {
+        self.sync.in_flight() == 0 && self.pending.is_empty() && self.destroy_queue.is_empty()
+    }
+
     /// Books a retired launch: profile, pending commands; returns its panic.
     fn absorb(&mut self, retired: Retired) -> Option<Box<dyn Any + Send>> {
         if let Some(label) = retired.label {

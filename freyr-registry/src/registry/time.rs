@@ -381,12 +381,12 @@ impl Registry {
         self.restore_jobs(tick, jobs)
     }
 
-    /// Closes the tick that started at `start`: records its timing; the next one gets the next
+    /// Closes the tick, which took `wall`: records its timing; the next one gets the next
     /// number.
-    pub(crate) fn close_tick(&mut self, start: std::time::Instant) {
+    pub(crate) fn close_tick(&mut self, wall: std::time::Duration) {
         self.time.last = Some(TickTiming {
             tick: self.time.tick,
-            wall: start.elapsed(),
+            wall,
         });
         self.time.tick += 1;
         self.sync.set_change_tick(self.time.tick);
