@@ -82,7 +82,11 @@ impl Registry {
         slots.truncate(roots.len());
         let world = self.world();
         let table = columns(world, ids);
-        let grain = (roots.len() / (self.workers() * 8)).max(1);
+        // One tree per index: the pool's claims take a share of what is left (cursor operations
+        // grow with the logarithm of the tree count) and end with single trees, so the threads
+        // finish within one tree of each other; a grain of several trees left up to that many
+        // trees' work on one thread at the end.
+        let grain = 1;
         self.pool().parallel_for(roots.len(), grain, |i| {
             let mut tree = slots[i].lock().unwrap_or_else(|p| p.into_inner());
             compute_tree(world, &table, roots[i], &mut tree, &root, &child);
