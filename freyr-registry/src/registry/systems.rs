@@ -209,7 +209,7 @@ impl Registry {
             let _phase = freyr_profile::spans::phase(phase).entered();
             self.phase = Some(phase);
             let mut systems = core::mem::take(&mut self.systems[phase.index()]);
-            let idle = systems.is_empty() && !self.has_fn_systems(phase);
+            let idle = systems.is_empty() && self.fn_system_count(phase) == 0;
             self.running_systems = systems.len();
             let ran = panic::catch_unwind(AssertUnwindSafe(|| {
                 self.run_phase_systems(phase, &mut systems, dt);

@@ -279,11 +279,6 @@ impl Registry {
         self.fn_systems[phase.index()].nodes.len()
     }
 
-    /// Whether `phase` has function systems.
-    pub(super) fn has_fn_systems(&self, phase: Phase) -> bool {
-        !self.fn_systems[phase.index()].nodes.is_empty()
-    }
-
     /// Runs `phase`'s systems: each segment of function systems, then the exclusive system
     /// that ends it. Called by `run_phases` inside its catch; a panic propagates after the
     /// segment it happened in finished.
