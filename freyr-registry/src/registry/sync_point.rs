@@ -121,7 +121,7 @@ impl Registry {
     /// stops none of it: everything remaining still runs, and the first panic is returned.
     fn apply_deferred(&mut self) -> Option<Box<dyn Any + Send>> {
         debug_assert_eq!(self.sync.in_flight(), 0);
-        if self.pending.is_empty() && self.destroy_queue.is_empty() {
+        if self.sync_is_quiet() {
             // Nothing to apply, so the world is not borrowed exclusively: its layout stays
             // current, and the queries' cached runs stay valid into the next tick.
             return None;
