@@ -73,6 +73,8 @@ impl_fn!(P0, P1, P2, P3, P4, P5, P6, P7);
 
 /// A function system with its parameters' state, type-erased for the schedule.
 pub(crate) trait ErasedFnSystem: Send {
+    /// Whether [`prepare`](Self::prepare) does anything ([`SystemParam::PREPARES`]).
+    fn prepares(&self) -> bool;
     fn prepare(&mut self, ctx: &mut Prepare<'_>);
     /// # Safety
     ///
@@ -104,6 +106,10 @@ impl<F: IntoFnSystem<M>, M> FnSystem<F, M> {
 }
 
 impl<F: IntoFnSystem<M>, M: 'static> ErasedFnSystem for FnSystem<F, M> {
+    fn prepares(&self) -> bool {
+        F::Param::PREPARES
+    }
+
     fn prepare(&mut self, ctx: &mut Prepare<'_>) {
         F::Param::prepare(&mut self.state, ctx);
     }

@@ -225,9 +225,8 @@ pub(crate) struct FnNode {
     /// How many exclusive systems of the phase were registered before it.
     pub(crate) segment: usize,
     pub(crate) output: TaskOutput,
+    /// The tick of the last run that ended without a panic (written by the thread that ran it).
     pub(crate) last_run: Option<u64>,
-    /// How the node's run in the current (or last) segment run ended.
-    pub(crate) status: crate::systems::runs::RunStatus,
 }
 
 /// The text format of [`Registry::schedule_graph`](crate::Registry::schedule_graph).
@@ -258,6 +257,11 @@ pub(crate) struct Segment {
     pub(crate) preds: Vec<u32>,
     /// A topological order (lowest registration index first among ready nodes).
     pub(crate) topo: Vec<u32>,
+    /// The local nodes with no predecessor, in index order.
+    pub(crate) roots: Vec<u32>,
+    /// The members (indices into the phase's list) whose parameters prepare
+    /// ([`SystemParam::PREPARES`](super::SystemParam::PREPARES)), in registration order.
+    pub(crate) prepares: Vec<usize>,
 }
 
 /// A phase's function systems and, once resolved, their segments.
@@ -552,11 +556,19 @@ pub(crate) fn resolve(
             }
         }
         debug_assert_eq!(topo.len(), n, "the declared order was checked acyclic");
+        let roots = (0..n as u32).filter(|&v| preds[v as usize] == 0).collect();
+        let prepares = members
+            .iter()
+            .copied()
+            .filter(|&i| nodes[i].system.prepares())
+            .collect();
         out.push(Segment {
             nodes: members,
             succ,
             preds,
             topo,
+            roots,
+            prepares,
         });
     }
     Ok(out)

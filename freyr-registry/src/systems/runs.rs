@@ -1,21 +1,10 @@
 //! What a segment of function systems keeps from one run to the next: the per-node counters
-//! the executor (`registry::fn_systems`) resets in place instead of allocating each tick, and
-//! the timings that choose between running the segment on the calling thread alone and spreading
-//! it over the pool.
+//! and the report list that the executor (`registry::fn_systems`) resets in place instead of
+//! allocating each tick, and the timings that choose between running the segment on the calling
+//! thread alone and spreading it over the pool.
 
 use core::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize};
-
-/// How a node's last run ended, kept in the node itself (written by the thread that ran it,
-/// read after the segment): a shared array of these would put the nodes of several threads on
-/// one cache line.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum RunStatus {
-    /// Not run: a predecessor panicked or was skipped.
-    #[default]
-    Skipped,
-    Ran,
-    Panicked,
-}
+use std::sync::Mutex;
 
 /// What one segment keeps from run to run: the per-node counters, reset in place at the start
 /// of each run instead of allocated, and the [`Chooser`].
@@ -23,10 +12,15 @@ pub(crate) enum RunStatus {
 pub(crate) struct SegmentRuns {
     pub(crate) left: Vec<AtomicU32>,
     pub(crate) poisoned: Vec<AtomicBool>,
-    /// The nodes with no predecessor, in index order or shuffled (the shuffled-start mode).
-    pub(crate) roots: Vec<u32>,
-    /// The runners' shares of `roots` in a run over the pool (see [`Share`]).
+    /// The segment's roots shuffled, in the shuffled-start mode (otherwise unused).
+    pub(crate) shuffled: Vec<u32>,
+    /// The runners' shares of the roots in a run over the pool (see [`Share`]).
     pub(crate) shares: Vec<Share>,
+    /// The nodes whose run left work for the updating thread (commands or events to apply, a
+    /// timing to book), in the order they ended. A node that ran with nothing to report is not
+    /// listed, so the updating thread does not touch it: its state stays in the cache of the
+    /// worker that ran it.
+    pub(crate) report: Mutex<Vec<u32>>,
     pub(crate) chooser: Chooser,
 }
 
@@ -45,27 +39,33 @@ pub(crate) struct Share {
 
 impl SegmentRuns {
     /// Resets the counters for a run of a segment whose node `v` waits for `preds[v]` nodes:
-    /// every node waits for all its predecessors and none is poisoned (each node's outcome is
-    /// reset in the node, by the executor); the roots are listed in index order.
+    /// every node waits for all its predecessors, none is poisoned, nothing is reported. A
+    /// counter is written only where it changed: the runners read the flags, and a write to a
+    /// line another core holds costs a round trip between the cores.
     pub(crate) fn reset(&mut self, preds: &[u32]) {
         let n = preds.len();
         self.left.resize_with(n, || AtomicU32::new(0));
         self.poisoned.resize_with(n, || AtomicBool::new(false));
         for (left, &p) in self.left.iter_mut().zip(preds) {
-            *left.get_mut() = p;
+            if *left.get_mut() != p {
+                *left.get_mut() = p;
+            }
         }
         for poisoned in &mut self.poisoned {
-            *poisoned.get_mut() = false;
+            if *poisoned.get_mut() {
+                *poisoned.get_mut() = false;
+            }
         }
-        self.roots.clear();
-        self.roots
-            .extend((0..n as u32).filter(|&v| preds[v as usize] == 0));
+        self.report
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .clear();
     }
 
-    /// Splits the roots into `runners` (at least one) contiguous shares of near-equal length,
+    /// Splits `n` roots into `runners` (at least one) contiguous shares of near-equal length,
     /// in root order: runner `r` gets the `r`-th.
-    pub(crate) fn share_roots(&mut self, runners: usize) {
-        let (n, runners) = (self.roots.len(), runners.max(1));
+    pub(crate) fn share_roots(&mut self, n: usize, runners: usize) {
+        let runners = runners.max(1);
         self.shares.resize_with(runners, Share::default);
         for (r, share) in self.shares.iter_mut().enumerate() {
             *share.next.get_mut() = r * n / runners;

@@ -4,7 +4,7 @@
 //! `crate::systems::runs`.
 
 use super::*;
-use crate::systems::runs::{RunStatus, SegmentRuns, Share};
+use crate::systems::runs::{SegmentRuns, Share};
 
 /// The ready list: popped from the end, or at random in the shuffled-start mode.
 pub(super) struct Ready {
@@ -38,6 +38,8 @@ pub(super) struct Exec<'a> {
     /// Per node: a predecessor panicked or was skipped; the node is skipped.
     pub(super) poisoned: &'a [AtomicBool],
     pub(super) panics: Mutex<Vec<(u32, Payload)>>,
+    /// The nodes that ran and left work for the updating thread (see `SegmentRuns::report`).
+    pub(super) report: &'a Mutex<Vec<u32>>,
     /// The nodes with no predecessor, claimed through `shares`.
     pub(super) roots: &'a [u32],
     /// The runners' shares of `roots`, one per runner started with the segment.
@@ -60,7 +62,8 @@ pub(super) struct Exec<'a> {
 unsafe impl Sync for Exec<'_> {}
 
 impl<'a> Exec<'a> {
-    /// An execution of `segment` over `runs`' counters (reset for this run).
+    /// An execution of `segment` over `runs`' counters (reset for this run), claiming `roots`
+    /// (the segment's, or their shuffled copy).
     ///
     /// # Safety
     ///
@@ -69,7 +72,7 @@ impl<'a> Exec<'a> {
     /// execution lives (its runners dereference `base + segment.nodes[v]`).
     pub(super) unsafe fn new(
         segment: &'a Segment,
-        runs: &'a SegmentRuns,
+        (runs, roots): (&'a SegmentRuns, &'a [u32]),
         base: NonNull<FnNode>,
         world: NonNull<World>,
         (stamp, tick, dt): (LayoutStamp, u64, f32),
@@ -86,7 +89,8 @@ impl<'a> Exec<'a> {
             left: &runs.left,
             poisoned: &runs.poisoned,
             panics: Mutex::new(Vec::new()),
-            roots: &runs.roots,
+            report: &runs.report,
+            roots,
             shares: &runs.shares,
             ready: Mutex::new(Ready {
                 list: Vec::new(),
@@ -130,9 +134,16 @@ impl<'a> Exec<'a> {
             worker: freyr_sched::current_worker_index(),
         });
         match outcome {
-            Ok(()) => node.status = RunStatus::Ran,
+            Ok(()) => {
+                node.last_run = Some(self.tick);
+                if !node.output.is_empty() || node.timing.is_some() {
+                    self.report
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .push(v as u32);
+                }
+            }
             Err(payload) => {
-                node.status = RunStatus::Panicked;
                 self.poisoned[v].store(true, Ordering::Relaxed);
                 self.panics
                     .lock()

@@ -41,7 +41,7 @@ mod inspect;
 mod rewind;
 
 use self::exec::{Exec, runner};
-use crate::systems::runs::{RunStatus, SegmentRuns};
+use crate::systems::runs::SegmentRuns;
 
 type Payload = Box<dyn core::any::Any + Send>;
 
@@ -170,7 +170,6 @@ impl Registry {
             segment: self.systems[phase.index()].len(),
             output: TaskOutput::default(),
             last_run: None,
-            status: RunStatus::Skipped,
         });
         if let Err(e) = graph::check_declared(&schedule.nodes, &schedule.set_orders) {
             schedule.nodes.pop();
@@ -343,8 +342,10 @@ impl Registry {
             .read_with_layout(&OpAccess::Exclusive, &self.profiler);
         let world = NonNull::from(world);
         let tick = self.tick();
+        // Only the systems whose parameters prepare are touched here: the others' nodes stay
+        // in the cache of the worker that ran them last.
         let mut resources = HashMap::new();
-        for &i in &segment.nodes {
+        for &i in &segment.prepares {
             let node = &mut nodes[i];
             let mut prepare = Prepare {
                 sync: &mut self.sync,
@@ -353,7 +354,6 @@ impl Registry {
                 system: &node.config.name,
             };
             node.system.prepare(&mut prepare);
-            node.status = RunStatus::Skipped;
         }
         assert!(
             segment.nodes.iter().all(|&i| i < nodes.len()),
@@ -367,8 +367,11 @@ impl Registry {
             graph::split_mix(&mut state)
         });
         let pool = self.workers() > 1 && segment.nodes.len() > 1 && runs.chooser.pool();
-        if pool && let Some(mut rng) = rng {
-            let roots = &mut runs.roots;
+        let shuffled = pool && rng.is_some();
+        if let (true, Some(mut rng)) = (pool, rng) {
+            let roots = &mut runs.shuffled;
+            roots.clear();
+            roots.extend_from_slice(&segment.roots);
             for i in (1..roots.len()).rev() {
                 let j = (graph::split_mix(&mut rng) % (i as u64 + 1)) as usize;
                 roots.swap(i, j);
@@ -376,7 +379,8 @@ impl Registry {
         }
         let workers = if pool { self.workers() } else { 1 };
         if pool {
-            runs.share_roots(runs.roots.len().min(workers));
+            let n = segment.roots.len();
+            runs.share_roots(n, n.min(workers));
         }
         // One base pointer for every node: a reference to each element in turn would reborrow
         // the whole vector and retire the pointers taken before. The vector does not move or
@@ -389,7 +393,14 @@ impl Registry {
         let exec = unsafe {
             Exec::new(
                 segment,
-                runs,
+                (
+                    runs,
+                    if shuffled {
+                        &runs.shuffled
+                    } else {
+                        &segment.roots
+                    },
+                ),
                 base,
                 world,
                 (stamp, tick, dt),
@@ -431,41 +442,36 @@ impl Registry {
         let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let mut panics = exec.panics.into_inner().unwrap_or_else(|p| p.into_inner());
         runs.chooser.record(pool, elapsed);
-        // Outputs in registration order: the order commands apply in.
-        let mut first_panic: Option<Payload> = None;
+        // A panicking system's commands and events are discarded whole; a value's `Drop`
+        // panicking here is dropped too (the system's panic goes first).
         panics.sort_by_key(|(v, _)| *v);
-        for (_, payload) in panics {
+        let mut first_panic: Option<Payload> = None;
+        for (v, payload) in panics {
+            let output = core::mem::take(&mut nodes[segment.nodes[v as usize]].output);
+            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| drop(output))) {
+                freyr_sched::drop_payload(p);
+            }
             if first_panic.is_none() {
                 first_panic = Some(payload);
             } else {
                 freyr_sched::drop_payload(payload);
             }
         }
-        for &i in &segment.nodes {
-            let node = &mut nodes[i];
-            match node.status {
-                RunStatus::Ran => {
-                    node.last_run = Some(tick);
-                    if let Some(t) = node.timing.take() {
-                        self.profiler.record_label(node.label, 1, t.end - t.start);
-                        self.trace_span(TraceKind::Task, node.label, t.worker, t.start, t.end);
-                    }
-                    if !node.output.is_empty() {
-                        let seq = self.next_seq;
-                        self.next_seq += 1;
-                        self.pending
-                            .push((seq, vec![core::mem::take(&mut node.output)]));
-                    }
-                }
-                RunStatus::Panicked => {
-                    // A panicking system's commands and events are discarded whole; a value's
-                    // `Drop` panicking here is dropped too (the system's panic goes first).
-                    let output = core::mem::take(&mut node.output);
-                    if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| drop(output))) {
-                        freyr_sched::drop_payload(p);
-                    }
-                }
-                RunStatus::Skipped => {}
+        // Outputs in registration order: the order commands apply in. Only the nodes that
+        // reported are touched.
+        let report = runs.report.get_mut().unwrap_or_else(|p| p.into_inner());
+        report.sort_unstable();
+        for &v in report.iter() {
+            let node = &mut nodes[segment.nodes[v as usize]];
+            if let Some(t) = node.timing.take() {
+                self.profiler.record_label(node.label, 1, t.end - t.start);
+                self.trace_span(TraceKind::Task, node.label, t.worker, t.start, t.end);
+            }
+            if !node.output.is_empty() {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                self.pending
+                    .push((seq, vec![core::mem::take(&mut node.output)]));
             }
         }
         if let Some(payload) = first_panic {

@@ -266,6 +266,11 @@ pub trait SystemParam: sealed::Sealed + Sized {
     /// Records the access and makes the state.
     #[doc(hidden)]
     fn init(access: &mut SystemAccess) -> Self::State;
+    /// Whether [`prepare`](Self::prepare) does anything. The updating thread calls `prepare`
+    /// only for systems with a parameter that does: it need not touch the others, whose state
+    /// then stays in the cache of the worker that ran them last.
+    #[doc(hidden)]
+    const PREPARES: bool;
     /// Runs on the updating thread before the system's segment starts.
     #[doc(hidden)]
     fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>);
@@ -310,6 +315,8 @@ macro_rules! tuple_param {
         impl<$($P: SystemParam),*> SystemParam for ($($P,)*) {
             type State = ($($P::State,)*);
             type Item<'w> = ($($P::Item<'w>,)*);
+
+            const PREPARES: bool = false $(|| $P::PREPARES)*;
 
             fn init(access: &mut SystemAccess) -> Self::State {
                 ($($P::init(access),)*)

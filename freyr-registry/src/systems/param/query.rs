@@ -102,6 +102,8 @@ impl<Q: QueryParamData + 'static, F: QueryFilter> SystemParam for Query<'_, Q, F
     /// Nothing on the updating thread: the state is refreshed in [`fetch`](Self::fetch), on
     /// the thread that runs the system, so the refreshes of a segment's queries run in parallel
     /// like their bodies.
+    const PREPARES: bool = false;
+
     fn prepare(_: &mut Self::State, _: &mut Prepare<'_>) {}
 
     unsafe fn fetch<'w>(state: &'w mut Self::State, ctx: &'w SystemContext<'w>) -> Query<'w, Q, F> {

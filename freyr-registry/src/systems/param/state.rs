@@ -58,6 +58,8 @@ impl<T: Send + Sync + 'static> SystemParam for Res<'_, T> {
         SendPtr::default()
     }
 
+    const PREPARES: bool = true;
+
     fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
         state.0 = Some(ctx.resource::<T>("Res"));
     }
@@ -106,6 +108,8 @@ impl<T: Send + Sync + 'static> SystemParam for Option<Res<'_, T>> {
         <Res<'_, T> as SystemParam>::init(access)
     }
 
+    const PREPARES: bool = true;
+
     fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
         state.0 = ctx.try_resource::<T>();
     }
@@ -152,6 +156,8 @@ impl<T: Send + Sync + 'static> SystemParam for ResMut<'_, T> {
         SendPtr::default()
     }
 
+    const PREPARES: bool = true;
+
     fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
         state.0 = Some(ctx.resource::<T>("ResMut"));
     }
@@ -177,6 +183,8 @@ impl<T: Send + Sync + 'static> SystemParam for Option<ResMut<'_, T>> {
     fn init(access: &mut SystemAccess) -> Self::State {
         <ResMut<'_, T> as SystemParam>::init(access)
     }
+
+    const PREPARES: bool = true;
 
     fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
         state.0 = ctx.try_resource::<T>();
@@ -209,6 +217,8 @@ impl SystemParam for Commands<'_> {
             AccessKind::Write,
         );
     }
+
+    const PREPARES: bool = false;
 
     fn prepare(_: &mut (), _: &mut Prepare<'_>) {}
 
@@ -269,6 +279,8 @@ impl<E: Clone + Send + Sync + 'static> SystemParam for EventWriter<'_, E> {
     type Item<'w> = EventWriter<'w, E>;
 
     fn init(_: &mut SystemAccess) {}
+
+    const PREPARES: bool = false;
 
     fn prepare(_: &mut (), _: &mut Prepare<'_>) {}
 
@@ -349,6 +361,8 @@ impl<E: Clone + Send + Sync + 'static> SystemParam for EventReader<'_, E> {
         );
         (EventCursor::default(), SendPtr::default())
     }
+
+    const PREPARES: bool = true;
 
     fn prepare(state: &mut Self::State, ctx: &mut Prepare<'_>) {
         state.1 = SendPtr(ctx.try_resource::<Events<E>>());
@@ -431,6 +445,8 @@ impl<T: Default + Send + 'static> SystemParam for Local<'_, T> {
         T::default()
     }
 
+    const PREPARES: bool = false;
+
     fn prepare(_: &mut T, _: &mut Prepare<'_>) {}
 
     unsafe fn fetch<'w>(state: &'w mut T, _: &'w SystemContext<'w>) -> Local<'w, T> {
@@ -479,6 +495,8 @@ impl SystemParam for Tick {
     type Item<'w> = Tick;
 
     fn init(_: &mut SystemAccess) {}
+
+    const PREPARES: bool = false;
 
     fn prepare(_: &mut (), _: &mut Prepare<'_>) {}
 
