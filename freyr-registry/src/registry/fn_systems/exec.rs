@@ -179,36 +179,43 @@ impl<'a> Exec<'a> {
     }
 }
 
-/// Claims roots, its own share `home` first and then the others', then pops ready nodes, running
-/// each until none is left; starts more runners when several nodes became ready and workers are
-/// idle.
-pub(super) fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>, home: usize) {
+/// Claims roots, from the front of its own share `home` first and then from the back of the
+/// others' (a runner started later, `home` `None`, has no share of its own), then pops ready
+/// nodes, running each until none is left; starts more runners when several nodes became ready
+/// and workers are idle.
+pub(super) fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>, home: Option<usize>) {
     let spawn_for = |mut readied: usize| {
         while readied > 1 && exec.active.load(Ordering::Relaxed) < exec.workers {
             exec.active.fetch_add(1, Ordering::Relaxed);
-            // A late runner has no share of its own: it starts with the first.
-            scope.spawn(move |s| runner(exec, s, 0));
+            scope.spawn(move |s| runner(exec, s, None));
             readied -= 1;
         }
     };
-    // Roots in batches: one add per batch, not per system (1,000 empty systems would otherwise
-    // pass one cache line between the workers 1,000 times).
-    let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64);
+    let run = |v: u32| {
+        exec.run_node(v);
+        spawn_for(exec.finish(v));
+    };
+    // Roots in batches: one claim per batch, not per system (1,000 empty systems would
+    // otherwise pass one cache line between the workers 1,000 times).
+    let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64) as u32;
     let shares = exec.shares.len();
-    for i in 0..shares {
-        let share = &exec.shares[(home + i) % shares];
-        loop {
-            let start = share.next.fetch_add(batch, Ordering::Relaxed);
-            if start >= share.end {
-                break;
-            }
-            for &v in &exec.roots[start..(start + batch).min(share.end)] {
-                exec.run_node(v);
-                spawn_for(exec.finish(v));
-            }
+    let first = home.unwrap_or(0);
+    if let Some(home) = home {
+        while let Some(claimed) = exec.shares[home].claim_front(batch) {
+            exec.roots[claimed].iter().copied().for_each(run);
         }
     }
-    loop {
+    for i in 0..shares {
+        let other = (first + i) % shares;
+        if home == Some(other) {
+            continue;
+        }
+        while let Some(claimed) = exec.shares[other].claim_back(batch) {
+            exec.roots[claimed].iter().rev().copied().for_each(run);
+        }
+    }
+    // A segment without edges readies no node: every node is a root.
+    while exec.roots.len() < exec.segment.nodes.len() {
         let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let Some(v) = next else { break };
         exec.run_node(v);

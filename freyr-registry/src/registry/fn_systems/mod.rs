@@ -379,8 +379,9 @@ impl Registry {
         }
         let workers = if pool { self.workers() } else { 1 };
         if pool {
-            let n = segment.roots.len();
-            runs.share_roots(n, n.min(workers));
+            // A segment's nodes are counted in `u32` (`Segment::preds`), and so are its roots.
+            let n = segment.roots.len() as u32;
+            runs.share_roots(n, n.min(workers as u32));
         }
         // One base pointer for every node: a reference to each element in turn would reborrow
         // the whole vector and retire the pointers taken before. The vector does not move or
@@ -423,9 +424,9 @@ impl Registry {
                 exec.finish(v);
             }
         } else {
-            // Each runner claims the roots of its own share in batches with one atomic add
-            // each, in order (lowest index first) or shuffled, then helps with the others';
-            // nodes readied later go through the locked list.
+            // Each runner claims the roots of its own share from the front in batches, one
+            // atomic operation each, in order (lowest index first) or shuffled, then helps
+            // with the others' from their back; nodes readied later go through the locked list.
             if let Some(rng) = rng {
                 exec.ready.lock().unwrap_or_else(|p| p.into_inner()).rng = Some(rng);
             }
@@ -434,9 +435,9 @@ impl Registry {
                 let runners = exec.shares.len();
                 exec.active.fetch_add(runners, Ordering::Relaxed);
                 for home in 1..runners {
-                    s.spawn(move |s| runner(exec, s, home));
+                    s.spawn(move |s| runner(exec, s, Some(home)));
                 }
-                runner(exec, s, 0);
+                runner(exec, s, Some(0));
             });
         }
         let elapsed = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
