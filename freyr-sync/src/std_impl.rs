@@ -136,11 +136,13 @@ const SPIN_BUDGET: Duration = Duration::from_micros(10);
 /// up sooner.
 const SPIN_BUDGET_OVERSUBSCRIBED: Duration = Duration::from_micros(5);
 /// `spin_loop` hints per round between two searches. What a hint costs depends on the core: a
-/// few cycles on older ones (a round of about 50 ns), 25 ns each on the AMD EPYC virtual machine
-/// of the last measurement (a round of about 400 ns, so a spinning worker sees new work about
-/// 0.2 µs after it is pushed, on average). Two hints a round made no difference there that the
-/// machine's noise let show, in the 64-system tick or in a 1,954-task launch at two workers.
-const HINTS_PER_ROUND: u32 = 16;
+/// few cycles on older ones, 25 ns each on the AMD EPYC virtual machine of the last measurement,
+/// where a round of 16 hints (about 400 ns) let a spinning worker start a segment of function
+/// systems 0.5 to 0.84 µs after the updating thread began handing it out, and the updating
+/// thread see the last runner's end 0.23 to 0.48 µs late; with 4 hints a round (about 100 ns)
+/// it was 0.33 to 0.45 µs and 0.19 to 0.26 µs (three runs each, a cycle counter read at each
+/// step). The budget is a time, so a shorter round only searches more often, for no more CPU.
+const HINTS_PER_ROUND: u32 = 4;
 
 /// Times one spin phase of an idle pool thread: when it is spent, and how to wait between
 /// two search rounds.
