@@ -187,8 +187,11 @@ impl Chooser {
         pool_faster
     }
 
-    /// Records a run's wall time: a quarter weight for the new run. The time of a pool run
-    /// after a run on the calling thread (or of the first run) is not kept: see [`Chooser`].
+    /// Records a run's wall time: a quarter weight for the new run, counted at most twice the
+    /// smoothed time, so that one run the machine interrupted (a preempted worker, a page fault)
+    /// cannot flip the choice on its own, while a lasting change still moves the time within a
+    /// few runs. The time of a pool run after a run on the calling thread (or of the first run)
+    /// is not kept: see [`Chooser`].
     pub(crate) fn record(&mut self, pool: bool, nanos: u64) {
         let from_cold = pool && !self.last_pool;
         self.last_pool = pool;
@@ -205,7 +208,7 @@ impl Chooser {
         *slot = if *slot == 0 {
             nanos
         } else {
-            (*slot * 3 + nanos) / 4
+            (*slot * 3 + nanos.min(*slot * 2)) / 4
         };
     }
 }
@@ -324,6 +327,22 @@ mod tests {
         picks(&mut c, 3, 10_000, 30_000);
         c.record(true, 40_000);
         assert!(c.pool());
+    }
+
+    #[test]
+    fn one_interrupted_run_does_not_flip_the_choice_and_a_lasting_change_does() {
+        let mut c = Chooser::default();
+        // The pool at 10 µs against 15 µs on the calling thread; then one pool run of 200 µs
+        // (a preempted worker): counted as 20 µs, so the pool stays the faster.
+        picks(&mut c, 3, 10_000, 15_000);
+        c.record(true, 10_000); // right after the calling thread: not kept
+        c.record(true, 200_000);
+        assert_eq!(c.pool_ns, 12_500, "counted as twice the smoothed time");
+        assert!(c.pool_ns < c.inline_ns);
+        assert!(c.pool());
+        // The pool's runs stay at 200 µs: within a few runs the calling thread is chosen.
+        let modes = picks(&mut c, 8, 200_000, 15_000);
+        assert!(!modes[4..].iter().any(|&pool| pool), "{modes:?}");
     }
 
     #[test]
