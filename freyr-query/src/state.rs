@@ -220,25 +220,46 @@ impl<Q: QueryData, F: QueryFilter> QueryState<Q, F> {
     /// assert_eq!(matched.len(), 1);
     /// assert!(new.archetype(matched[0]).has(new.component_id::<A>().unwrap()));
     /// ```
+    #[inline]
     pub fn update(&mut self, world: &World) {
         if self.world != world.id() {
-            self.world = world.id();
-            self.data = Q::init_state(world);
-            self.filter = F::init_state(world);
-            self.matched.clear();
-            self.written.clear();
-            self.cursor = 0;
-            self.access = Arc::new(Self::component_access(&self.data, &[]));
+            self.restart(world);
+            return;
         }
         let data_changed = Q::resolve(&mut self.data, world);
         F::resolve(&mut self.filter, world);
-        let archetypes = world.archetypes();
-        let matched_before = self.matched.len();
-        if !data_changed && self.cursor == archetypes.len() && matched_before != 0 {
+        if !data_changed && self.cursor == world.archetypes().len() && !self.matched.is_empty() {
             // No archetype since the last refresh and no newly registered type: the matches,
-            // the access and the cached runs all stand (the common case, every tick).
+            // the access and the cached runs all stand (the common case, every tick). This
+            // much is inlined into the caller; the rest is out of line, so the code a system
+            // runs every tick stays small.
             return;
         }
+        self.refresh(world, data_changed);
+    }
+
+    /// [`update`](QueryState::update) for a state made for another world: starts over.
+    #[inline(never)]
+    fn restart(&mut self, world: &World) {
+        self.world = world.id();
+        self.data = Q::init_state(world);
+        self.filter = F::init_state(world);
+        self.matched.clear();
+        self.written.clear();
+        self.cursor = 0;
+        self.access = Arc::new(Self::component_access(&self.data, &[]));
+        let data_changed = Q::resolve(&mut self.data, world);
+        F::resolve(&mut self.filter, world);
+        self.refresh(world, data_changed);
+    }
+
+    /// [`update`](QueryState::update) past its common case: matches the archetypes created
+    /// since the last refresh (all of them when nothing matched yet or a type was newly
+    /// resolved, `data_changed`).
+    #[inline(never)]
+    fn refresh(&mut self, world: &World, data_changed: bool) {
+        let archetypes = world.archetypes();
+        let matched_before = self.matched.len();
         let mut writes: Option<Access> = None;
         // An archetype examined before `Disabled` was registered cannot hold it.
         let disabled = world
