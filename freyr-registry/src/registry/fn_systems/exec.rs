@@ -55,10 +55,11 @@ pub(super) struct Exec<'a> {
 
 // SAFETY: the nodes reached through `base` are disjoint (one per segment member: `nodes`
 // holds distinct indices), and a node is dereferenced only by the runner that claimed it — a
-// root through its share's cursor (the shares split the root list into disjoint ranges, and
-// each index of a range is handed out once by one atomic add), any other node by popping it from
-// `ready`, where it was pushed once (its count reached zero once); the world pointer is only
-// read, under the module's argument. The rest is atomics and locks.
+// root through its share (the shares split the root list into disjoint ranges, and each index
+// of a range is handed out once, from one end or the other, by a compare-exchange on the
+// range's one word: `Share::claim`), any other node by popping it from `ready`, where it was
+// pushed once (its count reached zero once); the world pointer is only read, under the
+// module's argument. The rest is atomics and locks.
 unsafe impl Sync for Exec<'_> {}
 
 impl<'a> Exec<'a> {
