@@ -503,6 +503,68 @@ fn change_filters_compare_with_the_previous_run() {
     );
 }
 
+/// A run that panicked is not the system's previous run for its change filters: the next run
+/// still sees what changed since the last run that ended, so a change the panicking run saw is
+/// not lost. Beside it, a disjoint system that panics nowhere moves on as usual; the same for
+/// every worker count (the panicking run and the one after it may run on different threads).
+#[test]
+fn a_panicked_run_does_not_count_as_the_previous_run_for_change_filters() {
+    for &workers in WORKERS {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let steady = Arc::new(Mutex::new(Vec::new()));
+        let mut registry = Registry::with_workers(workers);
+        registry.spawn((Hp(1), Tag));
+        registry.spawn((Pos(0.0),));
+        let log = seen.clone();
+        registry
+            .add_fn_system(Phase::Update, "watch", move |t: Tick, mut q: Query<&Hp>| {
+                let mut changed = 0;
+                q.filter_changed::<Hp>().each(|_, _| changed += 1);
+                log.lock().unwrap().push(changed);
+                if t.tick == 4 {
+                    panic!("watch fails once");
+                }
+            })
+            .unwrap();
+        let log = steady.clone();
+        registry
+            .add_fn_system(Phase::Update, "steady", move |mut q: Query<&mut Pos>| {
+                let mut changed = 0;
+                q.filter_changed::<Pos>().each(|_, p| {
+                    changed += 1;
+                    p.0 += 1.0;
+                });
+                log.lock().unwrap().push(changed);
+            })
+            .unwrap();
+        registry
+            .add_fn_system(
+                Phase::PostUpdate,
+                "writer",
+                |t: Tick, mut q: Query<&mut Hp, With<Tag>>| {
+                    if t.tick == 3 {
+                        q.each(|_, h| h.0 += 1);
+                    }
+                },
+            )
+            .unwrap();
+        for tick in 0..7 {
+            let ran =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| registry.update(0.0)));
+            assert_eq!(ran.is_err(), tick == 4, "tick {tick}, {workers} workers");
+        }
+        // Ticks 0 and 1: everything (no previous run, or one at tick 0). Tick 3's write (after
+        // `watch` in that tick) is seen at tick 4, whose run panics, and again at tick 5.
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [1, 1, 0, 0, 1, 1, 0],
+            "{workers} workers"
+        );
+        // `steady` writes what it visits, so each run sees its own previous write.
+        assert_eq!(*steady.lock().unwrap(), [1; 7], "{workers} workers");
+    }
+}
+
 #[test]
 fn an_event_reader_reads_each_event_once() {
     let seen = Arc::new(Mutex::new(Vec::new()));
