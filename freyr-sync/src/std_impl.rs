@@ -136,13 +136,14 @@ const SPIN_BUDGET: Duration = Duration::from_micros(10);
 /// up sooner.
 const SPIN_BUDGET_OVERSUBSCRIBED: Duration = Duration::from_micros(5);
 /// `spin_loop` hints per round between two searches. What a hint costs depends on the core: a
-/// few cycles on older ones, 25 ns each on the AMD EPYC virtual machine of the last measurement,
-/// where a round of 16 hints (about 400 ns) let a spinning worker start a segment of function
-/// systems 0.5 to 0.84 µs after the updating thread began handing it out, and the updating
-/// thread see the last runner's end 0.23 to 0.48 µs late; with 4 hints a round (about 100 ns)
-/// it was 0.33 to 0.45 µs and 0.19 to 0.26 µs (three runs each, a cycle counter read at each
-/// step). The budget is a time, so a shorter round only searches more often, for no more CPU.
-const HINTS_PER_ROUND: u32 = 4;
+/// few cycles on older ones (a round of about 50 ns), 25 ns each on the AMD EPYC virtual machine
+/// of the last measurement (a round of about 400 ns, so a spinning worker sees new work about
+/// 0.2 µs after it is pushed, on average). Four hints a round let a worker start a segment of 64
+/// function systems about 0.2 µs sooner there, but under ThreadSanitizer, where every index is
+/// slow, a spinner searching four times as often kept a busy thread splitting its range after
+/// every index (`run_batch_overrides_get_disjoint_batches_and_resume_after_a_panic` saw only
+/// batches of one index), so the round stays at 16.
+const HINTS_PER_ROUND: u32 = 16;
 
 /// Times one spin phase of an idle pool thread: when it is spent, and how to wait between
 /// two search rounds.
