@@ -23,6 +23,15 @@ fn log(name: &'static str) -> impl FnMut(ResMut<Log>) + Send + 'static {
     move |mut l: ResMut<Log>| l.0.push(name)
 }
 
+/// A system that adds one to every tagged `Hp` in tick `tick` and writes nothing in the others.
+fn bump_tagged_hp_at(tick: u64) -> impl FnMut(Tick, Query<&mut Hp, With<Tag>>) + Send + 'static {
+    move |t: Tick, mut q: Query<&mut Hp, With<Tag>>| {
+        if t.tick == tick {
+            q.each(|_, h| h.0 += 1);
+        }
+    }
+}
+
 /// Worker counts: every count CI's determinism rule names, natively; under Miri the inline run
 /// and one parallel run (each pool's threads are seconds of interpretation).
 const WORKERS: &[usize] = if cfg!(miri) {
@@ -481,15 +490,7 @@ fn change_filters_compare_with_the_previous_run() {
         )
         .unwrap();
     registry
-        .add_fn_system(
-            Phase::PostUpdate,
-            "writer",
-            |t: Tick, mut q: Query<&mut Hp, With<Tag>>| {
-                if t.tick == 2 {
-                    q.each(|_, h| h.0 += 1);
-                }
-            },
-        )
+        .add_fn_system(Phase::PostUpdate, "writer", bump_tagged_hp_at(2))
         .unwrap();
     for _ in 0..5 {
         registry.update(0.0);
@@ -538,15 +539,7 @@ fn a_panicked_run_does_not_count_as_the_previous_run_for_change_filters() {
             })
             .unwrap();
         registry
-            .add_fn_system(
-                Phase::PostUpdate,
-                "writer",
-                |t: Tick, mut q: Query<&mut Hp, With<Tag>>| {
-                    if t.tick == 3 {
-                        q.each(|_, h| h.0 += 1);
-                    }
-                },
-            )
+            .add_fn_system(Phase::PostUpdate, "writer", bump_tagged_hp_at(3))
             .unwrap();
         for tick in 0..7 {
             let ran =
