@@ -264,6 +264,13 @@ unsafe fn value<'w, T: Component>(base: NonNull<u8>, row: usize) -> &'w T {
 /// One tree's lists: the computed values with where each goes, and the walk's stack of
 /// children still to visit (each with its parent's position in `values`). Kept, emptied,
 /// between passes.
+///
+/// Aligned to 128 bytes (two cache lines: x86-64 cores fetch lines in pairs), so two threads
+/// computing neighbouring trees never write one line: every push writes the `Vec`'s length
+/// here, and with the lists of several trees on one line the two threads of the bench's
+/// 100-tree forest passed that line back and forth on every entity (the compute step took
+/// 425 µs at two workers instead of 350 µs, against 690 µs at one).
+#[repr(align(128))]
 struct Tree<G> {
     values: Vec<(Entity, Slot, G)>,
     stack: Vec<(Entity, u32)>,
