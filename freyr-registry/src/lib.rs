@@ -10,7 +10,8 @@
 //!
 //! Each file imports only from files above it in this list, so the imports have no cycle:
 //!
-//! 1. `hooks/` (the component hooks a sync point runs);
+//! 1. `hooks/` (the component hooks a sync point runs) and `shares` (work split into one share
+//!    per thread, claimed from both ends);
 //! 2. `registry/mod.rs`: [`Registry`] and the types it is made of that name it back ([`System`],
 //!    the time state and the deadline appliers);
 //! 3. the files that add [`Registry`] methods (`registry/*`, one per service), `ring` (the
@@ -21,6 +22,7 @@ pub mod hooks;
 mod query;
 mod registry;
 mod ring;
+mod shares;
 pub mod systems;
 
 pub use crate::query::{Query, Reduction};

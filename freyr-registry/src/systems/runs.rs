@@ -3,9 +3,10 @@
 //! allocating each tick, and the timings that choose between running the segment on the calling
 //! thread alone and spreading it over the pool.
 
-use core::ops::Range;
-use core::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicU32};
 use std::sync::Mutex;
+
+use crate::shares::Share;
 
 /// What one segment keeps from run to run: the per-node counters, reset in place at the start
 /// of each run instead of allocated, and the [`Chooser`].
@@ -23,75 +24,6 @@ pub(crate) struct SegmentRuns {
     /// worker that ran it.
     pub(crate) report: Mutex<Vec<u32>>,
     pub(crate) chooser: Chooser,
-}
-
-/// One runner's share of a segment's roots: the indices `front..back` of the root list. The
-/// runner it belongs to claims from the front; the others, once their own share is done, claim
-/// from the back. A root thus runs on the same runner run after run, and only the last few of a
-/// share move when the runners' speeds differ by a little: its system's state and component rows
-/// stay in that thread's cache instead of moving between cores every tick. (Helpers claiming
-/// from the front would interleave with the owner, and which roots moved would change from run
-/// to run.) Each share has its own cache line: a runner claiming from its own share does not
-/// slow the others.
-#[repr(align(128))]
-#[derive(Default)]
-pub(crate) struct Share {
-    /// `front` in the low 32 bits, `back` in the high 32 bits: one word, so that a claim from
-    /// either end sees the other end's claims.
-    range: AtomicU64,
-}
-
-impl Share {
-    fn pack(front: u32, back: u32) -> u64 {
-        u64::from(back) << 32 | u64::from(front)
-    }
-
-    fn unpack(word: u64) -> (u32, u32) {
-        (word as u32, (word >> 32) as u32)
-    }
-
-    /// Resets the share to the indices `front..back`.
-    pub(crate) fn set(&mut self, front: u32, back: u32) {
-        *self.range.get_mut() = Self::pack(front, back);
-    }
-
-    /// Claims up to `n` (at least one) indices from the front, or `None` once the share is
-    /// empty. Every index is claimed once, from one end or the other.
-    pub(crate) fn claim_front(&self, n: u32) -> Option<Range<usize>> {
-        self.claim(|front, back| (front, front.saturating_add(n.max(1)).min(back)))
-    }
-
-    /// Claims up to `n` (at least one) indices from the back; see
-    /// [`claim_front`](Share::claim_front).
-    pub(crate) fn claim_back(&self, n: u32) -> Option<Range<usize>> {
-        self.claim(|front, back| (back.saturating_sub(n.max(1)).max(front), back))
-    }
-
-    /// Claims `take(front, back)`, a non-empty range at one end of `front..back`.
-    fn claim(&self, take: impl Fn(u32, u32) -> (u32, u32)) -> Option<Range<usize>> {
-        // Relaxed: the claim only has to be unique; what a claimed index names (the root list,
-        // the nodes) was published to every runner when it was started.
-        let mut word = self.range.load(Ordering::Relaxed);
-        loop {
-            let (front, back) = Self::unpack(word);
-            if front >= back {
-                return None;
-            }
-            let (lo, hi) = take(front, back);
-            let next = if lo == front {
-                Self::pack(hi, back)
-            } else {
-                Self::pack(front, lo)
-            };
-            match self
-                .range
-                .compare_exchange_weak(word, next, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => return Some(lo as usize..hi as usize),
-                Err(seen) => word = seen,
-            }
-        }
-    }
 }
 
 impl SegmentRuns {
@@ -122,12 +54,7 @@ impl SegmentRuns {
     /// Splits `n` roots into `runners` (at least one) contiguous shares of near-equal length,
     /// in root order: runner `r` gets the `r`-th.
     pub(crate) fn share_roots(&mut self, n: u32, runners: u32) {
-        let runners = runners.max(1);
-        self.shares.resize_with(runners as usize, Share::default);
-        let at = |r: u32| (u64::from(r) * u64::from(n) / u64::from(runners)) as u32;
-        for (r, share) in (0..runners).zip(&mut self.shares) {
-            share.set(at(r), at(r + 1));
-        }
+        Share::split(&mut self.shares, n, runners);
     }
 }
 
@@ -215,75 +142,7 @@ impl Chooser {
 
 #[cfg(test)]
 mod tests {
-    use super::{Chooser, SegmentRuns, Share};
-
-    #[test]
-    fn a_share_hands_out_each_index_once_from_either_end() {
-        let mut share = Share::default();
-        share.set(3, 13);
-        assert_eq!(share.claim_front(4), Some(3..7));
-        assert_eq!(share.claim_back(4), Some(9..13));
-        // Fewer left than asked: the rest, from whichever end asks.
-        assert_eq!(share.claim_back(4), Some(7..9));
-        assert_eq!(share.claim_front(4), None);
-        assert_eq!(share.claim_back(1), None);
-        // A claim of zero still takes one index, so a runner always makes progress.
-        share.set(0, 2);
-        assert_eq!(share.claim_front(0), Some(0..1));
-        assert_eq!(share.claim_back(0), Some(1..2));
-        assert_eq!(share.claim_front(0), None);
-    }
-
-    #[test]
-    fn shares_split_the_roots_in_order_and_owners_keep_theirs() {
-        let mut runs = SegmentRuns::default();
-        runs.share_roots(10, 3);
-        let fronts: Vec<_> = runs.shares.iter().map(|s| s.claim_front(64)).collect();
-        assert_eq!(fronts, [Some(0..3), Some(3..6), Some(6..10)]);
-        // Reset for the next run, over fewer runners: the same split, shorter.
-        runs.share_roots(10, 2);
-        assert_eq!(runs.shares.len(), 2);
-        assert_eq!(runs.shares[1].claim_front(64), Some(5..10));
-        // A segment with fewer roots than runners (the caller passes `min`) and none at all.
-        runs.share_roots(0, 1);
-        assert_eq!(runs.shares[0].claim_front(1), None);
-    }
-
-    /// Two threads claim from the front and two from the back of one share, in batches of
-    /// different sizes: every index is claimed exactly once.
-    #[test]
-    fn claims_from_both_ends_at_once_never_overlap() {
-        for round in 0..200u32 {
-            let mut share = Share::default();
-            let n = 100 + round % 37;
-            share.set(0, n);
-            let claimed: Vec<Vec<usize>> = std::thread::scope(|s| {
-                let share = &share;
-                let handles: Vec<_> = (0..4u32)
-                    .map(|t| {
-                        s.spawn(move || {
-                            let mut mine = Vec::new();
-                            let batch = 1 + (t + round) % 5;
-                            loop {
-                                let range = if t % 2 == 0 {
-                                    share.claim_front(batch)
-                                } else {
-                                    share.claim_back(batch)
-                                };
-                                let Some(range) = range else { break };
-                                mine.extend(range);
-                            }
-                            mine
-                        })
-                    })
-                    .collect();
-                handles.into_iter().map(|h| h.join().unwrap()).collect()
-            });
-            let mut all: Vec<usize> = claimed.concat();
-            all.sort_unstable();
-            assert_eq!(all, (0..n as usize).collect::<Vec<_>>(), "round {round}");
-        }
-    }
+    use super::Chooser;
 
     /// The modes a chooser picks over `runs` runs, recording `pool_ns` or `inline_ns` for each.
     fn picks(chooser: &mut Chooser, runs: usize, pool_ns: u64, inline_ns: u64) -> Vec<bool> {

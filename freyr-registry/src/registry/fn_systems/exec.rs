@@ -4,7 +4,8 @@
 //! `crate::systems::runs`.
 
 use super::*;
-use crate::systems::runs::{SegmentRuns, Share};
+use crate::shares::Share;
+use crate::systems::runs::SegmentRuns;
 
 /// The ready list: popped from the end, or at random in the shuffled-start mode.
 pub(super) struct Ready {

@@ -1,5 +1,5 @@
 //! The parent-to-child pass: a value computed down every tree (local to global transforms),
-//! one task per root, the same bits for any worker count.
+//! each thread on its own share of the trees, the same bits for any worker count.
 
 use core::any::TypeId;
 use core::ptr::NonNull;
@@ -10,11 +10,13 @@ use freyr_query::launch::inflight::OpAccess;
 
 use super::super::Registry;
 use super::{ChildOf, Children};
+use crate::shares::{Share, for_each_in_shares};
 
 impl Registry {
     /// Computes `G` down every tree from `L` (the local-to-global transform pass): a root's
     /// `G` is `root(&L)`, a child's is `child(&parent's G, &L)`. Runs now (waiting for
-    /// in-flight work first), one task per root on the pool, and then writes every computed
+    /// in-flight work first), each tree computed by one task on the pool (each thread starts on
+    /// its own share of the roots, the same every pass), and then writes every computed
     /// `G`. Returns how many entities it wrote.
     ///
     /// Which entities: the roots are the entities with `L` and `G` and no parent; from each,
@@ -72,42 +74,63 @@ impl Registry {
         // The lists of the last pass of this `G`, emptied but with their capacity: a pass each
         // frame allocates nothing once warm (allocating and growing them, and the pages the
         // allocator returns and takes back between passes, cost as much as the pass).
-        let mut slots: Vec<Mutex<Tree<G>>> = self
+        let mut lists: Lists<G> = self
             .propagate_lists
             .remove(&TypeId::of::<G>())
             .and_then(|b| b.downcast().ok())
             .map(|b| *b)
             .unwrap_or_default();
-        slots.resize_with(roots.len(), || Mutex::new(Tree::default()));
-        slots.truncate(roots.len());
+        let Lists { trees, shares } = &mut lists;
+        trees.resize_with(roots.len(), || Mutex::new(Tree::default()));
+        trees.truncate(roots.len());
+        let pool = self.pool();
         let world = self.world();
         let table = columns(world, ids);
-        // One tree per index: the pool's claims take a share of what is left (cursor operations
-        // grow with the logarithm of the tree count) and end with single trees, so the threads
-        // finish within one tree of each other; a grain of several trees left up to that many
-        // trees' work on one thread at the end.
-        let grain = 1;
-        self.pool().parallel_for(roots.len(), grain, |i| {
-            let mut tree = slots[i].lock().unwrap_or_else(|p| p.into_inner());
+        // Each thread computes one contiguous share of the trees, the same share every pass,
+        // and writes the trees it computed: a tree's rows and lists stay in one thread's cache
+        // from pass to pass (and from the compute to the write). Handing trees out from one
+        // cursor sent most of them to the other thread now and then: on a virtual machine whose
+        // two cores do not share their last-level cache for stretches at a time, every tree
+        // then came from the other core's cache, and a pass took 3x as long on two workers as on
+        // one. A thread done with its share helps with the others' from their backs, one tree
+        // at a time, so the threads still finish within one tree of each other.
+        for_each_in_shares(pool, shares, roots.len(), |i| {
+            let mut tree = trees[i].lock().unwrap_or_else(|p| p.into_inner());
             compute_tree(world, &table, roots[i], &mut tree, &root, &child);
         });
-        // Every value is computed: write them, one task per tree as they were computed. No
-        // structural change happens until this returns (`&mut self`), so the slots the compute
-        // located are still the values' rows.
-        let written: usize = slots
+        // Every value is computed: write them, one task per tree, on the threads that computed
+        // them (the same shares). No structural change happens until this returns (`&mut self`),
+        // so the slots the compute located are still the values' rows.
+        let written: usize = trees
             .iter()
             .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).values.len())
             .sum();
-        self.pool().parallel_for(slots.len(), grain, |i| {
+        for_each_in_shares(pool, shares, trees.len(), |i| {
             write_tree(
                 world,
-                &mut slots[i].lock().unwrap_or_else(|p| p.into_inner()).values,
+                &mut trees[i].lock().unwrap_or_else(|p| p.into_inner()).values,
                 tick,
             );
         });
         self.propagate_lists
-            .insert(TypeId::of::<G>(), Box::new(slots));
+            .insert(TypeId::of::<G>(), Box::new(lists));
         written
+    }
+}
+
+/// The lists a pass of one `G` keeps for the next: one [`Tree`] per root, and the threads'
+/// shares of the roots.
+struct Lists<G> {
+    trees: Vec<Mutex<Tree<G>>>,
+    shares: Vec<Share>,
+}
+
+impl<G> Default for Lists<G> {
+    fn default() -> Self {
+        Lists {
+            trees: Vec::new(),
+            shares: Vec::new(),
+        }
     }
 }
 
