@@ -5,7 +5,7 @@
 
 use core::ops::Range;
 use core::panic::AssertUnwindSafe;
-use core::sync::atomic::{AtomicU64, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::panic;
 
 use freyr_sched::ThreadPool;
@@ -91,36 +91,40 @@ impl Share {
 
 /// Runs `f(i)` once for every `i` in `0..count` on `pool`'s threads, each thread starting on its
 /// own contiguous share of the range (the calling thread on the first, worker `k` on share
-/// `k + 1`) and then helping with the others' from their backs. Called again with the same
-/// `count`, every thread gets the same share, so the data of item `i` stays in one thread's cache
-/// from call to call (on a pool whose threads the scheduler handed out unevenly, the helpers
-/// still spread the work). `shares` holds the shares between calls (no allocation once warm).
+/// `k + 1`) and then helping with the others' from their backs, and returns the sum of what the
+/// calls returned. Called again with the same `count`, every thread starts on the same share, so
+/// the data of item `i` stays in one thread's cache from call to call; a thread that starts late
+/// (a parked worker) only leaves the back of its share to the others. `shares` holds the shares
+/// between calls (no allocation once warm). Each thread adds up its own calls' results and adds
+/// them to the total once.
 ///
 /// A panic in `f(i)` does not stop the others: every index runs, and the first panic a thread
 /// caught is re-raised once every index ran (as [`ThreadPool::parallel_for`] does).
-pub(crate) fn for_each_in_shares(
+///
+/// # Panics
+///
+/// If `count` is 2^32 or more (a share's ends are `u32`s; a world holds fewer entities).
+pub(crate) fn sum_in_shares(
     pool: &ThreadPool,
     shares: &mut Vec<Share>,
     count: usize,
-    f: impl Fn(usize) + Sync,
-) {
-    // A share's ends are `u32`s: a larger range runs on the pool's own split.
-    let Ok(n) = u32::try_from(count) else {
-        return pool.parallel_for(count, 1, f);
-    };
+    f: impl Fn(usize) -> usize + Sync,
+) -> usize {
+    let n = u32::try_from(count).expect("freyr: fewer than 2^32 items are split into shares");
     let threads = pool.workers().min(count).max(1);
     // Fewer threads than the pool's fit in a `u32` (the pool caps its worker count).
     Share::split(shares, n, u32::try_from(threads).unwrap_or(u32::MAX));
     let shares = &shares[..];
+    let total = AtomicUsize::new(0);
     // One task per share; whichever thread takes a task starts on its own share (a thread that
     // takes a second task finds its share empty and helps with the rest).
     pool.parallel_for(threads, 1, |_| {
         let home = freyr_sched::current_worker_index().map_or(0, |w| w + 1) % threads;
+        let mut sum = 0usize;
         let mut first_panic = None;
-        let mut run = |i: usize| {
-            if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(|| f(i))) {
-                freyr_sched::keep_first(&mut first_panic, payload);
-            }
+        let mut run = |i: usize| match panic::catch_unwind(AssertUnwindSafe(|| f(i))) {
+            Ok(n) => sum = sum.wrapping_add(n),
+            Err(payload) => freyr_sched::keep_first(&mut first_panic, payload),
         };
         while let Some(claimed) = shares[home].claim_front(1) {
             claimed.for_each(&mut run);
@@ -130,16 +134,31 @@ pub(crate) fn for_each_in_shares(
                 claimed.rev().for_each(&mut run);
             }
         }
+        total.fetch_add(sum, Ordering::Relaxed);
         if let Some(payload) = first_panic {
             panic::resume_unwind(payload);
         }
+    });
+    // Relaxed: `parallel_for` returned, so every task's add happened before (its join).
+    total.into_inner()
+}
+
+/// [`sum_in_shares`] for calls that return nothing.
+pub(crate) fn for_each_in_shares(
+    pool: &ThreadPool,
+    shares: &mut Vec<Share>,
+    count: usize,
+    f: impl Fn(usize) + Sync,
+) {
+    sum_in_shares(pool, shares, count, |i| {
+        f(i);
+        0
     });
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::atomic::AtomicUsize;
 
     #[test]
     fn a_share_hands_out_each_index_once_from_either_end() {
@@ -218,9 +237,11 @@ mod tests {
             let mut shares = Vec::new();
             for count in [0, 1, 2, 5, 100, 1000] {
                 let hits: Vec<AtomicUsize> = (0..count).map(|_| AtomicUsize::new(0)).collect();
-                for_each_in_shares(&pool, &mut shares, count, |i| {
+                let sum = sum_in_shares(&pool, &mut shares, count, |i| {
                     hits[i].fetch_add(1, Ordering::Relaxed);
+                    i
                 });
+                assert_eq!(sum, count * count.saturating_sub(1) / 2);
                 assert!(
                     hits.iter().all(|h| h.load(Ordering::Relaxed) == 1),
                     "{workers} workers, {count} items"

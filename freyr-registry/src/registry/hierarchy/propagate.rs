@@ -10,7 +10,7 @@ use freyr_query::launch::inflight::OpAccess;
 
 use super::super::Registry;
 use super::{ChildOf, Children};
-use crate::shares::{Share, for_each_in_shares};
+use crate::shares::{Share, for_each_in_shares, sum_in_shares};
 
 impl Registry {
     /// Computes `G` down every tree from `L` (the local-to-global transform pass): a root's
@@ -100,17 +100,15 @@ impl Registry {
         });
         // Every value is computed: write them, one task per tree, on the threads that computed
         // them (the same shares). No structural change happens until this returns (`&mut self`),
-        // so the slots the compute located are still the values' rows.
-        let written: usize = trees
-            .iter()
-            .map(|s| s.lock().unwrap_or_else(|p| p.into_inner()).values.len())
-            .sum();
-        for_each_in_shares(pool, shares, trees.len(), |i| {
+        // so the slots the compute located are still the values' rows. The count comes from the
+        // tasks, not from a pass of this thread over the trees: each tree's lists are on a line
+        // its own thread writes.
+        let written = sum_in_shares(pool, shares, trees.len(), |i| {
             write_tree(
                 world,
                 &mut trees[i].lock().unwrap_or_else(|p| p.into_inner()).values,
                 tick,
-            );
+            )
         });
         self.propagate_lists
             .insert(TypeId::of::<G>(), Box::new(lists));
@@ -145,8 +143,10 @@ struct Slot {
 }
 
 /// Writes one tree's values into their rows (dropping the values they replace) and stamps
-/// each chunk written changed at `tick`; leaves `tree` empty (its capacity kept).
-fn write_tree<G: Component>(world: &World, tree: &mut Vec<(Entity, Slot, G)>, tick: u64) {
+/// each chunk written changed at `tick`; leaves `tree` empty (its capacity kept). Returns how
+/// many values it wrote.
+fn write_tree<G: Component>(world: &World, tree: &mut Vec<(Entity, Slot, G)>, tick: u64) -> usize {
+    let written = tree.len();
     // The chunk being written and its `G` column's base: consecutive values mostly share it.
     let mut current: Option<((ArchetypeId, u32), NonNull<G>)> = None;
     for (_, slot, g) in tree.drain(..) {
@@ -173,6 +173,7 @@ fn write_tree<G: Component>(world: &World, tree: &mut Vec<(Entity, Slot, G)>, ti
         // written.
         unsafe { *base.as_ptr().add(slot.row as usize) = g };
     }
+    written
 }
 
 /// The roots of the pass, in archetype, chunk and row order.
