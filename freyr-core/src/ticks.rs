@@ -129,11 +129,20 @@ impl ChangeTicks {
         self.added[chunk * self.columns + column].load(Ordering::Relaxed)
     }
 
-    /// Stamps (`chunk`, `column`) changed at `tick`: one relaxed store.
+    /// Stamps (`chunk`, `column`) changed at `tick`: one relaxed store, skipped when the entry
+    /// already holds `tick`. A store of the value already there still takes the cache line for
+    /// the storing core, and one line holds the entries of several chunks: two threads writing
+    /// rows of neighbouring chunks at one tick (the propagation pass's trees, whose leaves share
+    /// a few chunks) passed it between their cores on every write. Skipping is exact: the entry
+    /// keeps its value, so the arrival key, which says every entry of the chunk holds its tick,
+    /// stays true.
     #[inline]
     pub(crate) fn set_changed(&self, chunk: usize, column: usize, tick: u64) {
-        self.changed[chunk * self.columns + column].store(tick, Ordering::Relaxed);
-        self.clear_key(chunk);
+        let entry = &self.changed[chunk * self.columns + column];
+        if entry.load(Ordering::Relaxed) != tick {
+            entry.store(tick, Ordering::Relaxed);
+            self.clear_key(chunk);
+        }
     }
 
     /// Forgets `chunk`'s arrival key, if any key may be set.
@@ -344,6 +353,15 @@ mod tests {
         ticks.import(&[0, 0, 8, 8], &[0, 0, 8, 8]);
         arrive(&mut ticks, 1, 3);
         assert_eq!((ticks.added(1, 0), ticks.changed(1, 1)), (3, 3));
+        // A stamp of the tick an entry already holds changes nothing, the key included: the
+        // next arrival at that tick still finds every entry holding it.
+        arrive(&mut ticks, 1, 11);
+        ticks.set_changed(1, 0, 11);
+        assert_eq!(*ticks.arrived[1].get_mut(), 12);
+        ticks.set_changed(1, 0, 12);
+        assert_eq!(*ticks.arrived[1].get_mut(), 0);
+        arrive(&mut ticks, 1, 11);
+        assert_eq!((ticks.changed(1, 0), ticks.changed(1, 1)), (11, 11));
         // The last tick has no key; its arrivals always stamp.
         arrive(&mut ticks, 0, u64::MAX);
         ticks.set_changed(0, 0, 1);
