@@ -62,6 +62,32 @@ impl Share {
         self.claim(|front, back| (back.saturating_sub(n.max(1)).max(front), back))
     }
 
+    /// Runs `f` on every index `shares` still hold, the way a thread claims them: its own
+    /// share `home` from the front first, then the others' from their backs, in share order
+    /// after `home` (a thread without a share, `home` `None`, starts at the first), `batch`
+    /// indices per claim (at least one). Returns once every share is empty.
+    pub(crate) fn drain(
+        shares: &[Share],
+        home: Option<usize>,
+        batch: u32,
+        mut f: impl FnMut(usize),
+    ) {
+        if let Some(home) = home {
+            while let Some(claimed) = shares[home].claim_front(batch) {
+                claimed.for_each(&mut f);
+            }
+        }
+        let first = home.unwrap_or(0);
+        for other in (0..shares.len()).map(|d| (first + d) % shares.len()) {
+            if home == Some(other) {
+                continue;
+            }
+            while let Some(claimed) = shares[other].claim_back(batch) {
+                claimed.rev().for_each(&mut f);
+            }
+        }
+    }
+
     /// Claims `take(front, back)`, a non-empty range at one end of `front..back`.
     fn claim(&self, take: impl Fn(u32, u32) -> (u32, u32)) -> Option<Range<usize>> {
         // Relaxed: the claim only has to be unique; what a claimed index names (the root list,
@@ -126,14 +152,7 @@ pub(crate) fn sum_in_shares(
             Ok(n) => sum = sum.wrapping_add(n),
             Err(payload) => freyr_sched::keep_first(&mut first_panic, payload),
         };
-        while let Some(claimed) = shares[home].claim_front(1) {
-            claimed.for_each(&mut run);
-        }
-        for other in (1..threads).map(|d| (home + d) % threads) {
-            while let Some(claimed) = shares[other].claim_back(1) {
-                claimed.rev().for_each(&mut run);
-            }
-        }
+        Share::drain(shares, Some(home), 1, &mut run);
         total.fetch_add(sum, Ordering::Relaxed);
         if let Some(payload) = first_panic {
             panic::resume_unwind(payload);

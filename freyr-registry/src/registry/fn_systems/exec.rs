@@ -200,22 +200,7 @@ pub(super) fn runner<'s>(exec: &'s Exec<'_>, scope: &'s Scope<'s, '_>, home: Opt
     // Roots in batches: one claim per batch, not per system (1,000 empty systems would
     // otherwise pass one cache line between the workers 1,000 times).
     let batch = (exec.roots.len() / (exec.workers * 8)).clamp(1, 64) as u32;
-    let shares = exec.shares.len();
-    let first = home.unwrap_or(0);
-    if let Some(home) = home {
-        while let Some(claimed) = exec.shares[home].claim_front(batch) {
-            exec.roots[claimed].iter().copied().for_each(run);
-        }
-    }
-    for i in 0..shares {
-        let other = (first + i) % shares;
-        if home == Some(other) {
-            continue;
-        }
-        while let Some(claimed) = exec.shares[other].claim_back(batch) {
-            exec.roots[claimed].iter().rev().copied().for_each(run);
-        }
-    }
+    Share::drain(exec.shares, home, batch, |i| run(exec.roots[i]));
     // A segment without edges readies no node: every node is a root.
     while exec.roots.len() < exec.segment.nodes.len() {
         let next = exec.ready.lock().unwrap_or_else(|p| p.into_inner()).pop();
