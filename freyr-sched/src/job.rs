@@ -191,7 +191,7 @@ pub(crate) fn run_whole(next: &mut usize, end: usize, mut f: impl FnMut(&mut usi
 /// of the range when `sleep` reports a thread blocked without a wake-up, or a
 /// thread spinning for work while the rest would take at least 4 µs at the
 /// pace of the indices run since the spinner was seen (timed over a batch of
-/// one index, then growing ones). `*next` is left one past the last index started, also when `f`
+/// one index, then read again each time that count has doubled: [`next_look`]). `*next` is left one past the last index started, also when `f`
 /// unwinds (a drop guard writes it back, clamped into the batch and past its
 /// first index), so the caller can resume after a panicking index.
 #[inline]
@@ -203,8 +203,9 @@ pub(crate) fn run_indices(
 ) {
     let mut progress = Progress { at: *next, next };
     let mut batch = 1;
-    // When a spinning thread was first seen: the clock and the index reached.
-    let mut probe: Option<(Stopwatch, usize)> = None;
+    // Since a spinning thread was first seen: the clock, the index reached then, and the index
+    // at which the clock is read next.
+    let mut probe: Option<(Stopwatch, usize, usize)> = None;
     loop {
         let stop = end.min(progress.at.saturating_add(batch));
         if progress.at < stop {
@@ -221,17 +222,20 @@ pub(crate) fn run_indices(
             return;
         }
         if sleep.has_searchers() {
-            match &probe {
+            match &mut probe {
                 None => {
                     // Time one small batch before deciding.
-                    probe = Some((Stopwatch::start(), progress.at));
+                    probe = Some((Stopwatch::start(), progress.at, progress.at + 1));
                     batch = 1;
                     continue;
                 }
-                Some((watch, from)) => {
-                    if worth_splitting(watch.elapsed_nanos(), progress.at - from, end - progress.at)
-                    {
-                        return;
+                Some((watch, from, look)) => {
+                    if progress.at >= *look {
+                        let done = progress.at - *from;
+                        if worth_splitting(watch.elapsed_nanos(), done, end - progress.at) {
+                            return;
+                        }
+                        *look = next_look(*from, progress.at);
                     }
                 }
             }
@@ -252,6 +256,17 @@ fn worth_splitting(nanos: u64, done: usize, left: usize) -> bool {
     let done = u64::try_from(done.max(1)).unwrap_or(u64::MAX);
     nanos >= MIN_PACE_NANOS
         && nanos.saturating_mul(left) >= SPLIT_FOR_SPINNER_NANOS.saturating_mul(done)
+}
+
+/// Where a range that started timing its pace at index `from`, and at index `at` found no split
+/// worth making, reads the clock next: once the indices run since `from` have doubled. The looks
+/// come after 1, 2, 4, 8, ... indices, so a range of heavy indices is judged as soon as its pace
+/// can be trusted, while a range of trivial ones reads the clock a few times, not once per batch
+/// (a read costs tens of nanoseconds on a VM, many trivial indices' worth). A later look can
+/// only find less work left at the pace it trusted.
+#[inline]
+fn next_look(from: usize, at: usize) -> usize {
+    at.saturating_add((at - from).max(1))
 }
 
 /// The least time a range's remaining indices must take for a split for a spinning thread:
@@ -325,6 +340,26 @@ mod tests {
         assert!(!worth_splitting(999, 1, 1_000_000));
         // No overflow on huge counts.
         assert!(worth_splitting(u64::MAX, usize::MAX, usize::MAX));
+    }
+
+    #[test]
+    fn the_pace_is_read_again_once_the_indices_run_have_doubled() {
+        // Seen at index 10: looks after 1, 2, 4, 8, ... indices.
+        let mut looks = vec![11];
+        while looks.len() < 6 {
+            looks.push(next_look(10, *looks.last().unwrap()));
+        }
+        assert_eq!(looks, [11, 12, 14, 18, 26, 42]);
+        // Over 1,954 trivial indices from index 0: a dozen reads, not one per batch of 16.
+        let mut at = 1;
+        let mut reads = 1;
+        while at < 1954 {
+            at = next_look(0, at);
+            reads += 1;
+        }
+        assert_eq!(reads, 12);
+        // No overflow near the top of the index space.
+        assert_eq!(next_look(0, usize::MAX - 1), usize::MAX);
     }
 
     #[test]
