@@ -136,14 +136,20 @@ const SPIN_BUDGET: Duration = Duration::from_micros(10);
 /// up sooner.
 const SPIN_BUDGET_OVERSUBSCRIBED: Duration = Duration::from_micros(5);
 /// `spin_loop` hints per round between two searches. What a hint costs depends on the core: a
-/// few cycles on older ones (a round of about 50 ns), 25 ns each on the AMD EPYC virtual machine
-/// of the last measurement (a round of about 400 ns, so a spinning worker sees new work about
-/// 0.2 µs after it is pushed, on average). Four hints a round let a worker start a segment of 64
-/// function systems about 0.2 µs sooner there, but under ThreadSanitizer, where every index is
-/// slow, a spinner searching four times as often kept a busy thread splitting its range after
-/// every index (`run_batch_overrides_get_disjoint_batches_and_resume_after_a_panic` saw only
-/// batches of one index), so the round stays at 16.
-const HINTS_PER_ROUND: u32 = 16;
+/// few cycles on older ones, about 30 ns on the AMD EPYC virtual machine of the last
+/// measurements. There, 16 hints a round (about 0.5 µs) made a spinning worker see new work
+/// about 0.25 µs after it was pushed on average, and a group waiter see its group done as late
+/// after the last task ended: a pool scope that hands one spawn to a spinning worker and
+/// waits for it took 0.45–0.49 µs from the scope's start to the worker's start and 0.29–0.32 µs
+/// from the worker's end to the scope's return, against 0.31–0.32 µs and 0.15–0.20 µs with two
+/// hints (runs in turn; a scratch timer around `ThreadPool::scope`). Two cost the same as one
+/// there. A spinner now reads the queues' lines several times as often; it writes none of
+/// them until it finds a task, so the busy threads' pushes pay one transfer each, as before.
+/// (Four hints once made
+/// ThreadSanitizer runs split ranges after every index; the pace rule for spinners now reads
+/// its clock at doubling counts, and two hints passed 25 runs of those tests, 10 of them beside
+/// two busy loops.)
+const HINTS_PER_ROUND: u32 = 2;
 
 /// Times one spin phase of an idle pool thread: when it is spent, and how to wait between
 /// two search rounds.
