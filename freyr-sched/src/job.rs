@@ -191,9 +191,10 @@ pub(crate) fn run_whole(next: &mut usize, end: usize, mut f: impl FnMut(&mut usi
 /// of the range when `sleep` reports a thread blocked without a wake-up, or a
 /// thread spinning for work while the rest would take at least 4 µs at the
 /// pace of the indices run since the spinner was seen (timed over a batch of
-/// one index, then read again each time that count has doubled: [`next_look`]). `*next` is left one past the last index started, also when `f`
-/// unwinds (a drop guard writes it back, clamped into the batch and past its
-/// first index), so the caller can resume after a panicking index.
+/// one index, then read again each time that count has doubled: [`next_look`]).
+/// `*next` is left one past the last index started, also when `f` unwinds (a
+/// drop guard writes it back, clamped into the batch and past its first
+/// index), so the caller can resume after a panicking index.
 #[inline]
 pub(crate) fn run_indices(
     next: &mut usize,
@@ -262,8 +263,9 @@ fn worth_splitting(nanos: u64, done: usize, left: usize) -> bool {
 /// worth making, reads the clock next: once the indices run since `from` have doubled. The looks
 /// come after 1, 2, 4, 8, ... indices, so a range of heavy indices is judged as soon as its pace
 /// can be trusted, while a range of trivial ones reads the clock a few times, not once per batch
-/// (a read costs tens of nanoseconds on a VM, many trivial indices' worth). A later look can
-/// only find less work left at the pace it trusted.
+/// (a read costs tens of nanoseconds on a VM, many trivial indices' worth). At an even pace a
+/// later look finds less work left, so a range judged too short to split stays so; a range
+/// whose indices grow heavier is judged again once as many indices as before have run.
 #[inline]
 fn next_look(from: usize, at: usize) -> usize {
     at.saturating_add((at - from).max(1))
