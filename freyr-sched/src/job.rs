@@ -3,9 +3,9 @@
 //! A queued [`Task`] names a *batch runner*: a function that runs indices
 //! `*next..end` of its job in order and keeps `*next` one past the last
 //! index it started, even when one of them unwinds. It looks for idle
-//! threads between batches of up to [`MAX_BATCH`] indices, not between
-//! indices, and returns early when the range should be split
-//! (`PROTOCOL.md`, "Run").
+//! threads between batches of up to [`MAX_BATCH`] indices (longer ones,
+//! timed, when 16 take under a microsecond), not between indices, and
+//! returns early when the range should be split (`PROTOCOL.md`, "Run").
 //!
 //! - [`IndexedJob`] jobs get a runner monomorphised for the job type that
 //!   calls [`IndexedJob::run_batch`] per batch, inlined: no indirect call per
@@ -123,10 +123,29 @@ pub(crate) fn for_each_index(next: &mut usize, end: usize, mut f: impl FnMut(usi
 }
 
 /// The most indices run between two looks for sleeping threads (run step
-/// 2). Batches start at one index and double, so a range of heavy indices is
-/// offered for splitting after 1, 3, 7, 15 indices, then every 16; a range
-/// of trivial indices pays one relaxed load per 16.
+/// 2) until a batch has been timed. Batches start at one index and double, so
+/// a range of heavy indices is offered for splitting after 1, 3, 7, 15
+/// indices, then every 16 while a batch of 16 takes [`FAST_BATCH_NANOS`] or
+/// more.
 pub(crate) const MAX_BATCH: usize = 16;
+
+/// A batch of at least [`MAX_BATCH`] indices that ran in less than this is
+/// followed by one as long as its pace fits in this time (at most eight
+/// times as long, at most [`MAX_FAST_BATCH`]), one that took more than twice
+/// this by one half as long (down to `MAX_BATCH`): so a
+/// thread that goes idle waits about a microsecond for the busy one's next
+/// look, while a range of trivial indices calls its batch function a few
+/// times instead of once per 16 indices. That call is what a batch costs an
+/// `IndexedJob` (`each_async` finds the slab and column pointers of the
+/// batch's first index there, about as long as a few dozen trivial indices),
+/// and a range of 1,954 empty chunk tasks split between two threads made
+/// about 70 calls on each.
+const FAST_BATCH_NANOS: u64 = 1_000;
+
+/// The longest batch (in indices), however fast: one clock read per batch
+/// past [`MAX_BATCH`] costs a few percent of a batch this long even when its
+/// indices do nothing.
+const MAX_FAST_BATCH: usize = 4_096;
 
 /// Keeps a batch loop's counter in a register; writes it back on the way
 /// out (normal or unwinding).
@@ -185,8 +204,9 @@ pub(crate) fn run_whole(next: &mut usize, end: usize, mut f: impl FnMut(&mut usi
 }
 
 /// Runs indices `*next..end`, in order, by calling `f(&mut at, stop)` for
-/// batches `at..stop` of 1, 2, 4, ... up to [`MAX_BATCH`] indices (`f` runs
-/// its batch as [`IndexedJob::run_batch`] does). Between batches, if two or
+/// batches `at..stop` of 1, 2, 4, ... up to [`MAX_BATCH`] indices, then of
+/// the length [`next_batch`] gives after timing each (`f` runs its batch as
+/// [`IndexedJob::run_batch`] does). Between batches, if two or
 /// more indices remain, it returns early so the scheduler can split the rest
 /// of the range when `sleep` reports a thread blocked without a wake-up, or a
 /// thread spinning for work while the rest would take at least 4 µs at the
@@ -207,8 +227,14 @@ pub(crate) fn run_indices(
     // Since a spinning thread was first seen: the clock, the index reached then, and the index
     // at which the clock is read next.
     let mut probe: Option<(Stopwatch, usize, usize)> = None;
+    // Batches of `MAX_BATCH` or more are timed, to size the next one: a clock started before the
+    // first of them and read once after each, and its reading when the current one started.
+    let mut timer: Option<(Stopwatch, u64)> = None;
     loop {
         let stop = end.min(progress.at.saturating_add(batch));
+        if batch >= MAX_BATCH && timer.is_none() {
+            timer = Some((Stopwatch::start(), 0));
+        }
         if progress.at < stop {
             clamped_batch(&mut progress, stop, &mut f);
         }
@@ -228,6 +254,7 @@ pub(crate) fn run_indices(
                     // Time one small batch before deciding.
                     probe = Some((Stopwatch::start(), progress.at, progress.at + 1));
                     batch = 1;
+                    timer = None;
                     continue;
                 }
                 Some((watch, from, look)) => {
@@ -241,7 +268,34 @@ pub(crate) fn run_indices(
                 }
             }
         }
-        batch = (batch * 2).min(MAX_BATCH);
+        let nanos = timer.as_mut().map(|(clock, from)| {
+            let now = clock.elapsed_nanos();
+            now.saturating_sub(core::mem::replace(from, now))
+        });
+        batch = next_batch(batch, nanos);
+    }
+}
+
+/// The length of the batch after one of `batch` indices that took `nanos` (timed from the first
+/// batch of [`MAX_BATCH`] on): doubling up to `MAX_BATCH` whatever the time; then, after a batch
+/// under [`FAST_BATCH_NANOS`], as many indices as that pace fits in it, at most eight times as
+/// many and at most [`MAX_FAST_BATCH`]; after one over twice that time, half as many (not below
+/// `MAX_BATCH`); else as many.
+#[inline]
+fn next_batch(batch: usize, nanos: Option<u64>) -> usize {
+    match nanos {
+        _ if batch < MAX_BATCH => (batch * 2).min(MAX_BATCH),
+        None => MAX_BATCH.min(batch),
+        Some(ns) if ns < FAST_BATCH_NANOS => {
+            let fits = (batch as u64).saturating_mul(FAST_BATCH_NANOS) / ns.max(1);
+            usize::try_from(fits)
+                .unwrap_or(usize::MAX)
+                .min(batch.saturating_mul(8))
+                .min(MAX_FAST_BATCH)
+                .max(batch)
+        }
+        Some(ns) if ns > 2 * FAST_BATCH_NANOS => (batch / 2).max(MAX_BATCH),
+        Some(_) => batch,
     }
 }
 
@@ -342,6 +396,54 @@ mod tests {
         assert!(!worth_splitting(999, 1, 1_000_000));
         // No overflow on huge counts.
         assert!(worth_splitting(u64::MAX, usize::MAX, usize::MAX));
+    }
+
+    #[test]
+    fn batches_past_the_cap_follow_their_time() {
+        // Batches below the cap double whatever their time.
+        assert_eq!(next_batch(1, None), 2);
+        assert_eq!(next_batch(4, Some(u64::MAX)), 8);
+        assert_eq!(next_batch(8, None), MAX_BATCH);
+        assert_eq!(next_batch(MAX_BATCH, None), MAX_BATCH);
+        // A fast one is followed by as many indices as fit in the target at its pace, at most
+        // eight times as many, at most the longest batch.
+        assert_eq!(
+            next_batch(MAX_BATCH, Some(FAST_BATCH_NANOS / 2)),
+            2 * MAX_BATCH
+        );
+        assert_eq!(next_batch(MAX_BATCH, Some(1)), 8 * MAX_BATCH);
+        assert_eq!(next_batch(MAX_BATCH, Some(0)), 8 * MAX_BATCH);
+        assert_eq!(next_batch(1_024, Some(10)), MAX_FAST_BATCH);
+        assert_eq!(next_batch(MAX_FAST_BATCH, Some(0)), MAX_FAST_BATCH);
+        // A batch near the target keeps its length; a slow one halves, down to the cap.
+        assert_eq!(next_batch(256, Some(FAST_BATCH_NANOS)), 256);
+        assert_eq!(next_batch(256, Some(2 * FAST_BATCH_NANOS)), 256);
+        assert_eq!(next_batch(256, Some(2 * FAST_BATCH_NANOS + 1)), 128);
+        assert_eq!(next_batch(MAX_BATCH, Some(u64::MAX)), MAX_BATCH);
+        // From the cap to the longest batch in three steps of trivial indices.
+        let mut batch = MAX_BATCH;
+        let mut steps = 0;
+        while batch < MAX_FAST_BATCH {
+            batch = next_batch(batch, Some(1));
+            steps += 1;
+        }
+        assert_eq!((batch, steps), (MAX_FAST_BATCH, 3));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "times real sleeps")]
+    fn a_range_of_slow_indices_stays_in_batches_of_the_cap() {
+        let sleep = Sleep::new(1, 1);
+        let mut next = 0;
+        let mut lens = Vec::new();
+        run_indices(&mut next, 80, &sleep, |next, stop| {
+            lens.push(stop - *next);
+            for_each_index(next, stop, |_| {
+                std::thread::sleep(std::time::Duration::from_micros(20));
+            });
+        });
+        assert_eq!(next, 80);
+        assert!(lens.iter().all(|&n| n <= MAX_BATCH), "{lens:?}");
     }
 
     #[test]
@@ -493,8 +595,10 @@ mod tests {
         assert_eq!(next, 100);
         let lens: Vec<usize> = batches.iter().map(|(a, b)| b - a).collect();
         assert_eq!(lens[..5], [1, 2, 4, 8, MAX_BATCH]);
+        // Past the cap the length follows each batch's time (`next_batch`, tested below): how
+        // fast these empty batches ran depends on the machine (and on Miri's clock).
         assert!(
-            lens.iter().all(|&n| (1..=MAX_BATCH).contains(&n)),
+            lens.iter().all(|&n| (1..=MAX_FAST_BATCH).contains(&n)),
             "{lens:?}"
         );
         assert!(batches.windows(2).all(|w| w[0].1 == w[1].0), "{batches:?}");

@@ -26,7 +26,8 @@ pub(crate) type RunIndex = unsafe fn(job: *const (), index: usize);
 ///
 /// A batch of `count` indices is queued as a few such ranges; the thread
 /// that runs a range calls `run`, which looks for sleeping threads between
-/// batches of up to `MAX_BATCH` indices and returns early so that the
+/// batches (of up to `MAX_BATCH` indices, or about a microsecond's worth of
+/// trivial ones) and returns early so that the
 /// thread splits off the upper half (see `PROTOCOL.md`, "Run"). The group counter counts *indices*, so splitting
 /// never touches it.
 #[derive(Clone, Copy)]
