@@ -224,20 +224,23 @@ pub(crate) fn run_indices(
 ) {
     let mut progress = Progress { at: *next, next };
     let mut batch = 1;
-    // Since a spinning thread was first seen: the clock, the index reached then, and the index
-    // at which the clock is read next.
-    let mut probe: Option<(Stopwatch, usize, usize)> = None;
-    // Batches of `MAX_BATCH` or more are timed, to size the next one: a clock started before the
-    // first of them and read once after each, and its reading when the current one started.
-    let mut timer: Option<(Stopwatch, u64)> = None;
+    // One clock for the pace probe and the batch timer, read at most once between two batches.
+    let mut clock = Clock::default();
+    // Since a spinning thread was first seen: the clock's reading then, the index reached then,
+    // and the index at which the pace is judged next.
+    let mut probe: Option<(u64, usize, usize)> = None;
+    // Batches of `MAX_BATCH` or more are timed, to size the next one: the clock's reading when
+    // the current one started.
+    let mut timed_from: Option<u64> = None;
     loop {
         let stop = end.min(progress.at.saturating_add(batch));
-        if batch >= MAX_BATCH && timer.is_none() {
-            timer = Some((Stopwatch::start(), 0));
+        if batch >= MAX_BATCH && timed_from.is_none() {
+            timed_from = Some(clock.read());
         }
         if progress.at < stop {
             clamped_batch(&mut progress, stop, &mut f);
         }
+        clock.next_boundary();
         if end - progress.at < 2 {
             // The last index (if any) runs without another look.
             if progress.at < end {
@@ -252,15 +255,16 @@ pub(crate) fn run_indices(
             match &mut probe {
                 None => {
                     // Time one small batch before deciding.
-                    probe = Some((Stopwatch::start(), progress.at, progress.at + 1));
+                    probe = Some((clock.read(), progress.at, progress.at + 1));
                     batch = 1;
-                    timer = None;
+                    timed_from = None;
                     continue;
                 }
-                Some((watch, from, look)) => {
+                Some((since, from, look)) => {
                     if progress.at >= *look {
                         let done = progress.at - *from;
-                        if worth_splitting(watch.elapsed_nanos(), done, end - progress.at) {
+                        let nanos = clock.read().saturating_sub(*since);
+                        if worth_splitting(nanos, done, end - progress.at) {
                             return;
                         }
                         *look = next_look(*from, progress.at);
@@ -268,11 +272,49 @@ pub(crate) fn run_indices(
                 }
             }
         }
-        let nanos = timer.as_mut().map(|(clock, from)| {
-            let now = clock.elapsed_nanos();
+        let nanos = timed_from.as_mut().map(|from| {
+            let now = clock.read();
             now.saturating_sub(core::mem::replace(from, now))
         });
         batch = next_batch(batch, nanos);
+    }
+}
+
+/// The clock of one [`run_indices`] call: started at its first read, and read at most once
+/// between two batches, where the pace probe and the batch timer may both want it (a read costs
+/// tens of nanoseconds on a VM, many trivial indices' worth).
+#[derive(Default)]
+struct Clock {
+    watch: Option<Stopwatch>,
+    /// This boundary's reading, once taken.
+    reading: Option<u64>,
+}
+
+impl Clock {
+    /// Nanoseconds since the first read (0 at the first): the clock is read once per boundary,
+    /// later calls in the same boundary return the same value.
+    #[inline]
+    fn read(&mut self) -> u64 {
+        let Clock { watch, reading } = self;
+        *reading.get_or_insert_with(|| {
+            #[cfg(all(test, not(freyr_loom)))]
+            if let Some(nanos) = tests::count_clock_read() {
+                return nanos;
+            }
+            match watch {
+                Some(watch) => watch.elapsed_nanos(),
+                None => {
+                    *watch = Some(Stopwatch::start());
+                    0
+                }
+            }
+        })
+    }
+
+    /// A batch ran: the next read reads the clock again.
+    #[inline]
+    fn next_boundary(&mut self) {
+        self.reading = None;
     }
 }
 
@@ -376,6 +418,69 @@ pub(crate) unsafe fn run_body_batch(task: &Task, next: &mut usize, end: usize, s
 mod tests {
     use super::*;
     use std::panic::{self, AssertUnwindSafe};
+
+    std::thread_local! {
+        /// How many times this thread's `run_indices` clocks were read.
+        static CLOCK_READS: core::cell::Cell<usize> = const { core::cell::Cell::new(0) };
+        /// While set, what this thread's `run_indices` clocks read instead of the time.
+        static FAKE_NANOS: core::cell::Cell<Option<u64>> = const { core::cell::Cell::new(None) };
+    }
+
+    /// Counts a read of a `run_indices` clock on this thread; the fake time, if one is set.
+    pub(super) fn count_clock_read() -> Option<u64> {
+        CLOCK_READS.with(|reads| reads.set(reads.get() + 1));
+        FAKE_NANOS.with(core::cell::Cell::get)
+    }
+
+    fn clock_reads() -> usize {
+        CLOCK_READS.with(core::cell::Cell::get)
+    }
+
+    #[test]
+    fn the_clock_is_read_once_per_boundary() {
+        let before = clock_reads();
+        let mut clock = Clock::default();
+        assert_eq!(clock.read(), 0, "the first read starts the clock");
+        std::thread::sleep(std::time::Duration::from_millis(1));
+        assert_eq!(clock.read(), 0, "the same boundary: the same reading");
+        assert_eq!(clock_reads() - before, 1);
+        clock.next_boundary();
+        let later = clock.read();
+        assert!(later > 0 || cfg!(miri), "{later}");
+        assert_eq!(clock.read(), later);
+        assert_eq!(clock_reads() - before, 2);
+    }
+
+    #[test]
+    fn the_pace_probe_and_the_batch_timer_share_a_boundary_s_read() {
+        // A thread spins for work while a range of indices too fast to time (the clock stands
+        // still) runs: the probe looks at doubling counts and never splits, the timer reads the
+        // clock after every batch past the cap and grows the batches. Where both look at one
+        // boundary, one read serves both.
+        FAKE_NANOS.with(|fake| fake.set(Some(0)));
+        let sleep = Sleep::new(1, 1);
+        let _spinner = sleep.searching();
+        let before = clock_reads();
+        let mut next = 0;
+        let mut lens = Vec::new();
+        run_indices(&mut next, 20_000, &sleep, |next, stop| {
+            lens.push(stop - *next);
+            for_each_index(next, stop, |i| {
+                std::hint::black_box(i);
+            });
+        });
+        let reads = clock_reads() - before;
+        FAKE_NANOS.with(|fake| fake.set(None));
+        assert_eq!(next, 20_000);
+        // The probe starts after the first index and times one more; then batches double to
+        // the cap and grow eightfold at a standing clock, to the longest.
+        assert_eq!(lens[..8], [1, 1, 2, 4, 8, 16, 128, 1_024], "{lens:?}");
+        assert!(lens.contains(&MAX_FAST_BATCH), "{lens:?}");
+        // One read per boundary between two batches: the first starts the probe (and the
+        // clock) after the first index, every later one serves the look and the timer due there
+        // (with a read for each, the same run read the clock 18 times).
+        assert_eq!(reads, lens.len() - 1, "{lens:?}");
+    }
 
     /// A batch function that runs `f` per index, as `IndexedJob::run_batch`'s default does.
     fn per_index(mut f: impl FnMut(usize)) -> impl FnMut(&mut usize, usize) {
