@@ -2,7 +2,7 @@
 //! sketch are in `PROTOCOL.md` ("Park and wake"); the step numbers below
 //! refer to it.
 
-use crate::metrics::Counters;
+use crate::metrics::{CachePadded, Counters};
 use freyr_sync::{self as sync, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering, fence};
 
 /// Which condition variable a thread sleeps on.
@@ -65,8 +65,11 @@ pub(crate) struct Sleep {
     /// read by the splitting heuristic only.
     wakeable: AtomicUsize,
     /// Threads in their spin phase now, searching for work (workers and
-    /// group waiters): read by the splitting heuristic only.
-    searching: AtomicUsize,
+    /// group waiters): read by the splitting heuristic only. Every spin phase
+    /// changes it twice, so it has a cache line of its own: the words a
+    /// submitter reads (`sleepers`) stay where they are while threads start
+    /// and stop spinning.
+    searching: CachePadded<AtomicUsize>,
     state: Mutex<State>,
     workers_cv: Condvar,
     waiters_cv: Condvar,
@@ -82,7 +85,7 @@ impl Sleep {
         Sleep {
             sleepers: AtomicUsize::new(0),
             wakeable: AtomicUsize::new(0),
-            searching: AtomicUsize::new(0),
+            searching: CachePadded(AtomicUsize::new(0)),
             state: Mutex::new(State {
                 workers,
                 waiting_workers: 0,
@@ -112,15 +115,15 @@ impl Sleep {
     /// A relaxed hint, never used for correctness.
     #[inline]
     pub(crate) fn has_searchers(&self) -> bool {
-        self.searching.load(Ordering::Relaxed) != 0
+        self.searching.0.load(Ordering::Relaxed) != 0
     }
 
     /// Counts this thread as searching (see [`has_searchers`](Self::has_searchers))
     /// until the returned guard drops.
     #[inline]
     pub(crate) fn searching(&self) -> Searching<'_> {
-        self.searching.fetch_add(1, Ordering::Relaxed);
-        Searching(&self.searching)
+        self.searching.0.fetch_add(1, Ordering::Relaxed);
+        Searching(&self.searching.0)
     }
 
     /// Sleeping workers that a wake may grant a token now: those without one,

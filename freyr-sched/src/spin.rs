@@ -12,6 +12,7 @@
 //! next batch's first range at once and, finding sleepers, splits it and
 //! wakes them.
 
+use crate::metrics::CachePadded;
 use crate::sleep::{Sleep, Sleeper};
 use freyr_sync::{AtomicUsize, Ordering, SpinClock, Stopwatch};
 
@@ -59,7 +60,7 @@ impl Backoff {
     #[inline]
     pub(crate) fn found_work(&mut self, spin: &Spin, mark: &IdleMark) {
         if self.halvings != 0 {
-            let submitted = spin.submissions.load(Ordering::Relaxed) != mark.submissions;
+            let submitted = spin.submissions.0.load(Ordering::Relaxed) != mark.submissions;
             self.found_work_after(submitted, mark.since.elapsed_nanos());
         }
     }
@@ -77,11 +78,15 @@ impl Backoff {
 /// The pool's spin policy and the count of workers spinning now.
 pub(crate) struct Spin {
     /// Workers in their spin phase now (a heuristic: a stale count only lets
-    /// one worker more or less spin, never affects correctness).
-    spinners: AtomicUsize,
+    /// one worker more or less spin, never affects correctness). Changed by
+    /// every spin phase of a worker, at its start and its end, so on a cache
+    /// line apart from `submissions`, which every submission changes: a
+    /// worker that finds a task and leaves its spin phase does not first
+    /// fetch the line the submitter has just taken.
+    spinners: CachePadded<AtomicUsize>,
     /// Submissions so far (not splits), for [`Backoff`]: a relaxed hint that
     /// only sets how long a worker spins, never affects correctness.
-    submissions: AtomicUsize,
+    submissions: CachePadded<AtomicUsize>,
     /// How many workers may spin at once.
     max_spinners: usize,
     /// More threads than cores: rounds yield the CPU instead of busy-waiting,
@@ -95,8 +100,8 @@ impl Spin {
     pub(crate) fn new(workers: usize, cores: usize) -> Self {
         let cores = cores.max(1);
         Spin {
-            spinners: AtomicUsize::new(0),
-            submissions: AtomicUsize::new(0),
+            spinners: CachePadded(AtomicUsize::new(0)),
+            submissions: CachePadded(AtomicUsize::new(0)),
             max_spinners: cores.saturating_sub(1).max(1),
             oversubscribed: workers > cores,
         }
@@ -105,14 +110,14 @@ impl Spin {
     /// Counts a submission of new work (submit step 3; not a split).
     #[inline]
     pub(crate) fn submitted(&self) {
-        self.submissions.fetch_add(1, Ordering::Relaxed);
+        self.submissions.0.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Marks the moment a worker went idle, for [`Backoff::found_work`].
     #[inline]
     pub(crate) fn idle_mark(&self) -> IdleMark {
         IdleMark {
-            submissions: self.submissions.load(Ordering::Relaxed),
+            submissions: self.submissions.0.load(Ordering::Relaxed),
             since: Stopwatch::start(),
         }
     }
@@ -140,8 +145,8 @@ impl Spin {
             return None;
         }
         let counted = kind == Sleeper::Worker;
-        if counted && self.spinners.fetch_add(1, Ordering::Relaxed) >= self.max_spinners {
-            self.spinners.fetch_sub(1, Ordering::Relaxed);
+        if counted && self.spinners.0.fetch_add(1, Ordering::Relaxed) >= self.max_spinners {
+            self.spinners.0.fetch_sub(1, Ordering::Relaxed);
             return None;
         }
         let _searching = sleep.searching();
@@ -162,7 +167,7 @@ impl Spin {
             }
         };
         if counted {
-            self.spinners.fetch_sub(1, Ordering::Relaxed);
+            self.spinners.0.fetch_sub(1, Ordering::Relaxed);
         }
         if found.is_none()
             && let Some(backoff) = backoff
@@ -217,7 +222,7 @@ mod tests {
             Some(1)
         });
         assert_eq!(outer, Some(1));
-        assert_eq!(spin.spinners.load(Ordering::Relaxed), 0);
+        assert_eq!(spin.spinners.0.load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -281,6 +286,6 @@ mod tests {
         );
         assert_eq!(found, None);
         assert!(rounds >= 1, "at least one search round");
-        assert_eq!(spin.spinners.load(Ordering::Relaxed), 0);
+        assert_eq!(spin.spinners.0.load(Ordering::Relaxed), 0);
     }
 }
