@@ -53,14 +53,17 @@ impl Counters {
 
 /// Measures one busy episode: started when a thread finds work after being
 /// idle (or starts an inline batch), stopped when it next finds nothing.
-/// Two clock reads per episode, never per task.
+/// At most two clock reads per episode, never per task: an episode that
+/// starts with work a spinning thread found takes its start from the spin's
+/// last reading instead ([`start_at`](Self::start_at)).
 #[must_use]
 pub(crate) struct BusyClock(Instant);
 
 impl BusyClock {
+    /// Starts the episode at `seen` (a reading taken moments ago), or now.
     #[inline]
-    pub(crate) fn start() -> Self {
-        BusyClock(Instant::now())
+    pub(crate) fn start_at(seen: Option<Instant>) -> Self {
+        BusyClock(seen.unwrap_or_else(Instant::now))
     }
     /// Adds the episode's length to `counters`.
     #[inline]
@@ -81,7 +84,9 @@ impl BusyClock {
 ///   or its own share of a `parallel_for`) and ends the next time it finds
 ///   nothing. It covers running tasks and the queue operations between
 ///   back-to-back tasks; it excludes searching in vain, spinning and
-///   sleeping. Measured with two clock reads per episode, not per task. A
+///   sleeping. Measured with at most two clock reads per episode, not per
+///   task (an episode that starts with a spinning thread's find is dated
+///   from the spin's last reading, at most one search round early). A
 ///   task still running at snapshot time is not counted yet.
 ///
 /// # Examples

@@ -5,6 +5,7 @@
 use core::cell::Cell;
 use core::ptr;
 use std::panic::{self, AssertUnwindSafe};
+use std::time::Instant;
 
 use crate::group_inner::GroupInner;
 use crate::lcg::Lcg;
@@ -87,6 +88,13 @@ fn with_producer_lcg<R>(f: impl FnOnce(&mut Lcg) -> R) -> R {
 /// already open: a wait, inline batch or `parallel_for` nested inside a task
 /// is part of that task's episode, and is not counted twice.
 pub(crate) fn open_episode() -> Option<BusyClock> {
+    open_episode_at(None)
+}
+
+/// [`open_episode`], dated `seen` (a clock reading taken moments ago, such
+/// as a spin phase's last: no clock read between finding a task and running
+/// it) or, for `None`, now.
+fn open_episode_at(seen: Option<Instant>) -> Option<BusyClock> {
     CONTEXT.with(|cell| {
         let mut context = cell.get();
         if context.busy {
@@ -94,7 +102,7 @@ pub(crate) fn open_episode() -> Option<BusyClock> {
         }
         context.busy = true;
         cell.set(context);
-        Some(BusyClock::start())
+        Some(BusyClock::start_at(seen))
     })
 }
 
@@ -351,17 +359,18 @@ impl Shared {
         }
     }
 
-    /// Runs `task`, opening a busy episode first if none is open.
+    /// Runs `task`, opening a busy episode first if none is open (dated
+    /// `seen`, or now: see [`open_episode_at`]).
     #[inline]
     fn run_in_episode(
         &self,
         task: Task,
         slot: usize,
         lcg: &mut Lcg,
-        episode: &mut Option<BusyClock>,
+        (episode, seen): (&mut Option<BusyClock>, Option<Instant>),
     ) {
         if episode.is_none() {
-            *episode = open_episode();
+            *episode = open_episode_at(seen);
         }
         self.run(task, slot, lcg);
     }
@@ -375,7 +384,7 @@ impl Shared {
         let mut episode = None;
         'help: while !group.is_done() {
             if let Some(task) = self.find_task(me, slot, &mut lcg) {
-                self.run_in_episode(task, slot, &mut lcg, &mut episode);
+                self.run_in_episode(task, slot, &mut lcg, (&mut episode, None));
                 continue;
             }
             close_episode(episode.take(), counters);
@@ -386,11 +395,11 @@ impl Shared {
                 self.find_task(me, slot, &mut lcg).map(Some)
             });
             match spun {
-                Some(Some(task)) => {
-                    self.run_in_episode(task, slot, &mut lcg, &mut episode);
+                Some((Some(task), seen)) => {
+                    self.run_in_episode(task, slot, &mut lcg, (&mut episode, seen));
                     continue 'help;
                 }
-                Some(None) => break 'help,
+                Some((None, _)) => break 'help,
                 None => {}
             }
             if !group.announce_sleeper() {
@@ -455,7 +464,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             if let Some(mark) = idle.take() {
                 backoff.found_work(&shared.spin, &mark);
             }
-            shared.run_in_episode(task, index, &mut lcg, &mut episode);
+            shared.run_in_episode(task, index, &mut lcg, (&mut episode, None));
             continue;
         }
         close_episode(episode.take(), counters);
@@ -467,11 +476,11 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             .spin(Sleeper::Worker, &shared.sleep, Some(&mut backoff), || {
                 shared.find_task(Some(index), index, &mut lcg)
             });
-        if let Some(task) = spun {
+        if let Some((task, seen)) = spun {
             if let Some(mark) = idle.take() {
                 backoff.found_work(&shared.spin, &mark);
             }
-            shared.run_in_episode(task, index, &mut lcg, &mut episode);
+            shared.run_in_episode(task, index, &mut lcg, (&mut episode, seen));
             continue;
         }
         if shared.is_shut_down() {
@@ -479,7 +488,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             // this search sees whatever was queued before it; exit only
             // when it finds nothing.
             if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
-                shared.run_in_episode(task, index, &mut lcg, &mut episode);
+                shared.run_in_episode(task, index, &mut lcg, (&mut episode, None));
                 continue;
             }
             break;

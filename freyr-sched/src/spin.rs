@@ -12,6 +12,8 @@
 //! next batch's first range at once and, finding sleepers, splits it and
 //! wakes them.
 
+use std::time::Instant;
+
 use crate::metrics::CachePadded;
 use crate::sleep::{Sleep, Sleeper};
 use freyr_sync::{AtomicUsize, Ordering, SpinClock, Stopwatch};
@@ -134,13 +136,19 @@ impl Spin {
     /// A worker passes its `backoff`: the phase lasts the budget it says, and
     /// one that runs out shortens the next. A group waiter passes `None` and
     /// spins the full budget.
+    ///
+    /// With what it found, it returns the phase's last clock reading (its
+    /// start or its last budget check: at most one search round before the
+    /// find; `None` in a build without a clock), so that a thread that goes
+    /// on to run what it found can date the start of its busy episode without
+    /// reading the clock again between the find and the run.
     pub(crate) fn spin<R>(
         &self,
         kind: Sleeper,
         sleep: &Sleep,
         backoff: Option<&mut Backoff>,
         mut search: impl FnMut() -> Option<R>,
-    ) -> Option<R> {
+    ) -> Option<(R, Option<Instant>)> {
         if !SpinClock::SPINS {
             return None;
         }
@@ -160,7 +168,7 @@ impl Spin {
         let found = loop {
             clock.pause();
             if let Some(found) = search() {
-                break Some(found);
+                break Some((found, clock.last_read()));
             }
             if clock.spent() {
                 break None;
@@ -192,6 +200,47 @@ impl Spin {
 mod tests {
     use super::*;
 
+    /// What a phase found, without its clock reading.
+    fn found<R>(spun: Option<(R, Option<Instant>)>) -> Option<R> {
+        spun.map(|(found, _)| found)
+    }
+
+    #[test]
+    fn a_find_comes_with_the_phase_s_last_clock_reading() {
+        let spin = Spin::new(2, 2);
+        let sleep = Sleep::new(1, 1);
+        // Found in the first round: the reading is the phase's start.
+        let before = Instant::now();
+        let (value, seen) = spin
+            .spin(Sleeper::Worker, &sleep, None, || Some(3))
+            .unwrap();
+        let after = Instant::now();
+        let seen = seen.expect("a std build reads the clock");
+        assert_eq!(value, 3);
+        assert!(before <= seen && seen <= after);
+        // Found in the second round: the reading is the budget check after the first, taken
+        // after the phase started and before the find. (Under Miri a phase is one round; on a
+        // loaded machine one may end before its second round: tried again.)
+        if cfg!(miri) {
+            return;
+        }
+        for _ in 0..1_000 {
+            let start = Instant::now();
+            let mut rounds = 0;
+            let mut at_find = None;
+            let spun = spin.spin(Sleeper::GroupWaiter, &sleep, None, || {
+                rounds += 1;
+                (rounds == 2).then(|| at_find = Some(Instant::now()))
+            });
+            if let Some(((), seen)) = spun {
+                let (seen, at_find) = (seen.unwrap(), at_find.unwrap());
+                assert!(start <= seen && seen <= at_find, "{seen:?} {at_find:?}");
+                return;
+            }
+        }
+        panic!("no phase of 1,000 reached its second round");
+    }
+
     #[test]
     fn one_spinner_per_core_besides_the_callers_and_at_least_one() {
         assert_eq!(Spin::new(2, 2).max_spinners(), 1);
@@ -211,17 +260,17 @@ mod tests {
             let second = spin.spin(Sleeper::Worker, &sleep, None, || -> Option<()> {
                 panic!("a worker beyond the limit must not search")
             });
-            assert_eq!(second, None);
+            assert!(second.is_none());
             // ...but a group waiter spins anyway (its first round always
             // searches, whatever the budget).
             let waiter = spin.spin(Sleeper::GroupWaiter, &sleep, None, || {
                 waiter_rounds += 1;
                 Some(7)
             });
-            assert_eq!((waiter, waiter_rounds), (Some(7), 1));
+            assert_eq!((found(waiter), waiter_rounds), (Some(7), 1));
             Some(1)
         });
-        assert_eq!(outer, Some(1));
+        assert_eq!(found(outer), Some(1));
         assert_eq!(spin.spinners.0.load(Ordering::Relaxed), 0);
     }
 
@@ -231,18 +280,18 @@ mod tests {
         let sleep = Sleep::new(1, 1);
         let mut backoff = Backoff::default();
         for expected in 1..=MAX_HALVINGS + 2 {
-            let found = spin.spin(
+            let spun = spin.spin(
                 Sleeper::Worker,
                 &sleep,
                 Some(&mut backoff),
                 || -> Option<()> { None },
             );
-            assert_eq!(found, None);
+            assert!(spun.is_none());
             assert_eq!(backoff.halvings(), expected.min(MAX_HALVINGS));
         }
         // A phase that finds work leaves the budget as it is.
         assert_eq!(
-            spin.spin(Sleeper::Worker, &sleep, Some(&mut backoff), || Some(())),
+            found(spin.spin(Sleeper::Worker, &sleep, Some(&mut backoff), || Some(()))),
             Some(())
         );
         assert_eq!(backoff.halvings(), MAX_HALVINGS);
@@ -258,11 +307,11 @@ mod tests {
         backoff.found_work_after(true, SHORT_IDLE_NANOS / 2);
         assert_eq!(backoff.halvings(), 0);
         // ...and a group waiter's phases (no backoff) spin in full and change nothing.
-        assert_eq!(
+        assert!(
             spin.spin(Sleeper::GroupWaiter, &sleep, None, || -> Option<()> {
                 None
-            }),
-            None
+            })
+            .is_none()
         );
         assert_eq!(backoff.halvings(), 0);
     }
@@ -272,7 +321,7 @@ mod tests {
         let spin = Spin::new(2, 2);
         let sleep = Sleep::new(1, 1);
         let mut rounds = 0u64;
-        let found = spin.spin(Sleeper::Worker, &sleep, None, || -> Option<()> {
+        let spun = spin.spin(Sleeper::Worker, &sleep, None, || -> Option<()> {
             assert!(
                 sleep.has_searchers(),
                 "a spinning thread counts as searching"
@@ -284,7 +333,7 @@ mod tests {
             !sleep.has_searchers(),
             "and stops counting when its phase ends"
         );
-        assert_eq!(found, None);
+        assert!(spun.is_none());
         assert!(rounds >= 1, "at least one search round");
         assert_eq!(spin.spinners.0.load(Ordering::Relaxed), 0);
     }

@@ -30,8 +30,12 @@ impl SpinClock {
         SpinClock
     }
     /// Always `true`: the phase is spent before it starts.
-    pub fn spent(&self) -> bool {
+    pub fn spent(&mut self) -> bool {
         true
+    }
+    /// `None`: no clock under loom.
+    pub fn last_read(&self) -> Option<std::time::Instant> {
+        None
     }
     /// A yield, so loom schedules another thread.
     pub fn pause(&mut self) {

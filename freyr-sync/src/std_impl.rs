@@ -165,6 +165,8 @@ const HINTS_PER_ROUND: u32 = 2;
 /// ```
 pub struct SpinClock {
     start: Instant,
+    /// The clock's last reading: the phase's start, then each [`spent`](Self::spent) check's.
+    last: Instant,
     budget: Duration,
     yielding: bool,
 }
@@ -197,17 +199,37 @@ impl SpinClock {
         } else {
             SPIN_BUDGET
         };
+        let start = Instant::now();
         SpinClock {
-            start: Instant::now(),
+            start,
+            last: start,
             budget: full
                 .checked_div(1 << halvings.min(31))
                 .unwrap_or(Duration::ZERO),
             yielding: oversubscribed,
         }
     }
-    /// Whether the phase used its budget.
-    pub fn spent(&self) -> bool {
-        self.start.elapsed() >= self.budget
+    /// Whether the phase used its budget (reads the clock).
+    pub fn spent(&mut self) -> bool {
+        self.last = Instant::now();
+        self.last.duration_since(self.start) >= self.budget
+    }
+    /// When the phase last read the clock (its start, or its last [`spent`](Self::spent)
+    /// check), for a caller that needs a time close to now without reading the clock again:
+    /// a thread that finds work in a search round takes this as the moment it found it, at
+    /// most one round early. `None` where the build has no clock (loom).
+    ///
+    /// ```
+    /// let before = std::time::Instant::now();
+    /// let mut clock = freyr_sync::SpinClock::start(false);
+    /// let started = clock.last_read().unwrap();
+    /// assert!(started >= before);
+    /// clock.spent();
+    /// assert!(clock.last_read().unwrap() >= started);
+    /// ```
+    #[inline]
+    pub fn last_read(&self) -> Option<Instant> {
+        Some(self.last)
     }
     /// Waits between two search rounds.
     pub fn pause(&mut self) {
