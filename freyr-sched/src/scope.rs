@@ -1,13 +1,16 @@
 //! Scoped task groups: tasks that borrow from the caller's stack.
 
+use core::cell::UnsafeCell;
 use core::fmt;
 use core::marker::PhantomData;
+use core::mem::MaybeUninit;
+use core::sync::atomic::{AtomicUsize, Ordering};
 use std::panic::{self, AssertUnwindSafe};
 
 use crate::group::TaskGroup;
 use crate::job::run_body_batch;
 use crate::pool::ThreadPool;
-use crate::task::Task;
+use crate::task::{RunIndex, Task};
 
 /// A scope opened by [`ThreadPool::scope`]: tasks spawned into it may borrow
 /// anything that outlives the scope (`'scope`), and may spawn more tasks into
@@ -37,16 +40,58 @@ use crate::task::Task;
 pub struct Scope<'scope, 'env: 'scope> {
     pool: &'scope ThreadPool,
     group: TaskGroup,
+    /// Room for the first [`INLINE_SPAWNS`] spawned closures small enough to
+    /// fit, so a scope of a few small spawns (a fork-join) allocates nothing.
+    inline: [InlineSlot; INLINE_SPAWNS],
+    /// Slots handed out so far (it may count past the last slot: a spawn
+    /// that finds none left boxes its closure).
+    inline_taken: AtomicUsize,
     /// Invariant in `'scope` and `'env`, like `std::thread::Scope`.
     scope: PhantomData<&'scope mut &'scope ()>,
     env: PhantomData<&'env mut &'env ()>,
 }
 
-/// A spawned closure and the scope it runs in, boxed together so a queued
-/// task needs one pointer.
+// SAFETY: the only non-`Sync`/`Send` parts are the inline slots. Each slot
+// is handed to one spawn (`inline_taken`'s fetch-add gives every index to
+// one caller), which writes a `Send` closure into it before queueing the
+// task that reads it: the queue's release/acquire hand-off orders the write
+// before the read, and that task is the slot's only reader (it runs once).
+// Nothing else touches a slot, so sharing or moving the scope between
+// threads races on none.
+unsafe impl Sync for Scope<'_, '_> {}
+// SAFETY: as for `Sync`; a scope is moved only while no task borrows it,
+// when its slots hold nothing live (every closure written was moved out by
+// its task, which `ThreadPool::scope` waited for).
+unsafe impl Send for Scope<'_, '_> {}
+
+/// How many spawns per scope may keep their closure inside the scope.
+const INLINE_SPAWNS: usize = 2;
+
+/// Bytes of one inline slot: a closure of up to five pointer-sized
+/// captures, with its scope pointer.
+const INLINE_BYTES: usize = 48;
+
+/// Storage for one spawned closure inside its scope.
+#[repr(C, align(16))]
+struct InlineSlot(UnsafeCell<MaybeUninit<[u8; INLINE_BYTES]>>);
+
+impl InlineSlot {
+    const fn new() -> Self {
+        InlineSlot(UnsafeCell::new(MaybeUninit::uninit()))
+    }
+}
+
+/// A spawned closure and the scope it runs in, stored together (in a scope
+/// slot or a box) so a queued task needs one pointer.
 struct Spawned<'scope, 'env, F> {
     scope: *const Scope<'scope, 'env>,
     f: F,
+}
+
+impl<F> Spawned<'_, '_, F> {
+    /// Whether it fits an inline slot (size and alignment).
+    const FITS_INLINE: bool =
+        size_of::<Self>() <= INLINE_BYTES && align_of::<Self>() <= align_of::<InlineSlot>();
 }
 
 impl ThreadPool {
@@ -92,6 +137,8 @@ impl ThreadPool {
         let scope = Scope {
             pool: self,
             group: TaskGroup::new(),
+            inline: [const { InlineSlot::new() }; INLINE_SPAWNS],
+            inline_taken: AtomicUsize::new(0),
             scope: PhantomData,
             env: PhantomData,
         };
@@ -113,9 +160,11 @@ impl ThreadPool {
 
 impl<'scope, 'env> Scope<'scope, 'env> {
     /// Queues `f` to run on the pool (inline at once for a pool of one). `f`
-    /// receives the scope, so it can spawn more tasks into it. One heap
-    /// allocation per call (the boxed closure); use
-    /// [`spawn_indexed`](Self::spawn_indexed) for allocation-free batches.
+    /// receives the scope, so it can spawn more tasks into it. The first two
+    /// spawns of a scope whose closures capture at most five words or so are
+    /// kept inside the scope; every other call allocates once (the boxed
+    /// closure). Use [`spawn_indexed`](Self::spawn_indexed) for
+    /// allocation-free batches.
     ///
     /// A panic in `f` is caught and re-raised by [`ThreadPool::scope`].
     ///
@@ -146,20 +195,44 @@ impl<'scope, 'env> Scope<'scope, 'env> {
             self.pool.current_counters().add_run(1);
             return;
         };
-        let job = Box::into_raw(Box::new(Spawned { scope: self, f }));
+        let spawned = Spawned { scope: self, f };
+        let slot = if Spawned::<F>::FITS_INLINE {
+            // Relaxed: the claim only has to be unique; the task that reads the
+            // slot is ordered after the write by the queue.
+            self.inline
+                .get(self.inline_taken.fetch_add(1, Ordering::Relaxed))
+        } else {
+            None
+        };
+        let (job, body): (*const (), RunIndex) = match slot {
+            Some(slot) => {
+                let job = slot.0.get().cast::<Spawned<'scope, 'env, F>>();
+                // SAFETY: the slot was handed to this call alone (the fetch-add
+                // above) and is never written again; it is large and aligned
+                // enough for the closure (`FITS_INLINE`), and the scope that
+                // holds it outlives the task (`ThreadPool::scope` waits).
+                unsafe { job.write(spawned) };
+                (job.cast_const().cast(), run_inline::<'scope, 'env, F>)
+            }
+            None => (
+                Box::into_raw(Box::new(spawned)).cast_const().cast(),
+                run_boxed::<'scope, 'env, F>,
+            ),
+        };
         let task = Task {
             run: run_body_batch,
-            job: job.cast_const().cast::<()>(),
-            body: Some(run_spawned::<'scope, 'env, F>),
+            job,
+            body: Some(body),
             start: 0,
             end: 1,
             group: self.group.inner(),
         };
-        // SAFETY: `job` is a fresh Box that `run_spawned` frees exactly once
-        // (the task has exactly one index); the closure is `Send`; the scope
-        // (and with it the group) outlives the task because
-        // `ThreadPool::scope` waits for the group before returning, on every
-        // path.
+        // SAFETY: `job` holds the closure (in a slot of this scope or a fresh
+        // Box) and `body` is the trampoline that moves it out (and frees the
+        // box) exactly once, the task having exactly one index; the closure
+        // is `Send`; the scope (and with it the group and the slot) outlives
+        // the task because `ThreadPool::scope` waits for the group before
+        // returning, on every path.
         unsafe { shared.submit_one(self.group.inner(), task) };
     }
 
@@ -201,19 +274,39 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     }
 }
 
-/// Runs a boxed scoped closure: the trampoline behind [`Scope::spawn`].
+/// Runs a boxed scoped closure: a trampoline behind [`Scope::spawn`].
 ///
 /// # Safety
 ///
 /// `job` must come from `Box::into_raw(Box<Spawned<'scope, 'env, F>>)` in
 /// `Scope::spawn`, and this must be its only call; the scope must be alive.
-unsafe fn run_spawned<'scope, 'env: 'scope, F>(job: *const (), _index: usize)
+unsafe fn run_boxed<'scope, 'env: 'scope, F>(job: *const (), _index: usize)
 where
     F: FnOnce(&'scope Scope<'scope, 'env>) + Send + 'scope,
 {
     // SAFETY: per the contract, `job` is the unique owner of the box.
     let spawned = unsafe { Box::from_raw(job.cast_mut().cast::<Spawned<'scope, 'env, F>>()) };
     let Spawned { scope, f } = *spawned;
+    // SAFETY: the scope outlives its tasks (`ThreadPool::scope` waits).
+    f(unsafe { &*scope });
+}
+
+/// Runs a scoped closure kept in its scope's inline slot: a trampoline
+/// behind [`Scope::spawn`].
+///
+/// # Safety
+///
+/// `job` must point to the slot `Scope::spawn` wrote a
+/// `Spawned<'scope, 'env, F>` into, and this must be its only call; the scope
+/// must be alive.
+unsafe fn run_inline<'scope, 'env: 'scope, F>(job: *const (), _index: usize)
+where
+    F: FnOnce(&'scope Scope<'scope, 'env>) + Send + 'scope,
+{
+    // SAFETY: per the contract, the slot holds an initialised closure that
+    // nothing else reads or writes; moving it out leaves the slot unused for
+    // good (it is never handed out again).
+    let Spawned { scope, f } = unsafe { job.cast::<Spawned<'scope, 'env, F>>().read() };
     // SAFETY: the scope outlives its tasks (`ThreadPool::scope` waits).
     f(unsafe { &*scope });
 }
@@ -287,6 +380,65 @@ mod tests {
             }
         });
         assert_eq!(inner.load(Ordering::Relaxed), 16);
+    }
+
+    /// Counts its drops.
+    struct Tally<'a>(&'a AtomicUsize);
+
+    impl Drop for Tally<'_> {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// A value whose alignment no inline slot has.
+    #[repr(align(64))]
+    struct Aligned(u8);
+
+    #[test]
+    fn closures_kept_in_the_scope_or_boxed_each_run_and_drop_once() {
+        const { assert!(super::Spawned::<[usize; 2]>::FITS_INLINE) };
+        const { assert!(!super::Spawned::<[usize; 16]>::FITS_INLINE) };
+        const { assert!(!super::Spawned::<Aligned>::FITS_INLINE) };
+        for workers in [1, 2, 4] {
+            let pool = ThreadPool::new(workers);
+            let (runs, drops) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let (runs, drops) = (&runs, &drops);
+            // Small closures (more than there are slots), large ones and over-aligned ones,
+            // spawned from the caller and from tasks, some of them panicking: each runs once,
+            // and every value it captured is dropped once.
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                pool.scope(|s| {
+                    for i in 0..6 {
+                        let tally = Tally(drops);
+                        s.spawn(move |s| {
+                            let _tally = tally;
+                            runs.fetch_add(1, Ordering::Relaxed);
+                            let tally = Tally(drops);
+                            s.spawn(move |_| {
+                                let _tally = tally;
+                                runs.fetch_add(1, Ordering::Relaxed);
+                            });
+                            assert!(i != 3, "task 3 fails");
+                        });
+                        let (big, tally) = ([i; 16], Tally(drops));
+                        s.spawn(move |_| {
+                            let _tally = tally;
+                            runs.fetch_add(big[0] - i + 1, Ordering::Relaxed);
+                        });
+                        let (aligned, tally) = (Aligned(1), Tally(drops));
+                        s.spawn(move |_| {
+                            let _tally = tally;
+                            runs.fetch_add(usize::from(aligned.0), Ordering::Relaxed);
+                        });
+                    }
+                });
+            }));
+            let payload = caught.unwrap_err();
+            assert_eq!(payload.downcast_ref::<&str>(), Some(&"task 3 fails"));
+            assert_eq!(runs.load(Ordering::Relaxed), 6 * 4, "workers = {workers}");
+            assert_eq!(drops.load(Ordering::Relaxed), 6 * 4, "workers = {workers}");
+        }
     }
 
     #[test]

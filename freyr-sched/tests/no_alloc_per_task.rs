@@ -1,6 +1,8 @@
 //! Dispatching chunk tasks through `submit_indexed` or `submit_job` performs no heap allocation
 //! per task: with a counting global allocator, dispatching (and waiting for) 10,000 tasks
-//! allocates no more than dispatching 100 does, plus a small constant, on every pool size.
+//! allocates no more than dispatching 100 does, plus a small constant, on every pool size. And a
+//! fork-join through a scope (two small spawns) allocates nothing: its closures are kept in the
+//! scope.
 //!
 //! This binary holds a single test because the allocator counts process-wide.
 
@@ -148,6 +150,47 @@ fn dispatch_allocates_nothing_per_task(workers: usize, path: Path) {
     );
 }
 
+/// 100 scopes of two small spawns each allocate no more than the slack in all (boxed closures
+/// would make 200 allocations); a scope's third spawn still boxes its closure.
+fn scope_fork_join_allocates_nothing(workers: usize) {
+    let pool = ThreadPool::new(workers);
+    let ran = AtomicUsize::new(0);
+    let fork_join = |spawns: usize| {
+        pool.scope(|s| {
+            for _ in 0..spawns {
+                let ran = &ran;
+                s.spawn(move |_| {
+                    ran.fetch_add(1, Ordering::Relaxed);
+                });
+            }
+        });
+    };
+    for _ in 0..10 {
+        fork_join(2);
+    }
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    for _ in 0..100 {
+        fork_join(2);
+    }
+    let two = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    let before = ALLOCATIONS.load(Ordering::SeqCst);
+    for _ in 0..100 {
+        fork_join(3);
+    }
+    let three = ALLOCATIONS.load(Ordering::SeqCst) - before;
+    assert_eq!(ran.load(Ordering::Relaxed), 20 + 200 + 300);
+    assert!(
+        two <= CONSTANT_SLACK,
+        "{workers} workers: 100 scopes of two small spawns allocated {two} times"
+    );
+    if workers > 1 {
+        assert!(
+            three >= 100,
+            "{workers} workers: the third spawns allocated {three} times"
+        );
+    }
+}
+
 #[test]
 fn chunk_task_dispatch_allocates_nothing_per_task() {
     // One test for every size: a second test finishing would make the harness allocate while
@@ -157,5 +200,6 @@ fn chunk_task_dispatch_allocates_nothing_per_task() {
         for path in [Path::SubmitIndexed, Path::SubmitJob] {
             dispatch_allocates_nothing_per_task(workers, path);
         }
+        scope_fork_join_allocates_nothing(workers);
     }
 }
