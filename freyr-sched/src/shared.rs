@@ -367,7 +367,8 @@ impl Shared {
         task: Task,
         slot: usize,
         lcg: &mut Lcg,
-        (episode, seen): (&mut Option<BusyClock>, Option<Instant>),
+        episode: &mut Option<BusyClock>,
+        seen: Option<Instant>,
     ) {
         if episode.is_none() {
             *episode = open_episode_at(seen);
@@ -384,7 +385,7 @@ impl Shared {
         let mut episode = None;
         'help: while !group.is_done() {
             if let Some(task) = self.find_task(me, slot, &mut lcg) {
-                self.run_in_episode(task, slot, &mut lcg, (&mut episode, None));
+                self.run_in_episode(task, slot, &mut lcg, &mut episode, None);
                 continue;
             }
             close_episode(episode.take(), counters);
@@ -396,7 +397,7 @@ impl Shared {
             });
             match spun {
                 Some((Some(task), seen)) => {
-                    self.run_in_episode(task, slot, &mut lcg, (&mut episode, seen));
+                    self.run_in_episode(task, slot, &mut lcg, &mut episode, seen);
                     continue 'help;
                 }
                 Some((None, _)) => break 'help,
@@ -464,7 +465,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             if let Some(mark) = idle.take() {
                 backoff.found_work(&shared.spin, &mark);
             }
-            shared.run_in_episode(task, index, &mut lcg, (&mut episode, None));
+            shared.run_in_episode(task, index, &mut lcg, &mut episode, None);
             continue;
         }
         close_episode(episode.take(), counters);
@@ -480,7 +481,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             if let Some(mark) = idle.take() {
                 backoff.found_work(&shared.spin, &mark);
             }
-            shared.run_in_episode(task, index, &mut lcg, (&mut episode, seen));
+            shared.run_in_episode(task, index, &mut lcg, &mut episode, seen);
             continue;
         }
         if shared.is_shut_down() {
@@ -488,7 +489,7 @@ pub(crate) fn worker_main(shared: sync::Arc<Shared>, index: usize, pin: bool) {
             // this search sees whatever was queued before it; exit only
             // when it finds nothing.
             if let Some(task) = shared.find_task(Some(index), index, &mut lcg) {
-                shared.run_in_episode(task, index, &mut lcg, (&mut episode, None));
+                shared.run_in_episode(task, index, &mut lcg, &mut episode, None);
                 continue;
             }
             break;
