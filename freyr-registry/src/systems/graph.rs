@@ -4,8 +4,8 @@
 //!  phase:  f0 f1 [E0] f2 f3 f4 [E1] f5          fN: function systems, [Ek]: exclusive systems
 //!  segment 0 = {f0, f1}, segment 1 = {f2, f3, f4}, segment 2 = {f5}
 //!  per segment, edges:  declared (before / after, by system or set name)
-//!                       + for each conflicting pair i < j (registration order) not already
-//!                         ordered by a path: i -> j
+//!                       + for each conflicting pair i < j (registration order; per j, the
+//!                         nearest i first) not already ordered by a path: i -> j
 //! ```
 //!
 //! Exclusive systems (`&mut Registry`) conflict with everything, so they cut the phase into
@@ -144,7 +144,10 @@ pub enum ScheduleError {
         /// The name.
         name: String,
     },
-    /// Function systems are added between updates, not while one runs.
+    /// Function systems are added, and set orders declared, between updates, not while one
+    /// runs; a phase's graph is checked or printed
+    /// ([`Registry::check_schedule`](crate::Registry::check_schedule),
+    /// [`Registry::schedule_graph`](crate::Registry::schedule_graph)) outside that phase's run.
     DuringUpdate,
 }
 
@@ -177,7 +180,8 @@ impl fmt::Display for ScheduleError {
             ),
             ScheduleError::DuringUpdate => write!(
                 f,
-                "function systems are added between updates, not from a running system"
+                "function systems are added, and a phase's graph resolved, between updates, \
+                 not from a running system"
             ),
         }
     }
@@ -422,6 +426,16 @@ pub(crate) fn check_declared(
     nodes: &[FnNode],
     set_orders: &[(String, String)],
 ) -> Result<(), ScheduleError> {
+    // A system declared to run before or after itself (by its own name, not through a set it
+    // is in: that orders it against the set's other members) is a cycle of one.
+    for node in nodes {
+        let name = &node.config.name;
+        if node.config.before.contains(name) || node.config.after.contains(name) {
+            return Err(ScheduleError::Cycle {
+                systems: vec![name.clone()],
+            });
+        }
+    }
     let (edges, _) = declared_edges(nodes, set_orders);
     for (a, b, _) in &edges {
         if nodes[*a].segment > nodes[*b].segment {
@@ -528,8 +542,12 @@ pub(crate) fn resolve(
                 reach.add_edge(a, b);
             }
         }
+        // Nearest earlier system first: once `j` waits for a conflicting `i`, every system
+        // that `i` already waits for reaches `j` through it and needs no edge of its own; the
+        // order is the same either way. (Farthest first, `n` systems writing one type got an
+        // edge per pair: n^2 / 2 edges to resolve and to count down every tick.)
         for j in 0..n {
-            for i in 0..j {
+            for i in (0..j).rev() {
                 if reach.get(i, j) || reach.get(j, i) {
                     continue;
                 }

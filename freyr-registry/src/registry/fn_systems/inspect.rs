@@ -16,7 +16,9 @@ impl Registry {
     ///
     /// # Errors
     ///
-    /// [`ScheduleError::UnknownName`] for the first name that matches nothing.
+    /// [`ScheduleError::UnknownName`] for the first name that matches nothing;
+    /// [`ScheduleError::DuringUpdate`] for the phase that is running (from one of its
+    /// exclusive systems), whose graph is in use.
     ///
     /// # Examples
     ///
@@ -34,6 +36,9 @@ impl Registry {
     /// ));
     /// ```
     pub fn check_schedule(&mut self, phase: Phase) -> Result<(), ScheduleError> {
+        if self.in_update && self.phase == Some(phase) {
+            return Err(ScheduleError::DuringUpdate);
+        }
         let exclusive = self.system_count(phase) - self.fn_systems[phase.index()].nodes.len();
         let schedule = &mut self.fn_systems[phase.index()];
         if schedule.segments.is_none() || schedule.exclusive != exclusive {
@@ -137,7 +142,8 @@ impl Registry {
                 }
             }
         }
-        let quote = |s: &str| s.replace('"', "\\\"");
+        // Backslashes first: a name ending in one would otherwise escape the closing quote.
+        let quote = |s: &str| s.replace('\\', "\\\\").replace('"', "\\\"");
         let mut out = String::new();
         match format {
             GraphFormat::Dot => {

@@ -295,7 +295,13 @@ impl Registry {
             }
             return;
         }
+        // The schedule is taken out while its segments run (they need it and the registry at
+        // once), and put back while each exclusive system runs, so that the exclusive system
+        // sees its phase's function systems (`system_count`, `system_access`) and
+        // `shuffle_system_starts` reaches them. `held` says where it is when a panic ends the
+        // phase.
         let mut schedule = core::mem::take(&mut self.fn_systems[phase.index()]);
+        let mut held = true;
         let ran = panic::catch_unwind(AssertUnwindSafe(|| {
             if schedule.segments.is_none() || schedule.exclusive != systems.len() {
                 match graph::resolve(&schedule.nodes, &schedule.set_orders, systems.len()) {
@@ -312,12 +318,19 @@ impl Registry {
                 if let Some(system) = systems.get_mut(k) {
                     #[cfg(feature = "tracing")]
                     let _system = freyr_profile::spans::system(system.name()).entered();
+                    self.fn_systems[phase.index()] = core::mem::take(&mut schedule);
+                    held = false;
                     system.update(self, dt);
+                    // `add_fn_system`, `order_sets` and `check_schedule` refuse during the
+                    // phase, so the schedule is as it was left (but for the shuffle seed).
+                    schedule = core::mem::take(&mut self.fn_systems[phase.index()]);
+                    held = true;
                 }
             }
         }));
-        // `add_fn_system` refuses during an update, so nothing was added meanwhile.
-        self.fn_systems[phase.index()] = schedule;
+        if held {
+            self.fn_systems[phase.index()] = schedule;
+        }
         if let Err(payload) = ran {
             panic::resume_unwind(payload);
         }
