@@ -98,23 +98,28 @@ impl SnapshotRing {
     }
 
     /// Restores `registry` to `tick` (see [`Registry::restore`]) and forgets the snapshots of
-    /// later ticks, which belong to the timeline being replaced.
+    /// later ticks, which belong to the timeline being replaced (also when the restore then
+    /// re-raises the panic of a replaced value's `Drop`: the registry is restored by then).
     ///
     /// # Errors
     ///
     /// [`SnapshotError::TickNotInRing`] if no slot holds `tick`;
     /// [`SnapshotError::Incomplete`] if its push panicked; otherwise as [`Registry::restore`].
     pub fn restore(&mut self, registry: &mut Registry, tick: u64) -> Result<(), SnapshotError> {
-        let snapshot = self
-            .get(tick)
-            .ok_or(SnapshotError::TickNotInRing { tick })?;
-        registry.restore(snapshot)?;
-        for held in self.ticks.iter_mut() {
-            if held.is_some_and(|t| t > tick) {
-                *held = None;
-            }
+        let slot = self.slot(tick);
+        if self.ticks[slot] != Some(tick) {
+            return Err(SnapshotError::TickNotInRing { tick });
         }
-        Ok(())
+        let ticks = &mut self.ticks;
+        // Forgotten as soon as the registry is restored: a replaced value's `Drop` may panic
+        // after that, and the later ticks belong to the replaced timeline all the same.
+        registry.restore_then(&self.slots[slot], &mut || {
+            for held in ticks.iter_mut() {
+                if held.is_some_and(|t| t > tick) {
+                    *held = None;
+                }
+            }
+        })
     }
 
     /// The ticks the ring can restore, oldest first (a slot whose push panicked is left out).

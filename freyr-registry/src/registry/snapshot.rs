@@ -1,11 +1,14 @@
 //! Snapshot and restore of a whole registry: the types registered for snapshots, the quiet-point
 //! checks, and [`Registry::snapshot`] / [`Registry::restore`].
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use freyr_core::Component;
 
 use freyr_persist::snapshot::{OnPool, ResourceImage, Snapshot, SnapshotError};
 use freyr_query::launch::inflight::OpAccess;
 use freyr_query::resources::AnyResource;
+use freyr_sched::keep_first;
 
 use super::Registry;
 
@@ -294,6 +297,18 @@ impl Registry {
     /// assert_eq!(registry.spawn((2u16,)), a, "the same id again");
     /// ```
     pub fn restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        self.restore_then(snapshot, &mut || {})
+    }
+
+    /// [`restore`](Registry::restore), calling `restored` once the registry is fully restored
+    /// and before any replaced value is dropped (so before a `Drop` can panic): a
+    /// [`SnapshotRing`](crate::snapshot::SnapshotRing) forgets the replaced timeline's ticks
+    /// there, even when the restore then re-raises a `Drop`'s panic.
+    pub(crate) fn restore_then(
+        &mut self,
+        snapshot: &Snapshot,
+        restored: &mut dyn FnMut(),
+    ) -> Result<(), SnapshotError> {
         self.guard("Registry::restore");
         self.check_quiet()?;
         if !snapshot.is_complete() {
@@ -323,12 +338,22 @@ impl Registry {
         }
         let jobs_panic = self.rewind_time(snapshot.tick(), Some(snapshot.jobs()));
         self.load_fn_systems(snapshot.systems());
-        // User `Drop`s run last, with the registry already restored.
-        drop(old_values);
+        restored();
+        // User `Drop`s run last, with the registry already restored. Each group is dropped
+        // outside any unwinding (a panic of the resources' `Drop`s must not be unwinding
+        // while the world's values drop: a second panic would abort); the first panic is
+        // re-raised once all are dropped.
+        let mut first_panic = catch_unwind(AssertUnwindSafe(|| drop(old_values))).err();
         if let Some(old_world) = old_world {
-            old_world.recycle_into(&mut self.spare_slabs);
+            let spare = &mut self.spare_slabs;
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| old_world.recycle_into(spare))) {
+                keep_first(&mut first_panic, payload);
+            }
         }
         if let Some(payload) = jobs_panic {
+            keep_first(&mut first_panic, payload);
+        }
+        if let Some(payload) = first_panic {
             std::panic::resume_unwind(payload);
         }
         Ok(())

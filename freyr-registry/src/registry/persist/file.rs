@@ -18,10 +18,15 @@
 //! directory but not their process ids must not save to the same path). Temporaries of other
 //! names, and files that only look like temporaries, are left alone. The removal is best
 //! effort: a failure to list or remove leaves the file, and the save goes on.
+//!
+//! Saves of one process to one path (from two threads) share the temporary's name, so they
+//! take turns: each writes and renames its whole temporary while the other waits, and the
+//! file on disk is always one whole save (the last to finish).
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, PoisonError};
 
 /// Writes `bytes` to a temporary file beside `path`, syncs it, renames it over `path` and
 /// syncs the directory; first removes the stale temporaries of `path` (see the module doc).
@@ -39,6 +44,11 @@ pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
     let pid = std::process::id();
     remove_stale_temporaries(&dir, name, pid);
     let tmp = dir.join(temporary_name(name, pid));
+    // Two saves of this process to one path share the temporary's name: one at a time.
+    let _claim = Claim::take(
+        std::fs::canonicalize(&dir)
+            .map_or_else(|_| tmp.clone(), |d| d.join(temporary_name(name, pid))),
+    );
     let result = (|| {
         let mut file = std::fs::File::create(&tmp)?;
         file.write_all(bytes)?;
@@ -53,6 +63,38 @@ pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()>
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// The temporaries this process is writing now (their directory canonical where it resolves).
+static WRITING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// Signalled when a temporary leaves [`WRITING`].
+static WRITTEN: Condvar = Condvar::new();
+
+/// This process's claim on a temporary's name, held from its creation to its rename: two
+/// threads saving to one path (two registries, or one shared) would otherwise write one file
+/// at once, and the first rename would publish the second's half-written bytes. The second
+/// waits for the first, then writes its own; the last to finish is the save on disk.
+struct Claim(PathBuf);
+
+impl Claim {
+    fn take(tmp: PathBuf) -> Claim {
+        let mut writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+        while writing.contains(&tmp) {
+            writing = WRITTEN
+                .wait(writing)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        writing.push(tmp.clone());
+        Claim(tmp)
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut writing = WRITING.lock().unwrap_or_else(PoisonError::into_inner);
+        writing.retain(|tmp| *tmp != self.0);
+        WRITTEN.notify_all();
+    }
 }
 
 /// `.name.<pid>.tmp`: the temporary of the saver `pid` for the file `name`.
