@@ -7,6 +7,7 @@
 mod file;
 mod handoff;
 mod load;
+mod relation;
 mod save;
 
 use freyr_core::{Component, Entity};

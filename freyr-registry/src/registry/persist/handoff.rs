@@ -2,6 +2,7 @@
 //! [`Registry::import`].
 
 use freyr_core::{ComponentId, Entity, World};
+use hashbrown::HashMap;
 
 use freyr_persist::persist::format::{Reader, Writer, open};
 use freyr_persist::persist::ops::Row;
@@ -10,6 +11,7 @@ use freyr_persist::persist::{Decoded, EntityMap, LoadError, SaveError};
 use freyr_persist::persist::body::{read_entities, write_entities, write_type};
 
 use super::PersistOps;
+use super::relation::{ImportRelation, check_relation};
 use crate::registry::Registry;
 
 /// The magic of an entity export.
@@ -116,7 +118,12 @@ impl Registry {
     /// A [`LoadError`] naming what is wrong; the registry is then unchanged. Besides damaged
     /// bytes and unknown or mismatched types: [`LoadError::Corrupt`] for a run that names a
     /// type twice, out of order or out of the file's table, has no entities, or whose columns
-    /// do not hold one value per entity, and for an entity listed twice.
+    /// do not hold one value per entity, and for an entity listed twice; and for a parent
+    /// relation that disagrees among the exported entities (a `ChildOf` naming an exported
+    /// parent whose `Children` does not list the child exactly once, an exported child listed
+    /// by an exported parent it does not name, or parents that make a cycle). References that
+    /// leave the set are not errors: a child whose parent was not exported becomes a root, and
+    /// a child that was not exported leaves its parent's list.
     ///
     /// # Examples
     ///
@@ -163,6 +170,7 @@ impl Registry {
                 what: "an entity is listed twice",
             },
         )?;
+        check_imported_relation(&decoded)?;
         for (_, columns) in &mut decoded {
             for (o, values) in columns {
                 if let Some(remap) = &o.remap {
@@ -237,6 +245,48 @@ fn spawn_into_world(world: &mut World, decoded: Vec<DecodedGroup>) -> Vec<Entity
         spawned.extend(world.spawn_columns(olds.len(), columns));
     }
     spawned
+}
+
+/// Checks the parent relation among the imported entities (old ids, before any remap hook),
+/// references that leave the set aside: see `relation`.
+fn check_imported_relation(decoded: &[DecodedGroup]) -> Result<(), LoadError> {
+    use crate::hierarchy::{ChildOf, Children};
+    use core::any::TypeId;
+    let mut nodes = HashMap::new();
+    for (olds, columns) in decoded {
+        let column = |type_id: TypeId| {
+            columns
+                .iter()
+                .find(|(o, _)| o.type_id == type_id)
+                .map(|(_, values)| values)
+        };
+        let parents = column(TypeId::of::<ChildOf>()).map(decoded_ref::<ChildOf>);
+        let lists = column(TypeId::of::<Children>()).map(decoded_ref::<Children>);
+        if parents.is_none() && lists.is_none() {
+            continue;
+        }
+        for (i, &e) in olds.iter().enumerate() {
+            let parent = parents.map(|p| p[i].parent());
+            let list = lists.map_or(&[][..], |l| l[i].as_slice());
+            let mark = nodes.len();
+            nodes.insert(e, (mark, parent, list));
+        }
+    }
+    if nodes.is_empty() {
+        return Ok(());
+    }
+    let exported = decoded
+        .iter()
+        .flat_map(|(olds, _)| olds.iter().copied())
+        .collect();
+    check_relation(&ImportRelation { nodes, exported })
+}
+
+/// The values of `T` a column decoded to.
+fn decoded_ref<T: 'static>(values: &Decoded) -> &[T] {
+    values
+        .downcast_ref::<Vec<T>>()
+        .expect("decoded by the same type's ops")
 }
 
 /// Cuts `entities` into runs of consecutive entities with the same set of persistent types,

@@ -1,25 +1,31 @@
 //! Loading a save: [`Registry::load_into`] and [`Registry::load_file`] (copying into the chunk
 //! memory the last replaced world left: [`Registry::spare_memory`]).
 
+use std::panic::AssertUnwindSafe;
 use std::path::Path;
 
 use freyr_core::SpareSlabs;
 use freyr_core::World;
 
+use super::relation::{WorldRelation, check_relation};
 use crate::registry::Registry;
 use freyr_persist::persist::LoadError;
 use freyr_persist::persist::body::{SAVE_MAGIC, read_world_parts};
 use freyr_persist::persist::format::{Framed, Reader, Verifier, frame};
 use freyr_persist::persist::stamps::restore_stamps;
 use freyr_persist::snapshot::SnapshotError;
+use freyr_sched::keep_first;
 
 impl Registry {
     /// Replaces this registry's world and tick with the save in `bytes`: the same world hash,
     /// the same entity ids and next spawned ids, the same iteration order and the same change
     /// stamps as the saved registry (every `filter_changed(since)` and `filter_added(since)`
     /// answers as it did there), whatever order this program touched its types in (types are
-    /// matched by persistent name). Everything is checked before anything changes; the loaded
-    /// world is a new world, as after [`restore`](Registry::restore).
+    /// matched by persistent name). Everything is checked before anything changes, the parent
+    /// relation included (a save whose [`ChildOf`](crate::hierarchy::ChildOf) and
+    /// [`Children`](crate::hierarchy::Children) disagree, or whose parents make a cycle, is
+    /// [`LoadError::Corrupt`]); the loaded world is a new world, as after
+    /// [`restore`](Registry::restore).
     ///
     /// A save holds no deadline job in flight ([`save_to_vec`](Registry::save_to_vec) refuses
     /// one): the registry's own jobs in flight are discarded, as by a restore (each result
@@ -39,8 +45,8 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// Re-raises a panic of a discarded deadline result's `Drop`, once the registry is fully
-    /// loaded.
+    /// Re-raises the first panic of a replaced value's or a discarded deadline result's `Drop`,
+    /// once the registry is fully loaded and every replaced value dropped once.
     ///
     /// # Examples
     ///
@@ -83,6 +89,8 @@ impl Registry {
         let mut world = World::from_parts_reading(parts, &mut |piece| verifier.read(piece), spare)
             .map_err(|e| LoadError::Corrupt { what: e.0 })?;
         restore_stamps(&mut world, &stamps)?;
+        // A forged (or `world_mut`-broken) parent relation would loop or panic later.
+        check_relation(&WorldRelation::new(&world))?;
         Ok((world, tick))
     }
 
@@ -98,8 +106,14 @@ impl Registry {
         self.forget_fn_system_runs();
         // User `Drop`s run last, with the registry already loaded; the old world's chunk
         // memory is kept for the next load.
-        old_world.recycle_into(&mut self.spare_slabs);
+        // Caught, so that a discarded job result's panic is not dropped while unwinding.
+        let spare = &mut self.spare_slabs;
+        let mut first_panic =
+            std::panic::catch_unwind(AssertUnwindSafe(|| old_world.recycle_into(spare))).err();
         if let Some(payload) = jobs_panic {
+            keep_first(&mut first_panic, payload);
+        }
+        if let Some(payload) = first_panic {
             std::panic::resume_unwind(payload);
         }
         Ok(())
