@@ -7,6 +7,8 @@ use freyr_core::{
 
 use freyr_query::launch::inflight::OpAccess;
 
+use super::hierarchy::refuse_relation;
+
 use super::Registry;
 
 impl Registry {
@@ -46,6 +48,9 @@ impl Registry {
     /// As [`World::spawn`]: if the bundle names a component type twice, or the world would
     /// pass one of its [capacity limits](World#capacity-limits) (2^22 chunks of rows, 2^32
     /// entity indices, 2^32 − 1 archetypes, 2^32 component types).
+    /// Before anything changes, if the bundle holds a
+    /// [`ChildOf`](crate::hierarchy::ChildOf) or a [`Children`](crate::hierarchy::Children):
+    /// the registry keeps both sides of the relation (`spawn_child`, `set_parent`).
     ///
     /// # Examples
     ///
@@ -55,6 +60,7 @@ impl Registry {
     /// assert_eq!(registry.get::<f32>(e), Ok(&2.0));
     /// ```
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        refuse_relation::<B>("Registry::spawn");
         let entity = self.world_mut().spawn(bundle);
         self.after_direct(AppliedCommand::Spawn {
             entity,
@@ -70,6 +76,9 @@ impl Registry {
     /// As [`World::spawn_batch`]: if the bundle names a component type twice, the iterator
     /// panics, or the batch would pass one of the world's [capacity
     /// limits](World#capacity-limits).
+    /// Before anything changes, if the bundle holds a
+    /// [`ChildOf`](crate::hierarchy::ChildOf) or a [`Children`](crate::hierarchy::Children):
+    /// the registry keeps both sides of the relation (`spawn_child`, `set_parent`).
     ///
     /// # Examples
     ///
@@ -80,6 +89,7 @@ impl Registry {
     /// assert_eq!(registry.get::<u32>(es[2]), Ok(&2));
     /// ```
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
+        refuse_relation::<B>("Registry::spawn_batch");
         let entities = self.world_mut().spawn_batch(iter);
         for &entity in &entities {
             self.after_direct(AppliedCommand::Spawn {
@@ -139,6 +149,9 @@ impl Registry {
     /// As [`World::insert`]: if the bundle names a component type twice, an overwritten value's
     /// `Drop` panics, or the move would pass one of the world's [capacity
     /// limits](World#capacity-limits).
+    /// Before anything changes, if the bundle holds a
+    /// [`ChildOf`](crate::hierarchy::ChildOf) or a [`Children`](crate::hierarchy::Children):
+    /// the registry keeps both sides of the relation (`spawn_child`, `set_parent`).
     ///
     /// # Examples
     ///
@@ -149,6 +162,7 @@ impl Registry {
     /// assert_eq!(registry.get::<u16>(e), Ok(&2));
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
+        refuse_relation::<B>("Registry::insert");
         let before = self.hook_before(entity);
         self.world_mut().insert(entity, bundle)?;
         if let Some(before) = before {
@@ -172,6 +186,8 @@ impl Registry {
     ///
     /// As [`World::remove`]: if `B` names a component type twice, or the move would pass one of
     /// the world's [capacity limits](World#capacity-limits).
+    /// Before anything changes, if `B` names [`ChildOf`](crate::hierarchy::ChildOf) or
+    /// [`Children`](crate::hierarchy::Children) (use [`remove_parent`](Registry::remove_parent)).
     ///
     /// # Examples
     ///
@@ -182,6 +198,13 @@ impl Registry {
     /// assert!(registry.get::<u16>(e).is_err());
     /// ```
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
+        refuse_relation::<B>("Registry::remove");
+        self.remove_any(entity)
+    }
+
+    /// [`remove`](Registry::remove) without its refusal of the relation's types: for the
+    /// hierarchy code, which keeps both sides itself.
+    pub(crate) fn remove_any<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
         let before = self.hook_before(entity);
         let removed = self.world_mut().remove::<B>(entity)?;
         if let Some(before) = before {

@@ -12,6 +12,7 @@ use freyr_core::{Component, ComponentId, Disabled, Entity, World};
 use hashbrown::HashMap;
 
 use super::super::Registry;
+use super::edit::attach_in;
 use super::{ChildOf, Children, subtree};
 
 /// A remap hook: rewrites the `Entity` fields of one copy's value through the clone's
@@ -302,7 +303,10 @@ impl Registry {
     /// # Panics
     ///
     /// If a `Clone`, a remap hook or a registry hook panics: the copies made so far are
-    /// despawned (children first, through the hooks) before the panic propagates.
+    /// despawned (children first, through the hooks, each with the children a hook gave it)
+    /// before the panic propagates. When hooks are registered, each copy is linked to its
+    /// parent's copy before its components are inserted, so an edit a hook records (a child
+    /// spawned under the copy, a move elsewhere) applies to a whole relation.
     ///
     /// # Examples
     ///
@@ -436,9 +440,11 @@ impl Registry {
         }));
         if let Err(payload) = made {
             // A `Clone`, a remap hook or a registry hook panicked: the copies made so far are
-            // despawned (children first, with their hooks), so no half-made copy is left.
+            // despawned (children first, with their hooks), so no half-made copy is left. Each
+            // goes as a subtree: it leaves whatever parent a hook gave it, and takes the
+            // children a hook gave it.
             for &e in maps.copies.iter().rev().flat_map(|c| c.iter().rev()) {
-                let gone = panic::catch_unwind(AssertUnwindSafe(|| self.despawn_one(e)));
+                let gone = panic::catch_unwind(AssertUnwindSafe(|| self.despawn(e)));
                 if let Err(p) = gone {
                     freyr_sched::drop_payload(p);
                 }
@@ -488,41 +494,47 @@ impl Registry {
                     .get::<Children>(node)
                     .is_ok_and(|c| !c.is_empty());
             if hooked {
+                if let Some(p) = parent {
+                    // The relation first, both sides at once (as `set_parent` links them), then
+                    // the components: a hook of a copy's component sees it linked, and an edit
+                    // it records (a child spawned under the copy, a move elsewhere) applies to
+                    // a whole relation that nothing here overwrites afterwards.
+                    for (i, &e) in maps.copies[j].iter().enumerate() {
+                        let parent = maps.copies[p][i];
+                        for x in [e, parent] {
+                            assert!(
+                                self.contains(x),
+                                "freyr: clone: a hook despawned the copy {x:?} while it was made"
+                            );
+                        }
+                        let mut changes = Vec::new();
+                        attach_in(self.world_mut(), parent, &[e], &mut changes);
+                        self.after_direct_all(&changes);
+                    }
+                }
                 let spawned = &maps.copies[j];
                 for (_, ops) in plan {
                     (ops.insert)(self, node, spawned, maps);
                 }
-                if let Some(p) = parent {
-                    for (i, &e) in spawned.iter().enumerate() {
-                        self.insert(e, (ChildOf(maps.copies[p][i]),))
-                            .expect("just spawned");
-                    }
-                }
-                if has_children {
-                    for &e in spawned {
-                        self.insert(e, (Children(Vec::new()),))
-                            .expect("just spawned");
-                    }
-                }
-            } else {
-                let world = self.world_mut();
-                let mut columns: Vec<(ComponentId, ColumnValues<'static>)> = plan
-                    .iter()
-                    .map(|(id, ops)| (*id, (ops.column)(world, node, count)))
-                    .collect();
-                if let Some(p) = parent {
-                    let id = world.register::<ChildOf>();
-                    let parents: Vec<ChildOf> =
-                        maps.copies[p].iter().map(|&e| ChildOf(e)).collect();
-                    columns.push((id, ColumnValues::new(parents)));
-                }
-                if has_children {
-                    let id = world.register::<Children>();
-                    let lists: Vec<Children> = (0..count).map(|_| Children(Vec::new())).collect();
-                    columns.push((id, ColumnValues::new(lists)));
-                }
-                maps.copies.push(world.spawn_columns(count, columns));
+                continue;
             }
+            // The column path: one batch spawn of `count` rows per node.
+            let world = self.world_mut();
+            let mut columns: Vec<(ComponentId, ColumnValues<'static>)> = plan
+                .iter()
+                .map(|(id, ops)| (*id, (ops.column)(world, node, count)))
+                .collect();
+            if let Some(p) = parent {
+                let id = world.register::<ChildOf>();
+                let parents: Vec<ChildOf> = maps.copies[p].iter().map(|&e| ChildOf(e)).collect();
+                columns.push((id, ColumnValues::new(parents)));
+            }
+            if has_children {
+                let id = world.register::<Children>();
+                let lists: Vec<Children> = (0..count).map(|_| Children(Vec::new())).collect();
+                columns.push((id, ColumnValues::new(lists)));
+            }
+            maps.copies.push(world.spawn_columns(count, columns));
             if let Some(p) = parent {
                 let world = self.world_mut();
                 for (i, &e) in maps.copies[j].iter().enumerate() {

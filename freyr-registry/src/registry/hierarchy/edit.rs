@@ -237,3 +237,25 @@ impl HierarchyCommands for Commands<'_> {
         child
     }
 }
+
+/// Panics if `B` names [`ChildOf`] or [`Children`]: the registry keeps the two sides of the
+/// relation together (`set_parent`, `spawn_child`, `remove_parent`, despawn), and one side
+/// added, copied or removed on its own would break it (a child its parent does not list,
+/// a despawn that leaves it behind, a save that no load accepts). It costs two compares of a
+/// constant per component type of `B`, a few nanoseconds beside the row move of an insert.
+#[inline]
+pub(crate) fn refuse_relation<B: freyr_core::Bundle>(call: &str) {
+    let (child_of, children) = (
+        core::any::TypeId::of::<ChildOf>(),
+        core::any::TypeId::of::<Children>(),
+    );
+    if freyr_core::BundleTypes::of::<B>()
+        .iter()
+        .any(|t| t == child_of || t == children)
+    {
+        panic!(
+            "freyr: {call} cannot add or remove `ChildOf` or `Children`: the registry keeps \
+             both sides of the relation; use `set_parent`, `spawn_child` or `remove_parent`"
+        );
+    }
+}

@@ -8,7 +8,7 @@ use super::super::Registry;
 impl Registry {
     /// Registers [`Disabled`] for snapshots (a plain copy), the world hash and digest, and
     /// (with the `persist` feature) saves and exports as `freyr.disabled` version 1.
-    /// [`disable`](Registry::disable) calls it; a program calls it itself only before
+    /// [`disable`](Registry::disable) calls it (unless refused); a program calls it only before
     /// loading a save or importing an export into a registry that never disabled an entity.
     /// Calling it again changes nothing.
     ///
@@ -62,10 +62,10 @@ impl Registry {
     /// ```
     pub fn disable(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
         self.guard("Registry::disable");
-        self.register_disabled();
         if !self.contains(entity) {
             return Err(NoSuchEntity(entity));
         }
+        self.register_disabled();
         if self.is_disabled(entity) {
             return Ok(());
         }

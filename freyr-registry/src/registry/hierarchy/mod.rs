@@ -34,16 +34,21 @@ pub(crate) use self::despawn::{
 };
 use self::despawn::{relation_rows, unlink_in};
 pub use self::edit::HierarchyCommands;
+pub(crate) use self::edit::refuse_relation;
 use self::edit::{attach_in, remove_parent_in, set_parent_in};
 
 /// The parent of a child entity: on every entity that has a parent, naming it. Set with
 /// [`Registry::set_parent`] or [`Registry::spawn_child`], cleared with
-/// [`Registry::remove_parent`]; it cannot be built outside the registry, so every `ChildOf` is
-/// matched by an entry in its parent's [`Children`].
+/// [`Registry::remove_parent`]; it cannot be built outside the registry, and
+/// [`Registry::insert`], [`spawn`](Registry::spawn), [`spawn_batch`](Registry::spawn_batch) and
+/// [`remove`](Registry::remove) refuse it (a panic, before anything changes), so every
+/// `ChildOf` is matched by an entry in its parent's [`Children`].
 ///
 /// Readable in queries like any component (`&ChildOf`, `Without<ChildOf>` for the roots).
-/// Removing it with [`Registry::remove`] or through [`Registry::world_mut`] bypasses the
-/// relation and breaks it; use `remove_parent`.
+/// Adding or removing a copy through [`Registry::world_mut`] or plain
+/// [`Commands`](crate::Commands) inserts and removes bypasses the relation and breaks it
+/// ([`Registry::check_hierarchy`] finds it, and a save of it is refused when loaded); use
+/// `set_parent` and `remove_parent` ([`HierarchyCommands`] for commands).
 ///
 /// # Examples
 ///
@@ -83,7 +88,8 @@ impl StableHash for ChildOf {
 
 /// The children of a parent, in the order they were attached (a child attached again goes to
 /// the end). On every entity that ever had a child; empty once they all left. Kept by the
-/// registry's hierarchy methods; it cannot be built outside the registry.
+/// registry's hierarchy methods; it cannot be built outside the registry, and a copy is refused
+/// as [`ChildOf`] is.
 ///
 /// # Examples
 ///
@@ -214,9 +220,9 @@ fn below(world: &World, roots: Vec<Entity>) -> Vec<Entity> {
 impl Registry {
     /// Registers [`ChildOf`] and [`Children`] for snapshots (by `Clone`), for the world hash
     /// and digest, and (with the `persist` feature) for saves and exports under the names
-    /// `freyr.child_of` and `freyr.children`, version 1. Every hierarchy method calls it, so a
-    /// program calls it itself only before loading a save or importing an export into a
-    /// registry that has not used the hierarchy yet. Calling it again changes nothing.
+    /// `freyr.child_of` and `freyr.children`, version 1. Every hierarchy edit calls it unless
+    /// refused (a refusal leaves even the hash unchanged), so a program calls it itself only
+    /// before loading or importing into a registry that has not used the hierarchy yet.
     ///
     /// # Examples
     ///
@@ -293,9 +299,10 @@ impl Registry {
     /// ```
     pub fn set_parent(&mut self, child: Entity, parent: Entity) -> Result<(), HierarchyError> {
         self.guard("Registry::set_parent");
-        self.register_hierarchy();
         let mut changes = Vec::new();
+        // Refused before the registration: a refusal leaves even the world hash unchanged.
         set_parent_in(self.world_mut(), child, parent, &mut changes)?;
+        self.register_hierarchy();
         self.after_direct_all(&changes);
         Ok(())
     }
@@ -319,9 +326,9 @@ impl Registry {
     /// ```
     pub fn remove_parent(&mut self, child: Entity) -> Result<Option<Entity>, HierarchyError> {
         self.guard("Registry::remove_parent");
-        self.register_hierarchy();
         let mut changes = Vec::new();
         let old = remove_parent_in(self.world_mut(), child, &mut changes)?;
+        self.register_hierarchy();
         self.after_direct_all(&changes);
         Ok(old)
     }
@@ -331,6 +338,11 @@ impl Registry {
     /// # Errors
     ///
     /// [`HierarchyError::NoSuchEntity`] if `parent` is not alive here; nothing is spawned.
+    ///
+    /// # Panics
+    ///
+    /// If the bundle holds a [`ChildOf`] or [`Children`] (the registry sets both), before
+    /// anything changes.
     ///
     /// # Examples
     ///
@@ -346,10 +358,11 @@ impl Registry {
         bundle: B,
     ) -> Result<Entity, HierarchyError> {
         self.guard("Registry::spawn_child");
-        self.register_hierarchy();
+        refuse_relation::<B>("Registry::spawn_child");
         if !self.contains(parent) {
             return Err(HierarchyError::NoSuchEntity(parent));
         }
+        self.register_hierarchy();
         let world = self.world_mut();
         let child = world.spawn(bundle);
         let mut changes = vec![AppliedCommand::Spawn {
@@ -368,6 +381,11 @@ impl Registry {
     ///
     /// [`HierarchyError::NoSuchEntity`] if `parent` is not alive here; nothing is spawned.
     ///
+    /// # Panics
+    ///
+    /// If the bundle holds a [`ChildOf`] or [`Children`] (the registry sets both), before
+    /// anything changes.
+    ///
     /// # Examples
     ///
     /// ```
@@ -382,10 +400,11 @@ impl Registry {
         bundles: I,
     ) -> Result<Vec<Entity>, HierarchyError> {
         self.guard("Registry::spawn_children");
-        self.register_hierarchy();
+        refuse_relation::<B>("Registry::spawn_children");
         if !self.contains(parent) {
             return Err(HierarchyError::NoSuchEntity(parent));
         }
+        self.register_hierarchy();
         let world = self.world_mut();
         let children = world.spawn_batch(bundles);
         let mut changes: Vec<AppliedCommand> = children
@@ -500,6 +519,7 @@ impl Registry {
         let world = self.world();
         let mut children_of: Vec<(Entity, Entity)> = Vec::new();
         let mut parents = 0usize;
+        let mut rooted: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
         for (e, c) in relation_rows::<ChildOf>(world) {
             let p = c.0;
             let listed = world.get::<Children>(p).unwrap_or_else(|_| {
@@ -513,16 +533,20 @@ impl Registry {
                 "freyr: hierarchy broken: {p:?} lists its child {e:?} {count} times"
             );
             children_of.push((e, p));
-            let mut steps = 0usize;
+            // Up to a root or to an entity already known to reach one, then all of the path
+            // is known: each entity is walked once, so a deep chain costs its length, not its
+            // length squared.
+            let mut path = Vec::new();
             let mut up = Some(p);
-            while let Some(a) = up {
-                steps += 1;
+            while let Some(a) = up.filter(|a| !rooted.contains(a)) {
+                path.push(a);
                 assert!(
-                    steps <= world.len(),
+                    path.len() <= world.len(),
                     "freyr: hierarchy broken: a cycle above {e:?}"
                 );
                 up = world.get::<ChildOf>(a).ok().map(|c| c.0);
             }
+            rooted.extend(path);
         }
         for (p, list) in relation_rows::<Children>(world) {
             parents += list.len();
@@ -558,7 +582,7 @@ impl Registry {
                 .collect()
         };
         for e in orphans {
-            self.remove::<(ChildOf,)>(e)
+            self.remove_any::<(ChildOf,)>(e)
                 .expect("an imported orphan has ChildOf");
         }
     }
