@@ -25,10 +25,15 @@ pub(super) fn set_parent_in(
         }
     }
     let mut up = Some(parent);
+    let mut left = world.len();
     while let Some(a) = up {
         if a == child {
             return Err(HierarchyError::Cycle { child, parent });
         }
+        // More ancestors than entities: a cycle of parents (a broken relation).
+        left = left
+            .checked_sub(1)
+            .unwrap_or_else(|| panic!("{}", super::broken_above(parent)));
         up = world.get::<ChildOf>(a).ok().map(|c| c.0);
     }
     let old = world.get::<ChildOf>(child).ok().map(|c| c.0);

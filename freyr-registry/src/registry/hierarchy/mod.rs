@@ -205,16 +205,46 @@ pub(crate) fn subtree(world: &World, root: Entity) -> Vec<Entity> {
 }
 
 /// `roots` then their descendants, breadth first (the subtree walk of several siblings).
+///
+/// # Panics
+///
+/// If the walk expands more lists than the world holds entities: the children lists make a
+/// cycle, or list a child twice (a relation broken through `world_mut` or plain commands), and
+/// the walk would otherwise grow until memory runs out. (An entity is expanded once in a
+/// sound relation; a dead entry, which a sync point's expansion may still meet, has no list.)
 fn below(world: &World, roots: Vec<Entity>) -> Vec<Entity> {
+    let mut left = world.len();
     let mut out = roots;
     let mut next = 0;
     while next < out.len() {
         if let Ok(children) = world.get::<Children>(out[next]) {
+            left = left
+                .checked_sub(1)
+                .unwrap_or_else(|| panic!("{}", broken_below(out[0])));
             out.extend_from_slice(&children.0);
         }
         next += 1;
     }
     out
+}
+
+/// The message of a walk that met a broken relation below `root`.
+#[cold]
+fn broken_below(root: Entity) -> String {
+    format!(
+        "freyr: hierarchy broken: the children lists below {root:?} make a cycle or list a \
+         child twice (the relation was edited through `world_mut` or plain commands; \
+         `Registry::check_hierarchy` names where)"
+    )
+}
+
+/// The message of a walk up that met a cycle of parents above `entity`.
+#[cold]
+pub(super) fn broken_above(entity: Entity) -> String {
+    format!(
+        "freyr: hierarchy broken: the parents above {entity:?} make a cycle (the relation was \
+         edited through `world_mut` or plain commands; `Registry::check_hierarchy` names where)"
+    )
 }
 
 impl Registry {
@@ -285,6 +315,11 @@ impl Registry {
     /// [`HierarchyError::NoSuchEntity`] if either is not alive here;
     /// [`HierarchyError::Cycle`] if `parent` is `child` or one of its descendants. The world
     /// is unchanged on error.
+    ///
+    /// # Panics
+    ///
+    /// If the parents above `parent` make a cycle (a relation broken through `world_mut` or
+    /// plain commands), before anything changes.
     ///
     /// # Examples
     ///
@@ -454,6 +489,11 @@ impl Registry {
     /// The ancestors of `entity`, its parent first, the root last; empty for a root or an
     /// entity that is not alive. Iterative: any depth.
     ///
+    /// # Panics
+    ///
+    /// While iterating, once it has yielded as many ancestors as the world holds entities: the
+    /// parents make a cycle (a relation broken through `world_mut` or plain commands).
+    ///
     /// # Examples
     ///
     /// ```
@@ -466,8 +506,13 @@ impl Registry {
     pub fn ancestors(&self, entity: Entity) -> impl Iterator<Item = Entity> + '_ {
         let world = self.world();
         let mut at = world.get::<ChildOf>(entity).ok().map(|c| c.0);
+        let mut left = world.len();
         core::iter::from_fn(move || {
             let here = at?;
+            // More ancestors than entities: a cycle of parents (a broken relation).
+            left = left
+                .checked_sub(1)
+                .unwrap_or_else(|| panic!("{}", broken_above(entity)));
             at = world.get::<ChildOf>(here).ok().map(|c| c.0);
             Some(here)
         })
@@ -477,6 +522,11 @@ impl Registry {
     /// then their children (each parent's in order, parents in the order they were listed),
     /// and so on. The order a despawn removes a subtree in, after its root. Iterative: any
     /// depth.
+    ///
+    /// # Panics
+    ///
+    /// If the walk expands more children lists than the world holds entities: the lists make a
+    /// cycle (a relation broken through `world_mut` or plain commands).
     ///
     /// # Examples
     ///
