@@ -1,6 +1,8 @@
 //! Hostile use of the hierarchy, clones and prefabs (deep and counted): 100,000-level chains
 //! through every operation and panicking `Clone`s and remap hooks counted for leaks and double
-//! drops. Foreign and stale handles, cycles, hooks and the rest are in `hierarchy_attack_edits`.
+//! drops; a sync point's expansion meeting dead entries; the relation's types registered for
+//! saves by hand. Foreign and stale handles, cycles, hooks and the rest are in
+//! `hierarchy_attack_edits`.
 
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::SeqCst};
@@ -383,4 +385,71 @@ fn a_panicking_clone_after_a_hook_moved_a_copy_leaves_no_dangling_child() {
     );
     drop(r);
     assert_eq!(LIVE.load(SeqCst), 0);
+}
+
+/// The walk's guard against a broken relation counts the lists it expands, not the entries it
+/// meets: in one sync point a parent and its grandchildren despawned by commands leave dead
+/// entries in the child's list while the parent's subtree is expanded, more entries than the
+/// (tiny) world still holds, and the despawn must go through.
+#[test]
+fn dead_entries_met_by_a_sync_point_s_expansion_are_not_a_broken_relation() {
+    for workers in [1, 4] {
+        let mut r = registry(workers);
+        let p = r.spawn((Name(0),));
+        let c = r.spawn_child(p, (Name(1),)).unwrap();
+        let gs: Vec<Entity> = (0..5)
+            .map(|i| r.spawn_child(c, (Name(10 + i),)).unwrap())
+            .collect();
+        record(&mut r, |cmds| {
+            cmds.despawn(p);
+            for &g in &gs {
+                cmds.despawn(g);
+            }
+        });
+        assert_eq!(r.len(), 0, "{workers} workers");
+        r.check_hierarchy();
+    }
+}
+
+/// `ChildOf` and `Children` registered for saves by hand (without the remap an import needs)
+/// would import the exporter's ids into the relation: refused with a message naming
+/// `register_hierarchy`, the registration left as `register_hierarchy` made it.
+#[test]
+fn the_relation_s_types_are_registered_for_saves_only_by_register_hierarchy() {
+    use freyr::hierarchy::{ChildOf, Children};
+    let mut r = registry(1);
+    let keep = |_: &mut ChildOf, _: &freyr::persist::EntityMap| {};
+    for (what, attempt) in [
+        (
+            "plain",
+            catch(|| r.register_persistent::<ChildOf>("freyr.child_of", 1)),
+        ),
+        (
+            "remap",
+            catch(|| r.register_persistent_with_remap::<ChildOf>("freyr.child_of", 1, keep)),
+        ),
+        (
+            "children",
+            catch(|| r.register_persistent::<Children>("my.children", 1)),
+        ),
+    ] {
+        let msg = message(&*attempt.expect_err(what));
+        assert!(msg.contains("register_hierarchy"), "{what}: {msg}");
+    }
+    // The import still remaps the relation into the new ids.
+    let p = r.spawn((Name(0),));
+    let c = r.spawn_child(p, (Name(1),)).unwrap();
+    let export = r.export(&[p, c]).unwrap();
+    let mut other = registry(1);
+    other.spawn((Name(9),));
+    let map = other.import(&export).unwrap();
+    let (p2, c2) = (map.get(p).unwrap(), map.get(c).unwrap());
+    assert_eq!(other.parent(c2), Some(p2));
+    assert_eq!(other.children(p2), [c2]);
+    other.check_hierarchy();
+}
+
+/// Runs `f`, catching its panic.
+fn catch(f: impl FnOnce()) -> std::thread::Result<()> {
+    panic::catch_unwind(AssertUnwindSafe(f))
 }

@@ -103,7 +103,9 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// If `T` is persistent under another name, or `name` is taken by another type.
+    /// If `T` is persistent under another name, or `name` is taken by another type; if `T` is
+    /// [`ChildOf`](crate::hierarchy::ChildOf) or [`Children`](crate::hierarchy::Children)
+    /// (use [`register_hierarchy`](Registry::register_hierarchy)).
     ///
     /// # Examples
     ///
@@ -120,6 +122,7 @@ impl Registry {
     where
         T: Component + Clone + Serialize + DeserializeOwned,
     {
+        refuse_relation_persistence::<T>();
         self.add_persistent::<T>(PersistOps::of::<T, SerdeCodec>(name, version, None));
     }
 
@@ -179,6 +182,10 @@ impl Registry {
     /// reference to an entity outside the export has no new id ([`EntityMap::get`](freyr_persist::persist::EntityMap::get) is `None`):
     /// the hook decides (the guide's pattern: keep it as `None`).
     ///
+    /// # Panics
+    ///
+    /// As [`register_persistent`](Registry::register_persistent).
+    ///
     /// # Examples
     ///
     /// ```
@@ -202,6 +209,20 @@ impl Registry {
     /// assert_eq!(b.get::<Target>(y2).unwrap().0, Some(x2));
     /// ```
     pub fn register_persistent_with_remap<T>(
+        &mut self,
+        name: &'static str,
+        version: u32,
+        remap: RemapFn<T>,
+    ) where
+        T: Component + Clone + Serialize + DeserializeOwned,
+    {
+        refuse_relation_persistence::<T>();
+        self.persistent_with_remap(name, version, remap);
+    }
+
+    /// [`register_persistent_with_remap`](Registry::register_persistent_with_remap) without its
+    /// refusal of the relation's types: for `register_hierarchy`.
+    pub(crate) fn persistent_with_remap<T>(
         &mut self,
         name: &'static str,
         version: u32,
@@ -270,4 +291,20 @@ impl Registry {
         }
         Ok(ops)
     }
+}
+
+/// Panics if `T` is [`ChildOf`](crate::hierarchy::ChildOf) or
+/// [`Children`](crate::hierarchy::Children): [`Registry::register_hierarchy`] registers them,
+/// with the remap an import needs; registered again without it, an import would keep the
+/// exporter's ids in the relation.
+fn refuse_relation_persistence<T: 'static>() {
+    use crate::hierarchy::{ChildOf, Children};
+    use core::any::TypeId;
+    let t = TypeId::of::<T>();
+    assert!(
+        t != TypeId::of::<ChildOf>() && t != TypeId::of::<Children>(),
+        "freyr: `{}` is registered for saves by `Registry::register_hierarchy`, with the \
+         remap an import needs: call it instead",
+        core::any::type_name::<T>()
+    );
 }

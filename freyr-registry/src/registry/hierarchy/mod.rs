@@ -17,6 +17,7 @@ mod despawn;
 mod edit;
 mod enable;
 mod propagate;
+mod walk;
 
 use core::fmt;
 use std::panic::{self, AssertUnwindSafe};
@@ -36,6 +37,8 @@ use self::despawn::{relation_rows, unlink_in};
 pub use self::edit::HierarchyCommands;
 pub(crate) use self::edit::refuse_relation;
 use self::edit::{attach_in, remove_parent_in, set_parent_in};
+pub(crate) use self::walk::subtree;
+use self::walk::{below, broken_above};
 
 /// The parent of a child entity: on every entity that has a parent, naming it. Set with
 /// [`Registry::set_parent`] or [`Registry::spawn_child`], cleared with
@@ -198,55 +201,6 @@ fn detached() -> Entity {
     Entity::from_bits(u64::MAX).expect("a non-zero generation")
 }
 
-/// `root` then its descendants, breadth first, each parent's children in order. No recursion:
-/// a tree of any depth is walked with one growing list.
-pub(crate) fn subtree(world: &World, root: Entity) -> Vec<Entity> {
-    below(world, vec![root])
-}
-
-/// `roots` then their descendants, breadth first (the subtree walk of several siblings).
-///
-/// # Panics
-///
-/// If the walk expands more lists than the world holds entities: the children lists make a
-/// cycle, or list a child twice (a relation broken through `world_mut` or plain commands), and
-/// the walk would otherwise grow until memory runs out. (An entity is expanded once in a
-/// sound relation; a dead entry, which a sync point's expansion may still meet, has no list.)
-fn below(world: &World, roots: Vec<Entity>) -> Vec<Entity> {
-    let mut left = world.len();
-    let mut out = roots;
-    let mut next = 0;
-    while next < out.len() {
-        if let Ok(children) = world.get::<Children>(out[next]) {
-            left = left
-                .checked_sub(1)
-                .unwrap_or_else(|| panic!("{}", broken_below(out[0])));
-            out.extend_from_slice(&children.0);
-        }
-        next += 1;
-    }
-    out
-}
-
-/// The message of a walk that met a broken relation below `root`.
-#[cold]
-fn broken_below(root: Entity) -> String {
-    format!(
-        "freyr: hierarchy broken: the children lists below {root:?} make a cycle or list a \
-         child twice (the relation was edited through `world_mut` or plain commands; \
-         `Registry::check_hierarchy` names where)"
-    )
-}
-
-/// The message of a walk up that met a cycle of parents above `entity`.
-#[cold]
-pub(super) fn broken_above(entity: Entity) -> String {
-    format!(
-        "freyr: hierarchy broken: the parents above {entity:?} make a cycle (the relation was \
-         edited through `world_mut` or plain commands; `Registry::check_hierarchy` names where)"
-    )
-}
-
 impl Registry {
     /// Registers [`ChildOf`] and [`Children`] for snapshots (by `Clone`), for the world hash
     /// and digest, and (with the `persist` feature) for saves and exports under the names
@@ -275,8 +229,8 @@ impl Registry {
             fn remap_children(c: &mut Children, map: &freyr_persist::persist::EntityMap) {
                 c.0 = c.0.iter().filter_map(|&e| map.get(e)).collect();
             }
-            self.register_persistent_with_remap::<ChildOf>("freyr.child_of", 1, remap_child_of);
-            self.register_persistent_with_remap::<Children>("freyr.children", 1, remap_children);
+            self.persistent_with_remap::<ChildOf>("freyr.child_of", 1, remap_child_of);
+            self.persistent_with_remap::<Children>("freyr.children", 1, remap_children);
         }
         if !self.snapshot_types.components.is_registered::<ChildOf>() {
             self.snapshot_types.components.register_copy::<ChildOf>();
