@@ -404,3 +404,36 @@ fn an_import_beside_stale_handles_never_revives_them() {
     assert_eq!(b.len(), 1 + 6);
     b.check_hierarchy();
 }
+
+/// An export names only the types its entities have: a registry that never registered the
+/// exporter's other types (here `Disabled`, the relation and `u64`) imports it.
+#[test]
+fn an_export_names_only_the_types_its_entities_have() {
+    let mut a = Registry::with_workers(1);
+    a.register_persistent::<Hp>("attack.hp", 1);
+    a.register_persistent::<u64>("attack.extra", 1);
+    let p = a.spawn((Hp(1), 7u64));
+    let c = a.spawn_child(p, (Hp(2),)).unwrap();
+    a.disable(c).unwrap();
+    let loose = [a.spawn((Hp(3),)), a.spawn((Hp(4),))];
+    let bytes = a.export(&loose).unwrap();
+    let mut b = Registry::with_workers(1);
+    b.register_persistent::<Hp>("attack.hp", 1);
+    let map = b.import(&bytes).unwrap();
+    let got: Vec<u32> = loose
+        .iter()
+        .map(|&e| b.get::<Hp>(map.get(e).unwrap()).unwrap().0)
+        .collect();
+    assert_eq!(got, [3, 4]);
+    // With a type the importer does not know among the exported entities: refused by name.
+    let bytes = a.export(&[loose[0], p]).unwrap();
+    let before = b.len();
+    match b.import(&bytes) {
+        Err(LoadError::UnknownType { name }) => assert!(
+            name.starts_with("attack.extra") || name.starts_with("freyr."),
+            "{name}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(b.len(), before);
+}

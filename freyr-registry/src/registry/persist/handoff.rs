@@ -31,7 +31,8 @@ type DecodedGroup = (Vec<Entity>, Vec<(PersistOps, Decoded)>);
 impl Registry {
     /// The entities `entities` with every persistent component they have, as bytes for
     /// [`import`](Registry::import) into another registry (another server). Components with
-    /// no persistent name are left out. Reads only.
+    /// no persistent name are left out, and the file names only the persistent types the
+    /// exported entities have (the importer must know those, and no others). Reads only.
     ///
     /// The file keeps the order of `entities`: it holds them as runs of consecutive entities
     /// with the same persistent types, each run's values column by column. A list sorted by
@@ -65,15 +66,31 @@ impl Registry {
         let ops = &self.persist_types.ops;
         let ids: Vec<Option<ComponentId>> = ops.iter().map(|o| (o.component_id)(world)).collect();
         let groups = group(world, &ids, entities);
-        let size: usize = ops.iter().map(|o| o.layout.size() + 8).sum();
-        let mut w = Writer::new(EXPORT_MAGIC, entities.len() * size + 64 * ops.len());
-        w.u32(ops.len() as u32);
-        for o in ops {
-            write_type(&mut w, o);
+        // The file's table lists only the types some exported entity has, in registration
+        // order (so each run's set stays ascending): an importer need not know a type the
+        // exporter registered but the exported entities do not use.
+        let mut used = vec![false; ops.len()];
+        for g in &groups {
+            for &i in &g.set {
+                used[i as usize] = true;
+            }
+        }
+        let table: Vec<usize> = (0..ops.len()).filter(|&i| used[i]).collect();
+        let mut position = vec![0u32; ops.len()];
+        for (k, &i) in table.iter().enumerate() {
+            // Fewer types than 2^32 (each has a component id).
+            position[i] = u32::try_from(k).expect("fits in u32");
+        }
+        let size: usize = table.iter().map(|&i| ops[i].layout.size() + 8).sum();
+        let mut w = Writer::new(EXPORT_MAGIC, entities.len() * size + 64 * table.len());
+        w.u32(table.len() as u32);
+        for &i in &table {
+            write_type(&mut w, &ops[i]);
         }
         w.u64(groups.len() as u64);
         for g in &groups {
-            w.u32s(&g.set);
+            let in_file: Vec<u32> = g.set.iter().map(|&i| position[i as usize]).collect();
+            w.u32s(&in_file);
             write_entities(&mut w, &g.members);
             for &i in &g.set {
                 let (encode, id) = (ops[i as usize].encode_rows, ids[i as usize]);
