@@ -240,7 +240,13 @@ impl<R> Drop for PoolJob<R> {
         drop(unsafe { Box::from_raw(self.group.as_ptr()) });
         // SAFETY: `cell` came from `Box::leak` and is reclaimed once, here;
         // the task that pointed into it finished (above).
-        drop(unsafe { Box::from_raw(self.cell.as_ptr()) });
+        let cell = unsafe { Box::from_raw(self.cell.as_ptr()) };
+        // A result nobody took (the job's last holder let go of it: a registry or a
+        // snapshot dropped with jobs in flight) is dropped here, behind a panic guard: a
+        // `Drop` that panics must not unwind out of this one, where the next such result
+        // dropped during that unwinding would abort the process. Its memory is freed all the
+        // same; whoever needs the panic takes the result first (`take_result`).
+        drop_quietly(cell);
     }
 }
 

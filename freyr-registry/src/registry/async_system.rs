@@ -88,6 +88,11 @@ pub struct Launched<Q> {
 /// [`Registry::settle_systems`] on shutdown hands every launch still in flight to `discard`
 /// ([`Discard::Unapplied`] for finished work, [`Discard::Cancelled`] for work never run).
 ///
+/// The pump is not rewound by a [`restore`](Registry::restore) or a
+/// [`load_into`](Registry::load_into): every launch made before one (its request was collected
+/// from a world that was replaced) goes to `discard` as [`Discard::Stale`] when it settles,
+/// never to `apply`, and counts against the capacity until then.
+///
 /// # Examples
 ///
 /// ```
@@ -201,6 +206,8 @@ type Pump<S> = AsyncPump<
 struct AsyncDriver<S: AsyncSystem> {
     system: S,
     pump: Arc<SharedPump<Pump<S>>>,
+    /// The registry's [`rewinds`](Registry::rewinds) the pump's launches were made under.
+    rewinds: u64,
 }
 
 impl<S: AsyncSystem> AsyncDriver<S> {
@@ -266,6 +273,14 @@ impl<S: AsyncSystem> AsyncDriver<S> {
 
 impl<S: AsyncSystem> System for AsyncDriver<S> {
     fn update(&mut self, registry: &mut Registry, _dt: f32) {
+        // A restore or a load replaced the world the launches in flight were collected from.
+        let rewinds = registry.rewinds();
+        if rewinds != self.rewinds {
+            self.rewinds = rewinds;
+            let mut pump = self.pump.lock();
+            pump.invalidate();
+            self.pump.publish(&pump);
+        }
         self.drain(registry);
         let ready = {
             let pump = self.pump.lock();
@@ -330,7 +345,15 @@ impl Registry {
         });
         let pump = SharedPump::new(pump);
         let progress = AsyncProgress::new(Arc::clone(&pump));
-        self.add_system(phase, AsyncDriver { system, pump });
+        let rewinds = self.rewinds();
+        self.add_system(
+            phase,
+            AsyncDriver {
+                system,
+                pump,
+                rewinds,
+            },
+        );
         progress
     }
 }

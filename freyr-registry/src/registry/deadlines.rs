@@ -40,6 +40,9 @@ impl<R: Clone + Send + 'static> ErasedScheduler for Typed<R> {
         // Normally empty (collect hands everything to the appliers); dropped one at a time,
         // like the scheduler's own results, so a panicking `Drop` cannot abort the process.
         let mut first_panic = None;
+        // Collected for this tick but not applied yet (settled from an apply callback of an
+        // earlier result type): discarded and counted like the pending jobs.
+        let collected = self.ready.len();
         for done in core::mem::take(&mut self.ready) {
             if let Err(payload) = panic::catch_unwind(AssertUnwindSafe(move || drop(done))) {
                 keep_first(&mut first_panic, payload);
@@ -47,7 +50,7 @@ impl<R: Clone + Send + 'static> ErasedScheduler for Typed<R> {
         }
         let settled = panic::catch_unwind(AssertUnwindSafe(|| self.jobs.settle(pool)));
         match (settled, first_panic) {
-            (Ok(settled), None) => settled,
+            (Ok(settled), None) => settled.map(|pending| pending + collected),
             (Ok(_), Some(payload)) => panic::resume_unwind(payload),
             (Err(payload), first) => {
                 let mut first = first;
@@ -152,6 +155,10 @@ impl Registry {
     /// holds every job in flight when it is taken (without waiting for it), and the registry
     /// that delivers such a job while a snapshot still holds it delivers a copy of its result;
     /// see [`restore`](Registry::restore). (Wrap a result that is costly to copy in an `Arc`.)
+    /// A copy whose `Clone` panics is delivered as `Err(JobPanic)` in its place, and the
+    /// tick's other deliveries are made. Dropping the registry (or the last snapshot holding
+    /// a job) drops each result in flight once; a panic of its `Drop` is caught there and not
+    /// re-raised.
     ///
     /// Result types are collected in the order they were registered. If an `apply` call
     /// panics, every other delivery of the tick is still applied (each exactly once, at its
@@ -302,6 +309,8 @@ impl Registry {
     /// discards their results, and refuses later requests with [`DeadlineError::Settled`], for
     /// every result type: those registered before and those registered after (see
     /// [`add_deadline_jobs`](Registry::add_deadline_jobs)). Returns how many were discarded.
+    /// Called from an apply callback, it also discards (and counts) the deliveries of the
+    /// tick that later result types were about to apply.
     ///
     /// The results are dropped one at a time, each behind its own panic guard, so a result
     /// whose `Drop` panics neither stops the others from being dropped nor aborts the process.

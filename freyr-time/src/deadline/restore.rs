@@ -22,7 +22,8 @@ use super::{DeadlineError, DeadlineScheduler, JobTicket, Pending};
 /// Every job requested before that tick is either delivered already (due before it) or in
 /// here (due at or after it), so a capture plus the state of the world at that tick is the
 /// whole timeline of the jobs. Dropping a capture lets go of its handles: a job no scheduler
-/// holds any more is cancelled if it has not started, and its result is dropped once.
+/// holds any more is cancelled if it has not started, and its result is dropped once (a panic
+/// of that `Drop` is caught and not re-raised; so is one when a scheduler is dropped).
 ///
 /// # Examples
 ///
@@ -172,8 +173,9 @@ impl<R> fmt::Debug for JobsInFlight<R> {
 impl<R: Clone + Send + 'static> DeadlineScheduler<R> {
     /// Captures the jobs in flight at the start of tick `now` (before its
     /// [`collect`](Self::collect)): see [`JobsInFlight`]. Never waits for a job. A job
-    /// delivered while a capture still holds it is copied (`Clone`) for the delivery; the
-    /// last holder moves it.
+    /// delivered while a capture still holds it is copied (`Clone`) for the delivery (a
+    /// `Clone` that panics is delivered as `Err(JobPanic)` in its place); the last holder
+    /// moves it.
     ///
     /// # Errors
     ///

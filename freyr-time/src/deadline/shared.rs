@@ -69,7 +69,8 @@ impl<R> SharedJob<R> {
 
     /// The result of a finished job, for its delivery: moved out by the last holder, copied
     /// by any other. A job cancelled before it started (only its last holder cancels it, so
-    /// never one still to be delivered) is delivered as a `JobPanic` saying so.
+    /// never one still to be delivered) is delivered as a `JobPanic` saying so, and so is a
+    /// copy whose `Clone` panicked (the panic is caught: the tick's other jobs are delivered).
     pub(super) fn into_result(this: Arc<Self>) -> Outcome<R> {
         let result = match Arc::try_unwrap(this) {
             Ok(job) => job.job.take_result(),
@@ -78,7 +79,16 @@ impl<R> SharedJob<R> {
                     .cloner
                     .get()
                     .expect("a job with several holders was captured, which set its cloner");
-                let copy = shared.job.copy_result(cloner);
+                // A `Clone` that panics must not unwind out of the delivery (the other jobs
+                // of the tick would be stranded): the copy is delivered as a panic instead.
+                let copy = panic::catch_unwind(AssertUnwindSafe(|| shared.job.copy_result(cloner)))
+                    .unwrap_or_else(|payload| {
+                        let message = crate::pool_job::panic_message(&*payload);
+                        freyr_sched::drop_payload(payload);
+                        Some(Err(JobPanic::new(format!(
+                            "cloning the result for its delivery panicked: {message}"
+                        ))))
+                    });
                 // A holder that let go meanwhile may leave this handle the last one: its
                 // result is then dropped here, and a panicking `Drop` must not stop the
                 // delivery.
