@@ -2,7 +2,6 @@
 //! [`AsyncSystem`](super::AsyncSystem)'s work while the system owns its pump.
 
 use core::fmt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use freyr_time::{AsyncPump, Gate};
@@ -11,8 +10,10 @@ use freyr_time::{AsyncPump, Gate};
 /// published by its system (read when the pump is in use at the moment of asking).
 pub(super) struct SharedPump<P> {
     pump: Mutex<P>,
-    in_flight: AtomicUsize,
-    drainable: AtomicUsize,
+    /// `(in flight, drainable)` as last published: one lock, so a reader never pairs one
+    /// publication's count with another's (a drain from (2, 1) to (1, 0) read half-way as
+    /// (1, 1) would say every launch settled while one still runs).
+    published: Mutex<(usize, usize)>,
 }
 
 /// The counts a handle reads, for any pump type.
@@ -25,8 +26,7 @@ impl<R: Send, C: Send, E: Send> SharedPump<AsyncPump<R, C, E>> {
     pub(super) fn new(pump: AsyncPump<R, C, E>) -> Arc<Self> {
         Arc::new(SharedPump {
             pump: Mutex::new(pump),
-            in_flight: AtomicUsize::new(0),
-            drainable: AtomicUsize::new(0),
+            published: Mutex::new((0, 0)),
         })
     }
 
@@ -39,8 +39,7 @@ impl<R: Send, C: Send, E: Send> SharedPump<AsyncPump<R, C, E>> {
 
     /// Publishes `pump`'s counts for readers that find it in use.
     pub(super) fn publish(&self, pump: &AsyncPump<R, C, E>) {
-        self.in_flight.store(pump.in_flight(), Ordering::Release);
-        self.drainable.store(pump.drainable(), Ordering::Release);
+        *freyr_sync::lock_std(&self.published) = (pump.in_flight(), pump.drainable());
     }
 }
 
@@ -56,12 +55,7 @@ impl<R: Send, C: Send, E: Send> PumpCounts for SharedPump<AsyncPump<R, C, E>> {
             // work or `discard`, or from another thread): the counts it last published.
             Err(TryLockError::WouldBlock) => None,
         };
-        live.unwrap_or_else(|| {
-            (
-                self.in_flight.load(Ordering::Acquire),
-                self.drainable.load(Ordering::Acquire),
-            )
-        })
+        live.unwrap_or_else(|| *freyr_sync::lock_std(&self.published))
     }
 }
 
