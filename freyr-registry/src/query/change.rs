@@ -14,10 +14,11 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// Visits only the chunks whose `T` column was granted write access after tick `since`:
     /// bevy_ecs's `Changed<T>`, at chunk granularity and with the "since" tick explicit.
     ///
-    /// Works with every run method (`each`, `each_chunk`, `each_with`, `each_async*`); several
-    /// filters must all pass. The query's cached state is shared by every system that builds the
-    /// same query type, so the tick is not kept in it: each system keeps its own last tick and
-    /// passes it here. The comparison is `stamp > since` on 64-bit ticks (they never wrap).
+    /// Works with every run method (`each`, `each_chunk`, `each_with`, `each_async*`, and
+    /// [`count`](Query::count), which counts the rows of the passing chunks and stamps nothing);
+    /// several filters must all pass. The query's cached state is shared by every system that
+    /// builds the same query type, so the tick is not kept in it: each system keeps its own last
+    /// tick and passes it here. The comparison is `stamp > since` on 64-bit ticks (they never wrap).
     ///
     /// - **Chunk granularity.** Every (chunk, component) pair carries the tick it was last
     ///   written; a chunk that passes is visited whole, all its rows, changed or not (a filter is

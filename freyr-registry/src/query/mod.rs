@@ -236,8 +236,11 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
         })
     }
 
-    /// Number of entities the query matches. Waits for nothing: in-flight work never changes
-    /// which entities exist.
+    /// Number of entities the query matches: with change filters
+    /// ([`filter_changed`](Query::filter_changed), [`filter_added`](Query::filter_added)), the
+    /// rows of the chunks that pass them, as many as [`each`](Query::each) would visit. Waits
+    /// for nothing: in-flight work never changes which entities exist. Grants no write access,
+    /// so it stamps nothing, even for a `&mut T` query.
     ///
     /// # Examples
     ///
@@ -252,9 +255,11 @@ impl<'r, Q: QueryData, F: QueryFilter, V: ViewSet> Query<'r, Q, F, V> {
     /// registry.spawn((A, B));
     /// assert_eq!(registry.query::<&A>().count(), 2);
     /// assert_eq!(registry.query_filtered::<&A, With<B>>().count(), 1);
+    /// registry.update(0.0); // now tick 1
+    /// assert_eq!(registry.query::<&A>().filter_added::<A>(0).count(), 0);
     /// ```
     pub fn count(self) -> usize {
-        self.registry.query_count::<Q, F>()
+        self.registry.query_count::<Q, F>(&self.ticks)
     }
 
     /// Calls `f(entity, items)` for every matching entity, on the calling thread, in archetype

@@ -10,7 +10,7 @@ use freyr_core::World;
 use freyr_query::events::buffer::TaskOutput;
 
 use freyr_query::access::Access;
-use freyr_query::changed::TickTerm;
+use freyr_query::changed::{ArchetypeTicks, TickTerm};
 use freyr_query::error::QueryError;
 use freyr_query::fetch::QueryData;
 use freyr_query::filter::QueryFilter;
@@ -67,16 +67,39 @@ impl Registry {
         self.sync.component_id::<T>()
     }
 
-    /// Number of entities `(Q, F)` matches. Waits for nothing: in-flight work never changes
-    /// which entities exist.
-    pub(crate) fn query_count<Q: QueryData, F: QueryFilter>(&mut self) -> usize {
+    /// Number of entities `(Q, F)` matches in the chunks that pass the change filter `terms`.
+    /// Waits for nothing: in-flight work never changes which entities exist, and never stamps
+    /// (write access is stamped on the thread that grants it). Stamps nothing: a count grants
+    /// no write access.
+    pub(crate) fn query_count<Q: QueryData, F: QueryFilter>(
+        &mut self,
+        terms: &[TickTerm],
+    ) -> usize {
         self.guard("Query::count");
         let state = state_or_panic(self.sync.refresh::<Q, F>(&mut self.queries));
-        state
-            .matched()
-            .iter()
-            .map(|m| self.sync.archetype_len(m.id))
-            .sum()
+        if terms.is_empty() {
+            return state
+                .matched()
+                .iter()
+                .map(|m| self.sync.archetype_len(m.id))
+                .sum();
+        }
+        // The chunk lengths are layout and the stamps are atomics that only the registry's own
+        // thread writes: no component value is read.
+        let world = self.sync.read(&OpAccess::Layout, &self.profiler);
+        let mut rows = 0;
+        for m in state.matched() {
+            let archetype = world.archetype(m.id);
+            let Some(ticks) = ArchetypeTicks::new(archetype, terms, &[], 0) else {
+                continue;
+            };
+            for (index, chunk) in archetype.chunks().enumerate() {
+                if ticks.passes(index) {
+                    rows += chunk.len();
+                }
+            }
+        }
+        rows
     }
 
     /// The frame of `each` and `each_chunk`: checks the registry is not driven from its own
