@@ -8,7 +8,8 @@
 //!   was applied and every queued entity destroyed, in the order the operations ran.
 //! - For the direct calls [`Registry::spawn`](crate::Registry::spawn), `spawn_batch`,
 //!   `insert`, `remove` and `despawn`: right after the operation returns, before the call
-//!   returns (an operation that panics runs no hooks).
+//!   returns (an operation that panics runs no hooks). A `spawn_batch` is one operation: the
+//!   hooks of all its spawns run in one round, in batch order, before their commands apply.
 //! - Never for [`Registry::restore`](crate::Registry::restore) (a restore brings back a state,
 //!   it performs no operations), nor for changes made through
 //!   [`world_mut`](crate::Registry::world_mut).

@@ -79,6 +79,9 @@ impl Registry {
     /// Before anything changes, if the bundle holds a
     /// [`ChildOf`](crate::hierarchy::ChildOf) or a [`Children`](crate::hierarchy::Children):
     /// the registry keeps both sides of the relation (`spawn_child`, `set_parent`).
+    /// After the batch, if a [hook](crate::hooks) panics: the batch is one operation, so the
+    /// hooks of all its spawns run (in batch order, before any of their commands apply) and the
+    /// first panic is re-raised after them; every entity stays spawned.
     ///
     /// # Examples
     ///
@@ -91,12 +94,7 @@ impl Registry {
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
         refuse_relation::<B>("Registry::spawn_batch");
         let entities = self.world_mut().spawn_batch(iter);
-        for &entity in &entities {
-            self.after_direct(AppliedCommand::Spawn {
-                entity,
-                types: BundleTypes::of::<B>(),
-            });
-        }
+        self.after_direct_spawns(&entities, BundleTypes::of::<B>());
         entities
     }
 

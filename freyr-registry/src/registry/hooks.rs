@@ -4,7 +4,7 @@
 use core::any::TypeId;
 use std::panic;
 
-use freyr_core::{AppliedCommand, ArchetypeId, Component, Entity};
+use freyr_core::{AppliedCommand, ArchetypeId, BundleTypes, Component, Entity};
 
 use crate::hooks::{HookKind, HookLog};
 use freyr_query::commands::Commands;
@@ -109,6 +109,20 @@ impl Registry {
     /// first panic after all ran.
     pub(super) fn after_direct(&mut self, applied: AppliedCommand) {
         self.after_direct_all(core::slice::from_ref(&applied));
+    }
+
+    /// [`after_direct`](Registry::after_direct) for a batch of spawns of one bundle type: one
+    /// operation, so every spawn is observed before any hook runs (a hook's commands never run
+    /// between the batch's spawns' hooks, and a panicking hook stops none of the others).
+    pub(super) fn after_direct_spawns(&mut self, entities: &[Entity], types: BundleTypes) {
+        if self.hooks.is_empty() {
+            return;
+        }
+        let changes: Vec<AppliedCommand> = entities
+            .iter()
+            .map(|&entity| AppliedCommand::Spawn { entity, types })
+            .collect();
+        self.after_direct_all(&changes);
     }
 
     /// [`after_direct`](Registry::after_direct) for an operation that made several changes:
