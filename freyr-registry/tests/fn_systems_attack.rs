@@ -538,3 +538,47 @@ fn accesses_that_cannot_be_granted_are_refused_and_the_rest_work() {
         "{dot}"
     );
 }
+
+/// A function system's `count` counts what its `each` visits: the chunks that pass the change
+/// filters of this run (it used to count every match), and it stamps nothing.
+#[test]
+fn count_counts_what_each_visits() {
+    let seen: Arc<Mutex<Vec<(usize, usize, usize)>>> = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let mut registry = Registry::with_workers(2);
+    // Three chunks' worth of `A` alone, and a few with `B` beside (another archetype).
+    registry.spawn_batch((0..1200).map(|i| (A(i),)));
+    registry.spawn_batch((0..10).map(|i| (A(i), B(i))));
+    registry
+        .add_fn_system(Phase::Update, "watch", move |mut q: Query<&A>| {
+            let all = q.count();
+            let changed = q.filter_changed::<A>().count();
+            let mut visited = 0;
+            q.each(|_, _| visited += 1);
+            log.lock().unwrap().push((all, changed, visited));
+        })
+        .unwrap();
+    registry
+        .add_fn_system(
+            Phase::PostUpdate,
+            "writer",
+            |t: Tick, mut q: Query<&mut A, With<B>>| {
+                if t.tick == 1 {
+                    q.each(|_, a| a.0 += 1);
+                }
+            },
+        )
+        .unwrap();
+    for _ in 0..4 {
+        registry.update(0.0);
+    }
+    // The first run's filters are not active yet (it sees every row); the writer's stamps at
+    // tick 1 are seen by the run at tick 2 (the `B` archetype's 10 rows), and by no later one.
+    let runs = seen.lock().unwrap().clone();
+    for &(all, changed, visited) in &runs {
+        assert_eq!(all, 1210);
+        assert_eq!(changed, visited, "{runs:?}");
+    }
+    assert_eq!(runs[2].1, 10, "{runs:?}");
+    assert_eq!(runs[3].1, 0, "{runs:?}");
+}

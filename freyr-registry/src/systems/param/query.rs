@@ -362,13 +362,29 @@ impl<'w, Q: QueryParamData, F: QueryFilter> Query<'w, Q, F> {
         }
     }
 
-    /// Number of entities the query matches (change filters ignored).
+    /// Number of entities [`each`](Query::each) would visit now: the query's matches, in the
+    /// chunks that pass its change filters (as the registry's
+    /// [`Query::count`](crate::query::Query::count) counts). Stamps nothing.
     pub fn count(&mut self) -> usize {
         let world = self.world;
-        self.state()
-            .matched_archetypes()
-            .map(|id| world.archetype(id).len())
-            .sum()
+        let (terms, required) = self.active_terms();
+        let state = self.state();
+        let mut rows = 0;
+        for matched in state.matched() {
+            let archetype = world.archetype(matched.id);
+            if !has_all(archetype, &required) {
+                continue;
+            }
+            let Some(ticks) = ArchetypeTicks::new(archetype, &terms, &[], 0) else {
+                continue;
+            };
+            for (index, chunk) in archetype.chunks().enumerate() {
+                if ticks.passes(index) {
+                    rows += chunk.len();
+                }
+            }
+        }
+        rows
     }
 }
 
