@@ -112,6 +112,14 @@ pub enum Rejection {
     /// The export inside did not import (an unknown type, a damaged export): the registry is
     /// unchanged.
     Import(String),
+    /// A handoff whose apply tick (`tick` + K) does not fit in a `u64`: no zone ever runs it
+    /// (a forged or damaged tick).
+    TickOutOfRange {
+        /// Its source.
+        source: ZoneId,
+        /// Its tick.
+        tick: u64,
+    },
 }
 
 impl fmt::Display for Rejection {
@@ -138,6 +146,12 @@ impl fmt::Display for Rejection {
                 )
             }
             Rejection::Import(e) => write!(f, "a handoff did not import: {e}"),
+            Rejection::TickOutOfRange { source, tick } => {
+                write!(
+                    f,
+                    "a handoff from zone {source} for tick {tick}: out of range"
+                )
+            }
         }
     }
 }

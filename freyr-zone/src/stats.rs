@@ -43,6 +43,8 @@ pub struct ZoneStats {
     pub after_marker: u64,
     /// Handoffs whose export did not import.
     pub rejected_imports: u64,
+    /// Handoffs for a tick no zone ever runs (tick + K overflows).
+    pub out_of_range: u64,
     /// The last refused message, and why.
     pub last_rejection: Option<Rejection>,
     /// Entities whose owner function named a zone that does not exist: they stay here.
@@ -74,6 +76,7 @@ impl ZoneStats {
             Rejection::Duplicate { .. } => &mut self.duplicates,
             Rejection::AfterMarker { .. } => &mut self.after_marker,
             Rejection::Import(_) => &mut self.rejected_imports,
+            Rejection::TickOutOfRange { .. } => &mut self.out_of_range,
         };
         *counter += 1;
         self.last_rejection = Some(why);
@@ -95,6 +98,7 @@ impl ZoneStats {
             + self.duplicates
             + self.after_marker
             + self.rejected_imports
+            + self.out_of_range
     }
 
     /// The `q`-quantile (0..=1) of the handoff latency, in ticks of length `tick`

@@ -68,6 +68,11 @@ pub struct ZoneConfig {
     /// The most entities in one handoff message. Default 2048. An `Entity` field is remapped
     /// only when its target is in the same message (one export).
     pub batch_entities: usize,
+    /// The most bytes in one handoff message: a batch whose message is larger is split in
+    /// halves until each fits (an entity whose message alone is larger is sent alone). Default
+    /// 512 KiB, half of a NATS server's default `max_payload` (1 MiB), which refuses larger
+    /// messages for good.
+    pub batch_bytes: usize,
     /// Crash-safe checkpoints; `None` (the default) writes none.
     pub checkpoint: Option<Checkpointing>,
 }
@@ -85,6 +90,7 @@ impl ZoneConfig {
             neighbour_timeout: Duration::from_secs(10),
             publish_timeout: Duration::from_secs(30),
             batch_entities: 2048,
+            batch_bytes: 512 * 1024,
             checkpoint: None,
         }
     }
@@ -118,7 +124,7 @@ impl ZoneConfig {
         if self.neighbour_timeout.is_zero() || self.publish_timeout.is_zero() {
             return bad("the neighbour and publish timeouts must be positive".into());
         }
-        if self.batch_entities == 0 {
+        if self.batch_entities == 0 || self.batch_bytes == 0 {
             return bad("a handoff batch must hold at least one entity".into());
         }
         if self.checkpoint.as_ref().is_some_and(|c| c.every == 0) {

@@ -34,20 +34,32 @@ impl<B: Bus, R: ZoneRules> Zone<B, R> {
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
         for (dest, entities) in leaving.iter().enumerate() {
-            for (seq, batch) in entities.chunks(self.config.batch_entities).enumerate() {
+            // A stack of batches, the next on top; one too large is split in halves (a pure
+            // function of the entities, so the same in every run).
+            let mut batches: Vec<&[Entity]> =
+                entities.chunks(self.config.batch_entities).rev().collect();
+            let mut seq = 0u32;
+            while let Some(batch) = batches.pop() {
                 let export = self.registry.export(batch).map_err(ZoneError::Save)?;
                 let message = Message::Handoff {
                     source: me,
                     dest: dest as ZoneId,
                     tick,
-                    seq: seq as u32,
+                    seq,
                     sent_unix_ns,
                     export,
                 };
+                let bytes = message.encode();
+                if bytes.len() > self.config.batch_bytes && batch.len() > 1 {
+                    let (first, second) = batch.split_at(batch.len() / 2);
+                    batches.extend([second, first]);
+                    continue;
+                }
                 self.outbox
                     .handoffs
-                    .push((dest as ZoneId, message.id(), message.encode()));
+                    .push((dest as ZoneId, message.id(), bytes));
                 self.stats.batches_sent += 1;
+                seq += 1;
             }
             self.stats.handoffs_sent += entities.len() as u64;
             for &e in entities {
@@ -126,11 +138,14 @@ impl<B: Bus, R: ZoneRules> Zone<B, R> {
     }
 
     /// Writes the checkpoint now: the registry's save and the inbox, in one file, crash-safely.
-    /// [`step`](Zone::step) calls it every M ticks.
+    /// [`step`](Zone::step) calls it every M ticks. What a failed step left queued is published
+    /// first: a checkpoint never holds a world whose departed entities the bus has not stored
+    /// (a zone resumed from it would not publish them again).
     ///
     /// # Errors
     ///
     /// [`ZoneError::Config`] without [`ZoneConfig::checkpoint`](super::ZoneConfig::checkpoint);
+    /// [`ZoneError::Bus`] if the queued messages could not be published (nothing is written);
     /// [`ZoneError::Save`] or [`ZoneError::Checkpoint`] if writing failed (the previous
     /// checkpoint is then intact).
     pub fn checkpoint(&mut self) -> Result<(), ZoneError> {
@@ -140,6 +155,7 @@ impl<B: Bus, R: ZoneRules> Zone<B, R> {
             ));
         };
         let path = checkpoint::path(&c.dir, self.config.zone);
+        self.publish_outbox()?;
         let save = self.registry.save_to_vec().map_err(ZoneError::Save)?;
         let bytes = checkpoint::encode(&self.header(), &self.inbox, &save);
         let tick = self.registry.tick();

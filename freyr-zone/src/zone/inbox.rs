@@ -72,17 +72,20 @@ impl Inbox {
                 export,
                 ..
             } => {
+                let Some(apply) = tick.checked_add(lookahead) else {
+                    return stats.reject(Rejection::TickOutOfRange { source, tick });
+                };
                 if self.done[source as usize].is_some_and(|d| d >= tick) {
-                    let stale = tick.saturating_add(lookahead) < current;
+                    let stale = apply < current;
                     return stats.reject(match stale {
                         true => Rejection::AlreadyApplied { source, tick, seq },
                         false => Rejection::AfterMarker { source, tick },
                     });
                 }
-                if tick.saturating_add(lookahead) < current {
+                if apply < current {
                     return stats.reject(Rejection::AlreadyApplied { source, tick, seq });
                 }
-                let key = (tick + lookahead, source, tick, seq);
+                let key = (apply, source, tick, seq);
                 if self.pending.contains_key(&key) {
                     return stats.reject(Rejection::Duplicate { source, tick, seq });
                 }
