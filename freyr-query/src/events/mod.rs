@@ -26,8 +26,8 @@
 //! The store of `E` is the resource [`Events<E>`]; it is registered for snapshots when it is
 //! made (by `Registry::add_event` or the first sync point that
 //! stores an `E`), which is why an event type is `Clone`. A restore brings back the unread events
-//! and the sequence numbers with them; keep reader cursors in a snapshot resource to rewind them
-//! too.
+//! and the sequence numbers with them (and removes a store first made after the snapshot: no `E`
+//! existed then); keep reader cursors in a snapshot resource to rewind them too.
 //!
 //! # Panics
 //!

@@ -245,8 +245,11 @@ impl Registry {
 
     /// Puts the registry back to the moment of `snapshot`: the world (a new world, with a fresh
     /// identity: every query cache rebuilds, including [`QueryState`](crate::QueryState)s held
-    /// outside), the [`tick`](Registry::tick), and the resources registered when the snapshot
-    /// was taken (others are left as they are). The copying runs on the registry's pool.
+    /// outside), the [`tick`](Registry::tick), and the resources registered for snapshots: the
+    /// value each had at the snapshot, or none if it was absent then (a type registered after
+    /// the snapshot was taken, such as an event store first made since, was absent then and is
+    /// removed; excluded resources are left as they are). The copying runs on the registry's
+    /// pool.
     ///
     /// The deadline jobs go to the snapshot's tick with it, backward or forward: the
     /// registry's jobs in flight are discarded and the snapshot's become its jobs in flight,
@@ -328,13 +331,23 @@ impl Registry {
                 .world()
                 .restore_over(current, &OnPool(&pool), &mut self.spare_slabs);
         self.spare_slabs.clear();
-        let mut old_values = Vec::with_capacity(values.len());
+        let mut old_values = Vec::with_capacity(self.snapshot_types.resources.len());
         for (image, value) in snapshot.resources().iter().zip(values) {
             let (type_id, name) = (image.ops.type_id, image.ops.name);
             old_values.push(match value {
                 Some(value) => resources.insert_any(type_id, name, value),
                 None => resources.remove_any(type_id),
             });
+        }
+        // A type registered since was absent at the snapshot (present, it would have refused
+        // the snapshot unregistered, and an excluded type cannot be registered): removed, as an
+        // event store first made after the snapshot must be, or the replaced timeline's events
+        // would stay readable and keep their ticks.
+        for ops in &self.snapshot_types.resources {
+            let taken = |image: &ResourceImage| image.ops.type_id == ops.type_id;
+            if !snapshot.resources().iter().any(taken) {
+                old_values.push(resources.remove_any(ops.type_id));
+            }
         }
         let jobs_panic = self.rewind_time(snapshot.tick(), Some(snapshot.jobs()));
         self.load_fn_systems(snapshot.systems());
