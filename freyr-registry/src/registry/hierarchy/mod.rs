@@ -49,9 +49,11 @@ use self::walk::{below, broken_above};
 ///
 /// Readable in queries like any component (`&ChildOf`, `Without<ChildOf>` for the roots).
 /// Adding or removing a copy through [`Registry::world_mut`] or plain
-/// [`Commands`](crate::Commands) inserts and removes bypasses the relation and breaks it
-/// ([`Registry::check_hierarchy`] finds it, and a save of it is refused when loaded); use
-/// `set_parent` and `remove_parent` ([`HierarchyCommands`] for commands).
+/// [`Commands`](crate::Commands) inserts and removes, or overwriting one through
+/// [`get_mut`](Registry::get_mut) or a `&mut` query, bypasses the relation and breaks it
+/// ([`Registry::check_hierarchy`] finds it, a walk that meets a cycle stops with a panic naming
+/// it, and a save of it is refused when loaded); use `set_parent` and `remove_parent`
+/// ([`HierarchyCommands`] for commands).
 ///
 /// # Examples
 ///
