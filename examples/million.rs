@@ -8,8 +8,9 @@
 //! - `--ticks N`: ticks to run (default 300, at least 1);
 //! - `--workers N`: pool size, the calling thread included (default 0 = one per CPU; more than
 //!   `MAX_WORKERS` = 256 is clamped to 256, and the header says so);
-//! - `--entities N`: starting population (default 1,000,000, at least 10; 10% with an `Ai`);
-//! - `--churn N`: expected spawns and despawns per tick (default 300).
+//! - `--entities N`: starting population (default 1,000,000, from 10 to 100,000,000; 10% with
+//!   an `Ai`);
+//! - `--churn N`: expected spawns and despawns per tick (default 300, at most `--entities`).
 //!
 //! Flags take their value as `--ticks 50` or `--ticks=50`; digits may be grouped with `_`
 //! (`1_000_000`). `--help` prints the flags on stdout and exits 0; an unknown flag, a missing or
@@ -36,8 +37,8 @@ const USAGE: &str = "usage: million [--ticks N] [--workers N] [--entities N] [--
   --ticks N     ticks to run (default 300, at least 1)
   --workers N   total parallelism incl. the calling thread (default 0 = one per CPU;
                 at most 256: more is clamped to 256)
-  --entities N  starting population, 10% with an Ai (default 1000000, at least 10)
-  --churn N     expected spawns and despawns per tick (default 300)
+  --entities N  starting population, 10% with an Ai, 10..=100000000 (default 1000000)
+  --churn N     expected spawns and despawns per tick, at most --entities (default 300)
   -h, --help    print this and exit
 Values go as `--ticks 50` or `--ticks=50`; `_` may group digits (1_000_000).";
 
@@ -49,6 +50,9 @@ enum Command {
     /// Run the simulation.
     Run(sim::Config),
 }
+
+/// The largest starting population.
+const MAX_ENTITIES: usize = 100_000_000;
 
 /// The flags that take a number.
 const FLAGS: [&str; 4] = ["--ticks", "--workers", "--entities", "--churn"];
@@ -106,10 +110,23 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                     .ok_or_else(|| format!("--ticks must be between 1 and {}", u32::MAX))?;
             }
             "--workers" => config.workers = number,
-            "--entities" if number >= config.ai_every => config.entities = number,
-            "--entities" => return Err(format!("--entities must be at least {}", config.ai_every)),
+            "--entities" if (config.ai_every..=MAX_ENTITIES).contains(&number) => {
+                config.entities = number;
+            }
+            "--entities" => {
+                return Err(format!(
+                    "--entities must be between {} and {MAX_ENTITIES}",
+                    config.ai_every
+                ));
+            }
             _ => config.churn = number,
         }
+    }
+    if config.churn > config.entities {
+        return Err(format!(
+            "--churn {} is more than the {} entities; pass at most --entities",
+            config.churn, config.entities
+        ));
     }
     Ok(Command::Run(config))
 }
@@ -322,7 +339,10 @@ mod tests {
             "--workers needs a whole number, not \"-1\""
         );
         assert_eq!(error("--ticks 1 --ticks=2"), "--ticks given twice");
-        assert_eq!(error("--entities 3"), "--entities must be at least 10");
+        assert_eq!(
+            error("--entities 3"),
+            "--entities must be between 10 and 100000000"
+        );
         assert!(error("--ticks 0").starts_with("--ticks must be between 1 and"));
         assert!(error("--ticks 5000000000").starts_with("--ticks must be between 1 and"));
     }

@@ -48,6 +48,13 @@ fn main() -> ExitCode {
             return ExitCode::from(USAGE_ERROR);
         }
     };
+    // The digest part is written after the run: a directory it cannot go to fails now.
+    if let (Some(dir), BusChoice::Nats { zone, .. }) = (&args.parts_dir, &args.bus)
+        && let Err(msg) = check_parts_dir(dir, *zone)
+    {
+        eprintln!("zones: {msg}");
+        return ExitCode::from(USAGE_ERROR);
+    }
     let result = match &args.bus {
         BusChoice::InProcess { zones } => run_in_process(&args, *zones),
         BusChoice::Nats { url, zone, of } => run_nats(&args, url, *zone, *of),
@@ -170,6 +177,20 @@ fn run_nats(args: &Args, url: &str, zone: u32, of: u32) -> Result<(), String> {
         println!("merged digest  {merged:016x}  (all {of} zones' parts)");
     }
     Ok(())
+}
+
+/// Creates `dir` if needed and checks that this zone's digest part can be written there.
+fn check_parts_dir(dir: &Path, zone: u32) -> Result<(), String> {
+    let probe = dir.join(format!("zone-{zone}.part.tmp"));
+    std::fs::create_dir_all(dir)
+        .and_then(|()| std::fs::write(&probe, ""))
+        .and_then(|()| std::fs::remove_file(&probe))
+        .map_err(|e| {
+            format!(
+                "--parts-dir {}: cannot write there ({e}); pass a writable directory",
+                dir.display()
+            )
+        })
 }
 
 /// Writes this zone's digest part to `dir` and waits (up to 60 s) for every zone's.

@@ -11,6 +11,9 @@ usage: rollback [--ticks N] [--players N] [--delay N] [--workers N] [--entities 
   --workers N   pool workers, 1..=256 (default 4)
   --entities N  scenery entities besides the players, 0..=1000000 (default 10000)";
 
+/// The flags [`parse`] knows.
+const FLAGS: [&str; 5] = ["--ticks", "--players", "--delay", "--workers", "--entities"];
+
 /// Parses `args` (without the program name). `Ok(None)`: `--help`.
 ///
 /// # Errors
@@ -24,11 +27,24 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Config>, String> {
         workers: 4,
         entities: 10_000,
     };
+    let mut seen: Vec<&str> = Vec::new();
     let mut it = args.iter();
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Ok(None);
         }
+        if !flag.starts_with('-') {
+            return Err(format!(
+                "unexpected argument {flag:?}: every value follows its flag (see --help)"
+            ));
+        }
+        if !FLAGS.contains(&flag.as_str()) {
+            return Err(format!("unknown flag {flag} (see --help)"));
+        }
+        if seen.contains(&flag.as_str()) {
+            return Err(format!("{flag} given twice"));
+        }
+        seen.push(flag);
         let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
         match flag.as_str() {
             "--ticks" => config.ticks = number(flag, value, 1, 100_000)?,
@@ -36,7 +52,7 @@ pub(crate) fn parse(args: &[String]) -> Result<Option<Config>, String> {
             "--delay" => config.delay = number(flag, value, 0, 15)?,
             "--workers" => config.workers = number(flag, value, 1, 256)? as usize,
             "--entities" => config.entities = number(flag, value, 0, 1_000_000)? as u32,
-            _ => return Err(format!("unknown flag {flag}")),
+            _ => unreachable!("every name in FLAGS has an arm"),
         }
     }
     Ok(Some(config))

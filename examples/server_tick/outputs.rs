@@ -43,8 +43,9 @@ impl Outputs {
     ///
     /// # Errors
     ///
-    /// `cannot write PATH: OS ERROR` for the first file that cannot be opened for writing;
-    /// the files this call created before it are removed again.
+    /// `cannot write PATH: OS ERROR` for the first file that cannot be opened for writing, or
+    /// a message naming two outputs that are one file under two names; the files this call
+    /// created before it are removed again.
     pub(crate) fn open(args: &Args) -> Result<Outputs, String> {
         let wanted = [
             (Kind::Json, &args.json),
@@ -57,20 +58,36 @@ impl Outputs {
         let mut open = Vec::new();
         for (kind, path) in wanted {
             let Some(path) = path else { continue };
-            match open_one(path) {
-                Ok((file, created)) => open.push(Output {
-                    kind,
-                    path: path.clone(),
-                    file,
-                    created,
-                }),
-                Err(e) => {
-                    for o in open.iter().filter(|o| o.created) {
-                        let _ = std::fs::remove_file(&o.path);
-                    }
-                    return Err(format!("cannot write {}: {e}", path.display()));
+            // The files this call created before a failure are removed again.
+            let abandon = |open: &[Output], msg: String| {
+                for o in open.iter().filter(|o| o.created) {
+                    let _ = std::fs::remove_file(&o.path);
                 }
+                Err(msg)
+            };
+            let (file, created) = match open_one(path) {
+                Ok(opened) => opened,
+                Err(e) => return abandon(&open, format!("cannot write {}: {e}", path.display())),
+            };
+            // Two spellings of one file (`out.json`, `./out.json`) would overwrite each other.
+            let real = std::fs::canonicalize(path).ok();
+            if let Some(o) = open
+                .iter()
+                .find(|o| real.is_some() && std::fs::canonicalize(&o.path).ok() == real)
+            {
+                let msg = format!(
+                    "{} and {} are the same file; give each output its own file",
+                    o.path.display(),
+                    path.display()
+                );
+                return abandon(&open, msg);
             }
+            open.push(Output {
+                kind,
+                path: path.clone(),
+                file,
+                created,
+            });
         }
         Ok(Outputs { open })
     }

@@ -20,7 +20,25 @@ pub(crate) const USAGE: &str = "usage: zones [flags]
   --fresh                   with nats://: delete the stream first (zone 0 only; start it first)
   --parts-dir DIR           with nats://: write this zone's digest part there, wait (up to 60 s)
                             for every zone's and print the merged digest
-  --help                    this text";
+  --help                    this text
+Each flag may be given once; bad input exits with status 2 before anything runs.";
+
+/// The flags [`parse`] knows.
+const KNOWN: [&str; 13] = [
+    "--bus",
+    "--zones",
+    "--zone",
+    "--of",
+    "--aircraft",
+    "--side",
+    "--ticks",
+    "--workers",
+    "--lookahead",
+    "--pace",
+    "--stream",
+    "--fresh",
+    "--parts-dir",
+];
 
 /// Which bus.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,10 +106,25 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Args
         parts_dir: None,
     };
     let mut side = None;
+    let mut seen: Vec<String> = Vec::new();
     while let Some(flag) = it.next() {
         if flag == "--help" || flag == "-h" {
             return Err(ArgsError::Help);
         }
+        if !flag.starts_with('-') {
+            return Err(ArgsError::Invalid(format!(
+                "unexpected argument {flag:?}: every value follows its flag (see --help)"
+            )));
+        }
+        if !KNOWN.contains(&flag.as_str()) {
+            return Err(ArgsError::Invalid(format!(
+                "unknown flag {flag} (see --help)"
+            )));
+        }
+        if seen.contains(&flag) {
+            return Err(ArgsError::Invalid(format!("{flag} given twice")));
+        }
+        seen.push(flag.clone());
         if flag == "--fresh" {
             a.fresh = true;
             continue;
@@ -133,8 +166,13 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Args
                 }
                 a.stream = value;
             }
+            "--parts-dir" if value.is_empty() => {
+                return Err(ArgsError::Invalid(
+                    "--parts-dir needs a directory (got an empty name)".into(),
+                ));
+            }
             "--parts-dir" => a.parts_dir = Some(PathBuf::from(value)),
-            _ => return Err(ArgsError::Invalid(format!("unknown flag {flag}"))),
+            _ => unreachable!("every name in KNOWN has an arm"),
         }
     }
     a.side = side.unwrap_or_else(|| default_side(a.aircraft));
@@ -152,9 +190,17 @@ pub(crate) fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, Args
             }
         }
         Some(url) if url.starts_with("nats://") => {
-            let host = url["nats://".len()..]
-                .rsplit_once(':')
-                .map_or(&url["nats://".len()..], |(h, _)| h);
+            let rest = &url["nats://".len()..];
+            // The port follows the last ':' after the host (`[::1]` holds colons of its own).
+            let (host, port) = match rest.rsplit_once(':') {
+                Some((h, p)) if !p.contains(']') => (h, Some(p)),
+                _ => (rest, None),
+            };
+            if port.is_some_and(|p| p.parse::<u16>().is_err()) {
+                return Err(ArgsError::Invalid(format!(
+                    "--bus {url}: the port after the host must be a number in 0..=65535"
+                )));
+            }
             if !["127.0.0.1", "localhost", "[::1]"].contains(&host) {
                 return Err(ArgsError::Invalid(format!(
                     "--bus {url}: only loopback addresses (127.0.0.1, localhost, [::1])"
