@@ -67,8 +67,11 @@ pub fn pos_vel(i: usize) -> (Position, Velocity) {
 /// The worker counts named by the `FREYR_BENCH_THREADS` environment variable (a comma list,
 /// e.g. `1,2,16`), so one bench binary can be run on a bigger machine; `None` when it is unset.
 ///
-/// # Panics
-/// When the variable is set but holds something other than positive counts.
+/// A count may exceed this machine's threads (the pool is oversubscribed) but not
+/// [`MAX_WORKERS`](freyr_sched::MAX_WORKERS), the most a pool has.
+///
+/// When the variable is set but is not such a list ([`parse_bench_threads`]), it prints why
+/// and exits with status 2, before any benchmark runs.
 ///
 /// # Examples
 /// ```
@@ -79,18 +82,44 @@ pub fn pos_vel(i: usize) -> (Position, Velocity) {
 /// assert_eq!(freyr_benches::bench_threads(), None);
 /// ```
 pub fn bench_threads() -> Option<Vec<usize>> {
-    let list = std::env::var("FREYR_BENCH_THREADS").ok()?;
-    let counts: Vec<usize> = list
-        .split(',')
-        .map(|s| {
-            s.trim()
-                .parse()
-                .unwrap_or_else(|_| panic!("FREYR_BENCH_THREADS: {s:?} is not a count"))
+    let list = std::env::var_os("FREYR_BENCH_THREADS")?;
+    let counts = list
+        .to_str()
+        .ok_or_else(|| format!("FREYR_BENCH_THREADS={list:?} is not a comma list of counts"))
+        .and_then(parse_bench_threads);
+    match counts {
+        Ok(counts) => Some(counts),
+        Err(e) => {
+            eprintln!("{e}");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Reads a `FREYR_BENCH_THREADS` list: worker counts in `1..=MAX_WORKERS`, separated by commas.
+///
+/// # Errors
+///
+/// A message naming the variable, the entry and what it takes.
+///
+/// # Examples
+/// ```
+/// assert_eq!(freyr_benches::parse_bench_threads("1, 4,16"), Ok(vec![1, 4, 16]));
+/// assert!(freyr_benches::parse_bench_threads("0,4").unwrap_err().contains("\"0\""));
+/// assert!(freyr_benches::parse_bench_threads("").is_err());
+/// ```
+pub fn parse_bench_threads(list: &str) -> Result<Vec<usize>, String> {
+    let max = freyr_sched::MAX_WORKERS;
+    list.split(',')
+        .map(|s| match s.trim().parse::<usize>() {
+            Ok(n) if (1..=max).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "FREYR_BENCH_THREADS={list:?}: {:?} is not a worker count; give a comma list \
+                 of counts in 1..={max}, e.g. 1,2,8",
+                s.trim()
+            )),
         })
-        .filter(|&n| n > 0)
-        .collect();
-    assert!(!counts.is_empty(), "FREYR_BENCH_THREADS names no count");
-    Some(counts)
+        .collect()
 }
 
 /// This machine's parallelism (1 if it cannot be read).

@@ -47,6 +47,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use freyr::Registry;
+use freyr::sched::MAX_WORKERS;
 use rayon::prelude::*;
 
 /// Entities per tick.
@@ -282,9 +283,13 @@ idle_cpu: the CPU a pool burns between 60 Hz ticks, over its CPU inside them, be
 USAGE: idle_cpu [TICKS [WORKERS...]]
        (cargo run --release -p freyr-benches --bin idle_cpu -- [TICKS [WORKERS...]])
 
-  TICKS        timed ticks per pool size (default 120), a positive whole number
-  WORKERS...   pool sizes to measure (default 2 8 16), positive whole numbers
+  TICKS        timed ticks per pool size, 1..=1000000 (default 120)
+  WORKERS...   pool sizes to measure, each in 1..=256 (default 2 8 16); more than this
+               machine's threads is allowed (the pool is oversubscribed)
   -h, --help   this text";
+
+/// The most timed ticks per pool size (about 4.6 hours of 60 Hz frames).
+const MAX_TICKS: usize = 1_000_000;
 
 /// Parsed command line.
 #[derive(Debug, PartialEq)]
@@ -301,17 +306,17 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         workers: Vec::new(),
         help: false,
     };
-    let count = |what: &str, v: &str| match v.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
+    let count = |what: &str, v: &str, max: usize| match v.parse::<usize>() {
+        Ok(n) if (1..=max).contains(&n) => Ok(n),
         _ => Err(format!(
-            "{what} {v:?}: expected a positive whole number (see --help)"
+            "{what} {v:?}: expected a whole number in 1..={max} (see --help)"
         )),
     };
     for (i, arg) in args.into_iter().enumerate() {
         match arg.as_str() {
             "-h" | "--help" => parsed.help = true,
-            _ if i == 0 => parsed.ticks = count("TICKS", &arg)?,
-            _ => parsed.workers.push(count("WORKERS", &arg)?),
+            _ if i == 0 => parsed.ticks = count("TICKS", &arg, MAX_TICKS)?,
+            _ => parsed.workers.push(count("WORKERS", &arg, MAX_WORKERS)?),
         }
     }
     if parsed.workers.is_empty() {
@@ -425,11 +430,11 @@ mod tests {
         assert!(args(&["60", "-h"]).unwrap().help);
         assert_eq!(
             args(&["0"]).unwrap_err(),
-            "TICKS \"0\": expected a positive whole number (see --help)"
+            "TICKS \"0\": expected a whole number in 1..=1000000 (see --help)"
         );
         assert_eq!(
             args(&["60", "two"]).unwrap_err(),
-            "WORKERS \"two\": expected a positive whole number (see --help)"
+            "WORKERS \"two\": expected a whole number in 1..=256 (see --help)"
         );
         assert!(
             args(&["--fast"])

@@ -59,7 +59,10 @@ OPTIONS:
                    --generic --docs README.md --docs docs/src/benchmarks.md
   -h, --help       this text
 
-Parallel rows run at the machine's thread count, or at each of FREYR_BENCH_THREADS=1,2,8.";
+--filter, --out and --report go at most once. Every --docs file and --out are checked before
+anything runs, and so are FREYR_BENCH_GENERIC (1 or 0) and, with --run, FREYR_BENCH_THREADS.
+Parallel rows run at the machine's thread count, or at each of FREYR_BENCH_THREADS=1,2,8
+(counts in 1..=256).";
 
 /// The benches of the comparison.
 const BENCHES: [&str; 4] = ["core", "query", "registry", "sched"];
@@ -92,10 +95,10 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 }
                 parsed.benches.push(name);
             }
-            "--filter" => parsed.filter = Some(value("--filter")?),
-            "--out" => parsed.out = Some(value("--out")?.into()),
-            "--report" => parsed.report = Some(value("--report")?.into()),
-            "--docs" => parsed.docs.push(value("--docs")?.into()),
+            "--filter" => parsed.filter = Some(once(&parsed.filter, "--filter", value)?),
+            "--out" => parsed.out = Some(once(&parsed.out, "--out", value)?.into()),
+            "--report" => parsed.report = Some(once(&parsed.report, "--report", value)?.into()),
+            "--docs" => parsed.docs.push(once(&None::<()>, "--docs", value)?.into()),
             "-h" | "--help" => parsed.help = true,
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
@@ -104,6 +107,73 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         return Err("--report splices a report written before: not with --run or --out".into());
     }
     Ok(parsed)
+}
+
+/// The value of a flag that takes one (`value` reads it): refused when the flag was given
+/// before (`slot` is set) or the value is empty.
+fn once<T>(
+    slot: &Option<T>,
+    flag: &str,
+    value: impl FnOnce(&str) -> Result<String, String>,
+) -> Result<String, String> {
+    if slot.is_some() {
+        return Err(format!("{flag} given twice; pass it once"));
+    }
+    let v = value(flag)?;
+    if v.is_empty() {
+        return Err(format!("{flag} needs a value (got an empty one)"));
+    }
+    Ok(v)
+}
+
+/// `FREYR_BENCH_GENERIC`: unset or `0` is the x86-64-v3 build, `1` the generic one.
+fn generic_from_env() -> Result<bool, String> {
+    match env::var("FREYR_BENCH_GENERIC").as_deref() {
+        Err(env::VarError::NotPresent) | Ok("0") => Ok(false),
+        Ok("1") => Ok(true),
+        Ok(v) => Err(format!(
+            "FREYR_BENCH_GENERIC={v:?}: set it to 1 (the generic build) or 0, or unset it"
+        )),
+        Err(env::VarError::NotUnicode(v)) => Err(format!(
+            "FREYR_BENCH_GENERIC={v:?}: set it to 1 (the generic build) or 0, or unset it"
+        )),
+    }
+}
+
+/// Checks, before anything runs, that every `--docs` file can be read and written and marks a
+/// GENERATED section of this build, and that `--out` can be written.
+fn check_files(args: &Args, generic: bool) -> Result<(), String> {
+    let sections = splice::sections("", generic);
+    for doc in &args.docs {
+        let writable = fs::OpenOptions::new().write(true).open(doc);
+        let text = writable
+            .and_then(|_| fs::read_to_string(doc))
+            .map_err(|e| format!("--docs {}: {e}", doc.display()))?;
+        match splice::splice(&text, &sections) {
+            Ok((_, 0)) => {
+                let names: Vec<&str> = sections.iter().map(|(n, _)| n.as_str()).collect();
+                return Err(format!(
+                    "--docs {} has no GENERATED section for this build ({})",
+                    doc.display(),
+                    names.join(", ")
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => return Err(format!("--docs {}: {e}", doc.display())),
+        }
+    }
+    if let Some(out) = &args.out {
+        let existed = out.exists();
+        fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(out)
+            .map_err(|e| format!("--out {}: {e}", out.display()))?;
+        if !existed {
+            let _ = fs::remove_file(out);
+        }
+    }
+    Ok(())
 }
 
 /// The workspace root (this package's parent directory).
@@ -282,7 +352,25 @@ fn main() -> ExitCode {
         println!("{HELP}");
         return ExitCode::SUCCESS;
     }
-    let generic = args.generic || env::var("FREYR_BENCH_GENERIC").is_ok_and(|v| v == "1");
+    let generic = match generic_from_env() {
+        Ok(from_env) => args.generic || from_env,
+        Err(e) => {
+            eprintln!("bench_report: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // The benches read FREYR_BENCH_THREADS: a bad list fails now, not after their build.
+    let threads = match env::var("FREYR_BENCH_THREADS") {
+        Ok(list) if args.run => freyr_benches::parse_bench_threads(&list).map(drop),
+        Err(env::VarError::NotUnicode(v)) if args.run => Err(format!(
+            "FREYR_BENCH_THREADS={v:?} is not a comma list of counts"
+        )),
+        _ => Ok(()),
+    };
+    if let Err(e) = threads.and_then(|()| check_files(&args, generic)) {
+        eprintln!("bench_report: {e}");
+        return ExitCode::from(2);
+    }
     let report = match &args.report {
         Some(path) => match stored_report(path, generic) {
             Ok(report) => report,

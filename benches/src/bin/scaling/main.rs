@@ -53,6 +53,7 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 use std::{env, fs};
 
+use freyr::sched::MAX_WORKERS;
 use workloads::{Size, WORKLOADS, Workload};
 
 const HELP: &str = "\
@@ -61,13 +62,17 @@ scaling: Freyr's tick time, speedup and steals for 1, 2, 4, ... workers.
 USAGE: scaling [OPTIONS]   (cargo run --release -p freyr-benches --bin scaling -- [OPTIONS])
 
 OPTIONS:
-  --max-workers N   sweep up to N workers (default: this machine's hardware threads)
-  --ticks N         timed ticks per point (default 50)
-  --warmup N        untimed ticks before each round's timed ones (default 5)
+  --max-workers N   sweep up to N workers, 1..=256 (default: this machine's hardware
+                    threads, at most 256; more than it has runs oversubscribed)
+  --ticks N         timed ticks per point, 1..=1000000 (default 50)
+  --warmup N        untimed ticks before each round's timed ones, 0..=1000000 (default 5)
   --workload NAME   only this workload; repeatable (heavy_compute, million_iter,
                     server_tick)
   --out DIR         where scaling.csv, speedup.svg and speedup.png go (default target/scaling)
   -h, --help        this text";
+
+/// The most timed (and warm-up) ticks per point: every timed tick is kept until the median.
+const MAX_TICKS: usize = 1_000_000;
 
 /// Parsed command line.
 #[derive(Debug, PartialEq)]
@@ -82,29 +87,33 @@ struct Args {
 
 fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut parsed = Args {
-        max_workers: freyr_benches::machine_threads(),
+        max_workers: freyr_benches::machine_threads().min(MAX_WORKERS),
         ticks: 50,
         warmup: 5,
         workloads: Vec::new(),
         out: PathBuf::from("target/scaling"),
         help: false,
     };
+    let mut seen: Vec<String> = Vec::new();
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let mut value = |flag: &str| args.next().ok_or(format!("{flag} needs a value"));
-        let count = |flag: &str, v: String| match v.parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            _ => Err(format!("{flag} {v}: expected a positive whole number")),
+        let count = |flag: &str, v: String, lo: usize, hi: usize| match v.parse::<usize>() {
+            Ok(n) if (lo..=hi).contains(&n) => Ok(n),
+            _ => Err(format!(
+                "{flag} {v}: expected a whole number in {lo}..={hi}"
+            )),
         };
-        match arg.as_str() {
-            "--max-workers" => parsed.max_workers = count(&arg, value(&arg)?)?,
-            "--ticks" => parsed.ticks = count(&arg, value(&arg)?)?,
-            "--warmup" => {
-                let v = value(&arg)?;
-                parsed.warmup = v
-                    .parse()
-                    .map_err(|_| format!("--warmup {v}: expected a whole number"))?;
+        if ["--max-workers", "--ticks", "--warmup", "--out"].contains(&arg.as_str()) {
+            if seen.contains(&arg) {
+                return Err(format!("{arg} given twice; pass it once"));
             }
+            seen.push(arg.clone());
+        }
+        match arg.as_str() {
+            "--max-workers" => parsed.max_workers = count(&arg, value(&arg)?, 1, MAX_WORKERS)?,
+            "--ticks" => parsed.ticks = count(&arg, value(&arg)?, 1, MAX_TICKS)?,
+            "--warmup" => parsed.warmup = count(&arg, value(&arg)?, 0, MAX_TICKS)?,
             "--workload" => {
                 let name = value(&arg)?;
                 if !WORKLOADS.iter().any(|w| w.name == name) {
@@ -116,7 +125,12 @@ fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 }
                 parsed.workloads.push(name);
             }
-            "--out" => parsed.out = value(&arg)?.into(),
+            "--out" => match value(&arg)? {
+                v if v.is_empty() => {
+                    return Err("--out needs a directory (got an empty name)".into());
+                }
+                v => parsed.out = v.into(),
+            },
             "-h" | "--help" => parsed.help = true,
             other => return Err(format!("unknown argument {other:?} (see --help)")),
         }
@@ -310,6 +324,18 @@ fn main() -> ExitCode {
         println!("{HELP}");
         return ExitCode::SUCCESS;
     }
+    // The results are written after the sweep: a directory they cannot go to fails now.
+    let probe = args.out.join("scaling.csv.probe");
+    if let Err(e) = fs::create_dir_all(&args.out)
+        .and_then(|()| fs::write(&probe, ""))
+        .and_then(|()| fs::remove_file(&probe))
+    {
+        eprintln!(
+            "scaling: --out {}: cannot write there ({e}); pass a writable directory",
+            args.out.display()
+        );
+        return ExitCode::from(2);
+    }
     let chosen: Vec<&Workload> = WORKLOADS
         .iter()
         .filter(|w| args.workloads.is_empty() || args.workloads.iter().any(|n| n == w.name))
@@ -398,7 +424,7 @@ mod tests {
         assert!(
             args(&["--max-workers", "0"])
                 .unwrap_err()
-                .contains("positive")
+                .contains("1..=256")
         );
         assert_eq!(
             args(&["--fast"]).unwrap_err(),
