@@ -112,8 +112,8 @@ pub const ROW_PATH_ENV: &str = "FREYR_ROW_PATH";
 ///
 /// The mode is set once, at the first row loop: `Adaptive` on a CPU with AVX2 and FMA in a
 /// build that has both copies, else `Baseline`, unless the environment variable
-/// `FREYR_ROW_PATH` says `baseline` or `avx2` ([`ROW_PATH_ENV`]). [`force`](RowPath::force)
-/// changes it at run time.
+/// `FREYR_ROW_PATH` says `baseline` or `avx2` ([`ROW_PATH_ENV`]; any other value is ignored,
+/// with one line on stderr saying so). [`force`](RowPath::force) changes it at run time.
 ///
 /// # Examples
 ///
@@ -311,6 +311,16 @@ fn choose() -> u8 {
             .and_then(|v| v.to_str())
             .is_some_and(|v| v.trim().eq_ignore_ascii_case(word))
     };
+    if let Some(v) = &var
+        && !says("baseline")
+        && !says("avx2")
+    {
+        // Not silent: a misspelt override would otherwise run adaptive without a word.
+        eprintln!(
+            "freyr: {ROW_PATH_ENV}={v:?} is ignored: it takes baseline or avx2 (unset: each \
+             row loop picks its copy)"
+        );
+    }
     let path = if says("baseline") || RowPath::detected() != RowPath::Avx2Fma {
         BASELINE
     } else if says("avx2") {
