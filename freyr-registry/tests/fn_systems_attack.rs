@@ -5,6 +5,9 @@
 //! phase runs, accesses that cannot be granted, and the same world for every worker count
 //! while systems spawn, despawn and panic. The graph's side is in `fn_systems_attack_graph`.
 
+mod fn_support;
+
+use fn_support::*;
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,46 +18,14 @@ use freyr::system::{
 };
 use freyr::{Commands, Entity, EventCursor, Events, Phase, Registry, StableHash, With, Without};
 
-const WORKERS: &[usize] = &[1, 2, 3, 8, 16];
-
-#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-struct A(u32);
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 struct B(u32);
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 struct C(u32);
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-struct Marker(u32);
-#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 struct Age(u32);
 #[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-struct Id(u64);
-#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
 struct Tag;
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Ev(u64);
-#[derive(Debug, Default, PartialEq)]
-struct Sum(u64);
-struct Res1(u32);
-
-/// Runs one update, returning the panic's message if it panicked.
-fn update(registry: &mut Registry) -> Result<(), String> {
-    catch_unwind(AssertUnwindSafe(|| registry.update(0.1))).map_err(|p| {
-        p.downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "<other payload>".to_owned())
-    })
-}
-
-/// The values of `T` in entity order (archetype, chunk, row), with the entities' bits.
-fn rows<T: Copy + Send + Sync + 'static>(registry: &mut Registry) -> Vec<(u64, T)> {
-    let mut out = Vec::new();
-    registry
-        .query::<&T>()
-        .each(|e, v| out.push((e.to_bits(), *v)));
-    out
-}
 
 /// A panic in a segment run over the pool: exactly the systems with a path from it are skipped
 /// (by conflict or by declared order, transitively), the others run and their commands and

@@ -3,6 +3,9 @@
 //! thousand systems, one function registered twice, when events become readable, and
 //! `run_frame`. The running side is in `fn_systems_attack`.
 
+mod fn_support;
+
+use fn_support::*;
 use std::collections::HashSet;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -12,43 +15,11 @@ use freyr::system::{
     EventReader, EventWriter, GraphFormat, Local, Query, Res, ResMut, ScheduleError, SystemConfig,
     Tick,
 };
-use freyr::{Commands, EventCursor, Phase, Registry, StableHash};
+use freyr::{Commands, EventCursor, Phase, Registry};
 
-const WORKERS: &[usize] = &[1, 2, 3, 8, 16];
-
-#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-struct A(u32);
-#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-struct Marker(u32);
-#[derive(Clone, Copy, Debug, PartialEq, StableHash)]
-struct Id(u64);
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Ev(u64);
-#[derive(Debug, Default, PartialEq)]
-struct Sum(u64);
 struct Log(Vec<u32>);
-struct Res1(u32);
 /// A log the test reads after the systems wrote it.
 type Shared<T> = Arc<Mutex<Vec<T>>>;
-
-/// Runs one update, returning the panic's message if it panicked.
-fn update(registry: &mut Registry) -> Result<(), String> {
-    catch_unwind(AssertUnwindSafe(|| registry.update(0.1))).map_err(|p| {
-        p.downcast_ref::<&str>()
-            .map(|s| (*s).to_owned())
-            .or_else(|| p.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "<other payload>".to_owned())
-    })
-}
-
-/// The values of `T` in entity order (archetype, chunk, row), with the entities' bits.
-fn rows<T: Copy + Send + Sync + 'static>(registry: &mut Registry) -> Vec<(u64, T)> {
-    let mut out = Vec::new();
-    registry
-        .query::<&T>()
-        .each(|e, v| out.push((e.to_bits(), *v)));
-    out
-}
 
 /// `before`/`after` naming a system of another phase is an unknown name: `check_schedule`
 /// reports it, `update` panics naming it after the earlier phases ran, and the registry runs

@@ -4,11 +4,13 @@
 //! saves by hand. Foreign and stale handles, cycles, hooks and the rest are in
 //! `hierarchy_attack_edits`.
 
+mod hierarchy_support;
+
+use hierarchy_support::*;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use freyr::Commands;
 use freyr::Registry;
 use freyr::hierarchy::{HierarchyCommands, HierarchyError};
 use freyr_core::Entity;
@@ -16,26 +18,6 @@ use freyr_core::Entity;
 /// Deep enough to overflow any recursive walk's stack (a fifth under ThreadSanitizer, whose
 /// frames are larger, as the propagate test does).
 const DEPTH: usize = if cfg!(freyr_tsan) { 20_000 } else { 100_000 };
-
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-struct Name(u32);
-
-impl freyr::StableHash for Name {
-    fn stable_hash(&self, h: &mut freyr::hash::StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
-
-fn registry(workers: usize) -> Registry {
-    let mut r = Registry::with_workers(workers);
-    r.register_hashable::<Name>();
-    r.register_persistent::<Name>("test.name", 1);
-    r.register_snapshot_copy::<Name>();
-    r.register_cloneable::<Name>();
-    r.register_hierarchy();
-    r.register_disabled();
-    r
-}
 
 /// A chain `DEPTH` long: returns its root and its leaf.
 fn chain(r: &mut Registry) -> (Entity, Entity) {
@@ -45,29 +27,6 @@ fn chain(r: &mut Registry) -> (Entity, Entity) {
         leaf = r.spawn_child(leaf, (Name(i as u32),)).unwrap();
     }
     (root, leaf)
-}
-
-/// Records `f`'s commands from a callback and applies them at a sync point; returns the sync
-/// point's panic, if any.
-fn record(
-    r: &mut Registry,
-    f: impl Fn(&mut Commands<'_>) + Send + Sync,
-) -> Option<Box<dyn std::any::Any + Send>> {
-    struct Anchor;
-    let anchor = r.spawn((Anchor,));
-    r.query::<&Anchor>()
-        .each_with(|_, _, ctx| f(ctx.commands()));
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| r.execute_tasks()));
-    r.despawn(anchor).unwrap();
-    outcome.err()
-}
-
-fn message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 #[test]

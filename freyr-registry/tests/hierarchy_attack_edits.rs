@@ -4,61 +4,20 @@
 //! other hierarchy tests do not reach. Deep chains and counted clones are in
 //! `hierarchy_attack`.
 
+mod hierarchy_support;
+
+use hierarchy_support::*;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
-use freyr::Commands;
 use freyr::Registry;
 use freyr::hierarchy::{CloneError, HierarchyCommands, HierarchyError};
 use freyr_core::{Entity, NoSuchEntity};
 
-#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
-struct Name(u32);
-
-impl freyr::StableHash for Name {
-    fn stable_hash(&self, h: &mut freyr::hash::StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
-
-fn registry(workers: usize) -> Registry {
-    let mut r = Registry::with_workers(workers);
-    r.register_hashable::<Name>();
-    r.register_persistent::<Name>("test.name", 1);
-    r.register_snapshot_copy::<Name>();
-    r.register_cloneable::<Name>();
-    r.register_hierarchy();
-    r.register_disabled();
-    r
-}
-
-/// Records `f`'s commands from a callback and applies them at a sync point; returns the sync
-/// point's panic, if any.
-fn record(
-    r: &mut Registry,
-    f: impl Fn(&mut Commands<'_>) + Send + Sync,
-) -> Option<Box<dyn std::any::Any + Send>> {
-    struct Anchor;
-    let anchor = r.spawn((Anchor,));
-    r.query::<&Anchor>()
-        .each_with(|_, _, ctx| f(ctx.commands()));
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| r.execute_tasks()));
-    r.despawn(anchor).unwrap();
-    outcome.err()
-}
-
 /// Runs `f`, catching its panic.
 fn catch(f: impl FnOnce()) -> std::thread::Result<()> {
     panic::catch_unwind(AssertUnwindSafe(f))
-}
-
-fn message(payload: &(dyn std::any::Any + Send)) -> String {
-    payload
-        .downcast_ref::<String>()
-        .cloned()
-        .or_else(|| payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .unwrap_or_default()
 }
 
 #[test]

@@ -6,34 +6,14 @@
 //! `each_async` task for 1, 2, 8 and 16 workers, by chunk and split. Hooks, calling-thread
 //! panics and world swaps are in `query_attack_more.rs`.
 
+mod query_support;
+
+use query_support::*;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use freyr::storage::CHUNK_CAPACITY;
-use freyr::{Entity, EventCursor, Registry, StableHash, View, With, Without};
+use freyr::{Entity, EventCursor, Registry, View, With, Without};
 use freyr_core::{ComponentError, NoSuchEntity};
-
-/// Rows per chunk (512; 64 under Miri).
-const C: usize = CHUNK_CAPACITY;
-const WORKERS: &[usize] = if cfg!(miri) { &[1, 2] } else { &[1, 2, 8, 16] };
-
-#[derive(StableHash, Clone, Copy, Debug, PartialEq)]
-struct Hp(u32);
-#[derive(StableHash, Clone, Copy, Debug, PartialEq)]
-struct Id(u32);
-#[derive(StableHash, Clone, Copy, Debug, PartialEq)]
-struct Marked;
-#[derive(Clone, Debug, PartialEq)]
-struct Ev(u32);
-
-/// The rows of the chunks `Changed<Hp>` since `since` visits.
-fn changed_rows(r: &mut Registry, since: u64) -> usize {
-    let mut rows = 0;
-    r.query::<&Hp>()
-        .filter_changed::<Hp>(since)
-        .each_chunk(|entities, _| rows += entities.len());
-    rows
-}
 
 /// The entities of the chunks `Added<Hp>` since `since` visits, for entities without `Marked`.
 fn added_unmarked(r: &mut Registry, since: u64) -> Vec<Entity> {
@@ -42,13 +22,6 @@ fn added_unmarked(r: &mut Registry, since: u64) -> Vec<Entity> {
         .filter_added::<Hp>(since)
         .each(|e, _| out.push(e));
     out
-}
-
-fn message(payload: Box<dyn std::any::Any + Send>) -> String {
-    match payload.downcast::<String>() {
-        Ok(s) => *s,
-        Err(p) => p.downcast::<&str>().map(|s| s.to_string()).unwrap(),
-    }
 }
 
 #[test]

@@ -3,40 +3,13 @@
 //! a `spawn_batch` in operation order; panics in calling-thread runs and reductions; cached runs
 //! across world swaps.
 
+mod query_support;
+
+use query_support::*;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::{Arc, Mutex};
 
-use freyr::storage::CHUNK_CAPACITY;
-use freyr::{Entity, EventCursor, Registry, StableHash};
-
-/// Rows per chunk (512; 64 under Miri).
-const C: usize = CHUNK_CAPACITY;
-const WORKERS: &[usize] = if cfg!(miri) { &[1, 2] } else { &[1, 2, 8, 16] };
-
-#[derive(StableHash, Clone, Copy, Debug, PartialEq)]
-struct Hp(u32);
-#[derive(StableHash, Clone, Copy, Debug, PartialEq)]
-struct Id(u32);
-#[derive(StableHash, Clone, Copy, Debug, PartialEq)]
-struct Marked;
-#[derive(Clone, Debug, PartialEq)]
-struct Ev(u32);
-
-/// The rows of the chunks `Changed<Hp>` since `since` visits.
-fn changed_rows(r: &mut Registry, since: u64) -> usize {
-    let mut rows = 0;
-    r.query::<&Hp>()
-        .filter_changed::<Hp>(since)
-        .each_chunk(|entities, _| rows += entities.len());
-    rows
-}
-
-fn message(payload: Box<dyn std::any::Any + Send>) -> String {
-    match payload.downcast::<String>() {
-        Ok(s) => *s,
-        Err(p) => p.downcast::<&str>().map(|s| s.to_string()).unwrap(),
-    }
-}
+use freyr::{Entity, EventCursor, Registry};
 
 /// A hook panics at a sync point while the commands of the hooks before it and the events of the
 /// tasks are pending: both survive, the panicking hook's own commands do not, and the registry
