@@ -17,7 +17,8 @@ use crate::group_inner::GroupInner;
 ///
 /// Dropping a group whose tasks are still pending blocks (spinning, yielding,
 /// then sleeping in short steps) until they finished, so no task can touch
-/// a freed group; a panic stored at that point is discarded.
+/// a freed group; a panic stored at that point is discarded (with
+/// [`drop_payload`](crate::drop_payload): nothing unwinds out of the drop).
 ///
 /// # Examples
 ///
@@ -121,5 +122,11 @@ impl Drop for TaskGroup {
     fn drop(&mut self) {
         // Queued tasks hold a pointer to `inner`: never free it under them.
         self.inner.block_until_done();
+        // A panic nobody waited for is discarded without unwinding out of
+        // this drop: a payload whose own `Drop` panics would otherwise escape
+        // (and abort the process if this drop runs during an unwind).
+        if let Some(panic) = self.inner.take_panic() {
+            crate::drop_payload(panic.into_payload());
+        }
     }
 }

@@ -52,6 +52,22 @@ impl GroupInner {
     /// Counts `n` more pending indices. Called before the tasks are
     /// published, so no task can finish before it was counted.
     pub(crate) fn add(&self, n: usize) {
+        // Refused *before* the add: an add that overflows `COUNT` carries into
+        // the `SLEEPER` bit or wraps, and a wrapped count can read zero while
+        // tasks are pending (a scope would return under its running tasks).
+        // Not part of the protocol: a relaxed read that only decides whether
+        // to panic (so the loom models, whose counts are small, leave it out
+        // rather than explore its interleavings). Only adds racing on one
+        // group near 2^63 pending indices (which could never finish anyway)
+        // can still overflow; the check after the add reports that.
+        #[cfg(not(freyr_loom))]
+        {
+            let pending = self.state.load(Ordering::Relaxed) & COUNT;
+            assert!(
+                pending.checked_add(n).is_some_and(|c| c <= COUNT),
+                "freyr-sched: task group counter overflow ({pending} pending + {n} more indices)"
+            );
+        }
         // Relaxed: the tasks are published through a queue (release/acquire),
         // so this increment happens-before any of their decrements.
         let prev = self.state.fetch_add(n, Ordering::Relaxed);

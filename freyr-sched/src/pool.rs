@@ -25,7 +25,9 @@ use freyr_sync::{self as sync, Arc, JoinHandle};
 /// everything inline on the calling thread.
 ///
 /// Dropping the pool lets the workers drain every queued task, then joins
-/// them all.
+/// them all. A pool dropped from inside one of its own tasks (reached through
+/// a `Mutex`, say) joins every other worker and detaches the one running that
+/// task, which exits once the task returns.
 ///
 /// # Examples
 ///
@@ -343,6 +345,11 @@ impl ThreadPool {
     /// cheap tasks [`submit_job`](Self::submit_job) is faster (the body is
     /// inlined into the pool's batch loop).
     ///
+    /// # Panics
+    ///
+    /// If `group`'s pending indices would exceed `usize::MAX / 2` (only a
+    /// `count` no pool could ever run gets there); nothing is queued then.
+    ///
     /// # Safety
     ///
     /// - `job` must point to a valid `J` that stays valid, and is not
@@ -574,7 +581,15 @@ impl Drop for ThreadPool {
             return;
         }
         self.shared.shut_down();
-        for handle in self.threads.drain(..) {
+        // Dropped by one of its own tasks (the pool reached through a
+        // `Mutex`, say): that worker cannot join itself (the OS refuses, and
+        // `join` panics). Its handle is detached instead; the worker exits on
+        // its own once its task returns, as every worker does at shutdown.
+        let me = self.shared.current_worker();
+        for (index, handle) in self.threads.drain(..).enumerate() {
+            if Some(index) == me {
+                continue;
+            }
             // A worker never unwinds (tasks' panics are caught), so an error
             // here would only repeat a panic already reported; ignore it.
             let _ = handle.join();

@@ -240,6 +240,11 @@ impl<'scope, 'env> Scope<'scope, 'env> {
     /// calls `func(job, i)`. The safe, scoped form of
     /// [`ThreadPool::submit_indexed`]: the borrow of `job` outlives the scope.
     ///
+    /// # Panics
+    ///
+    /// If the scope's pending indices would exceed `usize::MAX / 2` (only a
+    /// `count` no pool could ever run gets there); nothing is queued then.
+    ///
     /// # Examples
     ///
     /// ```

@@ -153,7 +153,7 @@ impl Shared {
     }
 
     /// The worker index of the current thread, if it is a worker of this pool.
-    fn current_worker(&self) -> Option<usize> {
+    pub(crate) fn current_worker(&self) -> Option<usize> {
         CONTEXT.with(|cell| {
             let context = cell.get();
             ptr::eq(context.pool, self).then_some(context.index)
