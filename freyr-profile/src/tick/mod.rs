@@ -343,6 +343,16 @@ impl TickProfile {
         self.open.as_ref().map(|o| o.tick)
     }
 
+    /// Counts the open tick's counters, and the next record's dropped ticks, from `base`: the
+    /// registry's counters were just reset (`Registry::reset_profile`), and a difference with
+    /// the counters of before the reset would underflow.
+    pub fn rebase(&mut self, base: ProfileReport) {
+        self.seen_dropped = base.time.dropped_ticks;
+        if let Some(open) = &mut self.open {
+            open.base = base;
+        }
+    }
+
     pub fn begin(&mut self, tick: u64, base: ProfileReport) {
         let traced = self.config.trace_ticks.contains(&tick);
         self.open = Some(OpenTick {

@@ -77,7 +77,10 @@ with_tick_counters!(counter_struct! {
     /// [`TickProfile`](crate::TickProfile)).
     #[derive(Clone, Debug, PartialEq)]
     pub struct TickRecord {
-        /// The tick's number, as given to `Registry::profile_tick_begin`.
+        /// The tick's number, as given to `Registry::profile_tick_begin`. The records keep
+        /// the order they were recorded in, so after a `Registry::restore` or
+        /// `Registry::load_into` (which do not rewind the profiler) the numbers go back, and a
+        /// traced tick number that runs again is traced again.
         pub tick: u64,
         /// Wall time from `profile_tick_begin` to `profile_tick_end`.
         pub wall: Duration,

@@ -16,7 +16,9 @@ impl Registry {
         report
     }
 
-    /// Clears the profiler's counters.
+    /// Clears the profiler's counters. With the tick profiler on, a tick in progress is
+    /// recorded from the reset on (its record counts the work after the reset only), and the
+    /// next record's dropped ticks are those counted after the reset.
     ///
     /// # Examples
     ///
@@ -30,6 +32,12 @@ impl Registry {
     pub fn reset_profile(&mut self) {
         self.profiler = Profiler::new(self.sync.pool().metrics());
         self.time.stats = freyr_profile::profiler::TimeStats::default();
+        if self.tick_profile.is_some() {
+            let base = self.profile();
+            if let Some(profile) = &mut self.tick_profile {
+                profile.rebase(base);
+            }
+        }
     }
 
     /// Number of implicit sync points so far (operations that waited for conflicting work).

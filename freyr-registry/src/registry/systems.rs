@@ -166,7 +166,7 @@ impl Registry {
         let own_tick = self.begin_update_tick();
         let result = panic::catch_unwind(AssertUnwindSafe(|| {
             if own_tick {
-                self.profile_tick_phase("deadlines");
+                self.update_tick_phase("deadlines");
             }
             {
                 #[cfg(feature = "tracing")]
@@ -185,7 +185,7 @@ impl Registry {
         };
         self.close_tick(end - start);
         if own_tick {
-            self.profile_tick_end(freyr_profile::tick::TickExtras {
+            self.end_update_tick(freyr_profile::tick::TickExtras {
                 load_factor: self.load_factor(),
                 ..freyr_profile::tick::TickExtras::default()
             });
@@ -203,7 +203,7 @@ impl Registry {
         // machine).
         for phase in Phase::ALL {
             if own_tick {
-                self.profile_tick_phase(phase.name());
+                self.update_tick_phase(phase.name());
             }
             #[cfg(feature = "tracing")]
             let _phase = freyr_profile::spans::phase(phase).entered();

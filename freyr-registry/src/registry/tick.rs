@@ -12,6 +12,9 @@ use super::Registry;
 impl Registry {
     /// Turns the tick profiler on (replacing any earlier recording).
     ///
+    /// Called from a system, the new recording starts with the next tick: the update running
+    /// is not recorded by it (nor by the recording it replaced, whose open tick is dropped).
+    ///
     /// # Panics
     ///
     /// If `config.window` is 0 or `config.ewma_alpha` is outside `(0, 1]`.
@@ -29,7 +32,8 @@ impl Registry {
         self.tick_profile = Some(Box::new(TickProfile::new(config, dropped)));
     }
 
-    /// Turns the tick profiler off and returns what it recorded.
+    /// Turns the tick profiler off and returns what it recorded: the ticks it closed, not one
+    /// still open (called from a system, the update running is not among them).
     ///
     /// # Examples
     ///
@@ -217,6 +221,29 @@ impl Registry {
             self.profile_tick_begin(self.tick());
         }
         own
+    }
+
+    /// Starts phase `name` of the tick [`update`](Registry::update) opened, if that tick is
+    /// still open: a system may have turned the profiler off, or replaced its recording
+    /// ([`enable_tick_profile`](Registry::enable_tick_profile)), since.
+    pub(super) fn update_tick_phase(&mut self, name: &'static str) {
+        if let Some(profile) = &mut self.tick_profile
+            && profile.open_tick().is_some()
+        {
+            profile.phase(name);
+        }
+    }
+
+    /// Closes the tick [`update`](Registry::update) opened, if it is still open (see
+    /// [`update_tick_phase`](Registry::update_tick_phase)).
+    pub(super) fn end_update_tick(&mut self, extras: TickExtras) {
+        if self
+            .tick_profile
+            .as_deref()
+            .is_some_and(|p| p.open_tick().is_some())
+        {
+            self.profile_tick_end(extras);
+        }
     }
 
     /// The number of the open tick, when it is traced.

@@ -66,7 +66,7 @@ impl Registry {
     /// With the tick profiler on ([`enable_tick_profile`](Registry::enable_tick_profile)), each
     /// run is booked as a label named after the system (wall time, calls; see
     /// [`profile`](Registry::profile)), and in a traced tick as a span on the worker that ran
-    /// it. With it off, systems are not timed.
+    /// it, a run that panicked included. With it off, systems are not timed.
     ///
     /// # Errors
     ///
@@ -459,11 +459,17 @@ impl Registry {
         // A panicking system's commands and events are discarded whole; a value's `Drop`
         // panicking here is dropped too (the system's panic goes first).
         panics.sort_by_key(|(v, _)| *v);
+        let report = runs.report.get_mut().unwrap_or_else(|p| p.into_inner());
         let mut first_panic: Option<Payload> = None;
         for (v, payload) in panics {
-            let output = core::mem::take(&mut nodes[segment.nodes[v as usize]].output);
+            let node = &mut nodes[segment.nodes[v as usize]];
+            let output = core::mem::take(&mut node.output);
             if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| drop(output))) {
                 freyr_sched::drop_payload(p);
+            }
+            // A run that panicked is booked and traced like the others: its time was spent.
+            if node.timing.is_some() {
+                report.push(v);
             }
             if first_panic.is_none() {
                 first_panic = Some(payload);
@@ -473,7 +479,6 @@ impl Registry {
         }
         // Outputs in registration order: the order commands apply in. Only the nodes that
         // reported are touched.
-        let report = runs.report.get_mut().unwrap_or_else(|p| p.into_inner());
         report.sort_unstable();
         for &v in report.iter() {
             let node = &mut nodes[segment.nodes[v as usize]];
