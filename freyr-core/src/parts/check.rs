@@ -2,9 +2,7 @@
 
 use crate::CHUNK_CAPACITY;
 use crate::component::ComponentId;
-#[cfg(not(target_endian = "little"))]
-use crate::entity::Entity;
-use crate::entity::{FREE, MAX_CHUNKS, ROW_BITS};
+use crate::entity::{Entity, FREE, MAX_CHUNKS, ROW_BITS};
 
 use super::{ArchetypeParts, ENTITY_BYTES, InvalidParts, WorldParts};
 
@@ -141,8 +139,10 @@ fn check_columns(
     Ok(())
 }
 
-/// Every row of one chunk's entity bytes `bits` is a handle whose slot locates exactly that
-/// row of chunk `chunk`. Tight passes: each row's verdict is folded in, and the failure is
+/// Every row of one chunk's entity bytes `bits` is a handle a world hands out (generation
+/// `1..=Entity::MAX_GENERATION`: a generation with bit 31 set is a command buffer's pending
+/// handle, which must never name a live entity) whose slot locates exactly that row of chunk
+/// `chunk`. Tight passes: each row's verdict is folded in, and the failure is
 /// named after the pass.
 ///
 /// When the rows hold consecutive indices (a world spawned in order and not churned since, the
@@ -156,7 +156,8 @@ pub(super) fn check_chunk_rows(slots: &[u32], bits: &[u8], chunk: u32) -> Result
     let first = words.clone().next().map_or(0, |w| w & u64::from(u32::MAX));
     let (mut handles, mut consecutive) = (true, true);
     for (row, w) in words.clone().enumerate() {
-        handles &= w >> 32 != 0;
+        // Generation 0 wraps to the top, so one compare checks both ends.
+        handles &= (w >> 32).wrapping_sub(1) < u64::from(Entity::MAX_GENERATION);
         consecutive &= w & u64::from(u32::MAX) == first + row as u64;
     }
     ensure(handles, "an entity id is invalid")?;
