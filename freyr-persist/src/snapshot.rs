@@ -62,6 +62,12 @@ impl SnapshotRegistry {
         }
     }
 
+    /// Whether the resource type `type_id` was excluded (a restore leaves it as it is, even
+    /// when the snapshot, taken by another registry, holds a value of it).
+    pub fn excludes_resource(&self, type_id: TypeId) -> bool {
+        self.excluded_resources.contains(&type_id)
+    }
+
     /// Stored resources that are neither registered nor excluded, sorted by name; allocates
     /// nothing when there are none.
     pub fn unaccounted_resources(&self, resources: &Resources) -> Vec<&'static str> {

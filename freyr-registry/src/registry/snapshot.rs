@@ -248,8 +248,9 @@ impl Registry {
     /// outside), the [`tick`](Registry::tick), and the resources registered for snapshots: the
     /// value each had at the snapshot, or none if it was absent then (a type registered after
     /// the snapshot was taken, such as an event store first made since, was absent then and is
-    /// removed; excluded resources are left as they are). The copying runs on the registry's
-    /// pool.
+    /// removed; resources this registry excludes are left as they are, also when the snapshot
+    /// is of another registry that registered them, and one that registry registered and this
+    /// one did not is registered here too). The copying runs on the registry's pool.
     ///
     /// The deadline jobs go to the snapshot's tick with it, backward or forward: the
     /// registry's jobs in flight are discarded and the snapshot's become its jobs in flight,
@@ -318,10 +319,14 @@ impl Registry {
             return Err(SnapshotError::Incomplete);
         }
         self.check_restore_jobs(snapshot.tick(), snapshot.jobs())?;
-        // Every clone first, so a panicking `Clone` changes nothing.
+        // Every clone first, so a panicking `Clone` changes nothing. A type this registry
+        // excludes (registered by the registry the snapshot was taken of) is left as it is.
+        let kept =
+            |image: &&ResourceImage| !self.snapshot_types.excludes_resource(image.ops.type_id);
         let values: Vec<Option<AnyResource>> = snapshot
             .resources()
             .iter()
+            .filter(kept)
             .map(|image| image.value.as_deref().map(image.ops.clone_out))
             .collect();
         let pool = self.sync.shared_pool().clone();
@@ -332,7 +337,7 @@ impl Registry {
                 .restore_over(current, &OnPool(&pool), &mut self.spare_slabs);
         self.spare_slabs.clear();
         let mut old_values = Vec::with_capacity(self.snapshot_types.resources.len());
-        for (image, value) in snapshot.resources().iter().zip(values) {
+        for (image, value) in snapshot.resources().iter().filter(kept).zip(values) {
             let (type_id, name) = (image.ops.type_id, image.ops.name);
             old_values.push(match value {
                 Some(value) => resources.insert_any(type_id, name, value),
@@ -347,6 +352,14 @@ impl Registry {
             let taken = |image: &ResourceImage| image.ops.type_id == ops.type_id;
             if !snapshot.resources().iter().any(taken) {
                 old_values.push(resources.remove_any(ops.type_id));
+            }
+        }
+        // A resource the snapshot's registry copied and this one neither registers nor excludes
+        // (an event store first made there) is registered here too: its value came from the
+        // snapshot, so this registry's next snapshot copies it instead of refusing it.
+        for image in snapshot.resources() {
+            if !self.snapshot_types.excludes_resource(image.ops.type_id) {
+                self.snapshot_types.register_resource_ops(image.ops);
             }
         }
         let jobs_panic = self.rewind_time(snapshot.tick(), Some(snapshot.jobs()));
