@@ -21,8 +21,9 @@
 //! (`Registry::digest`) hash a column of the type as raw memory: yes when, checked by a constant
 //! the compiler evaluates, every field's type is itself `PLAIN_BYTES`, the fields lie in
 //! declaration order from offset 0, and their sizes add up to `size_of::<Self>()` (no padding);
-//! no when any of that fails, when a field is skipped, and for every enum. The answer never
-//! changes what `stable_hash` feeds, only how fast a digest reads it.
+//! no when any of that fails, when a field is skipped, for every enum, and for a struct whose
+//! last field may be unsized (a slice, `str`, `dyn Trait` or a `?Sized` type parameter). The
+//! answer never changes what `stable_hash` feeds, only how fast a digest reads it.
 //!
 //! Attributes:
 //!
@@ -30,6 +31,21 @@
 //! - `#[stable_hash(crate = "path")]` on the type names the crate that exports `StableHash` and
 //!   `StableHasher`, for code that reaches them by another path (default `::freyr::hash`; inside
 //!   Freyr's own sub-crates, `freyr_query`).
+//!
+//! A `#[stable_hash(...)]` on a variant is an error (every variant is hashed; skip its fields
+//! one by one):
+//!
+//! ```compile_fail
+//! #[derive(freyr::StableHash)]
+//! enum Event {
+//!     #[stable_hash(skip)]
+//!     Debug(u32),
+//!     Hit(u32),
+//! }
+//! ```
+//!
+//! A `#[repr(packed)]` struct hashes a copy of each field (its fields may be unaligned), so its
+//! field types must be `Copy`, as for the standard derives.
 //!
 //! Each type parameter `T` gets a `T: StableHash` bound. Unions are rejected: which field is
 //! live is not known.
@@ -91,9 +107,10 @@
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::{format_ident, quote};
+use syn::punctuated::Punctuated;
 use syn::{
-    Attribute, Data, DeriveInput, Fields, GenericParam, Index, LitStr, Path, parse_macro_input,
-    parse_quote,
+    Attribute, Data, DeriveInput, Fields, GenericParam, Generics, Index, LitStr, Path, Token,
+    TraitBoundModifier, Type, TypeParamBound, WherePredicate, parse_macro_input, parse_quote,
 };
 
 /// Derives `StableHash`: the fields in declaration order, after the variant index for an enum.
@@ -173,6 +190,27 @@ fn is_skipped(attrs: &[Attribute]) -> syn::Result<bool> {
     Ok(skip)
 }
 
+/// Whether the type is `#[repr(packed)]` or `#[repr(packed(N))]`: its fields may then be
+/// unaligned, so the derive hashes a copy of each (which needs the field types to be `Copy`).
+fn is_packed(attrs: &[Attribute]) -> syn::Result<bool> {
+    let mut packed = false;
+    for attr in attrs.iter().filter(|a| a.path().is_ident("repr")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("packed") {
+                packed = true;
+            }
+            // Skip `(N)` of `packed(N)` / `align(N)`; other reprs are bare words.
+            if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<TokenStream2>()?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(packed)
+}
+
 /// A pattern binding the hashed fields of `fields` as `__f0, __f1, ...`, and the statements that
 /// hash them in order.
 fn bind_fields(fields: &Fields, krate: &Path) -> syn::Result<(TokenStream2, TokenStream2)> {
@@ -210,10 +248,51 @@ fn bind_fields(fields: &Fields, krate: &Path) -> syn::Result<(TokenStream2, Toke
     Ok((pattern, quote!(#(#hashes)*)))
 }
 
+/// Whether `ty`, a struct's last field, may be unsized: a slice, `str`, a trait object, or a
+/// type parameter declared `?Sized` (in its bounds or the where clause).
+fn maybe_unsized(ty: &Type, generics: &Generics) -> bool {
+    let relaxed = |bounds: &Punctuated<TypeParamBound, Token![+]>| {
+        bounds.iter().any(|b| match b {
+            TypeParamBound::Trait(t) => matches!(t.modifier, TraitBoundModifier::Maybe(_)),
+            _ => false,
+        })
+    };
+    match ty {
+        Type::Slice(_) | Type::TraitObject(_) => true,
+        Type::Paren(p) => maybe_unsized(&p.elem, generics),
+        Type::Group(g) => maybe_unsized(&g.elem, generics),
+        Type::Path(p) if p.qself.is_none() => {
+            let Some(ident) = p.path.get_ident() else {
+                return false;
+            };
+            ident == "str"
+                || generics
+                    .type_params()
+                    .any(|t| t.ident == *ident && relaxed(&t.bounds))
+                || generics.where_clause.as_ref().is_some_and(|w| {
+                    w.predicates.iter().any(|pred| {
+                        matches!(pred, WherePredicate::Type(pt)
+                            if matches!(&pt.bounded_ty, Type::Path(b) if b.path.is_ident(ident))
+                                && relaxed(&pt.bounds))
+                    })
+                })
+        }
+        _ => false,
+    }
+}
+
 /// `PLAIN_BYTES` for a struct: yes when, checked at compile time, every field is plain and the
 /// fields lie in declaration order from offset 0 with no padding anywhere; nothing (the default,
 /// no) when a field is skipped, since the memory then holds bytes the hash does not feed.
-fn plain_bytes(fields: &Fields, krate: &Path) -> syn::Result<TokenStream2> {
+fn plain_bytes(fields: &Fields, generics: &Generics, krate: &Path) -> syn::Result<TokenStream2> {
+    if fields
+        .iter()
+        .last()
+        .is_some_and(|f| maybe_unsized(&f.ty, generics))
+    {
+        // An unsized struct has no `size_of` to check: the default, no.
+        return Ok(quote!());
+    }
     let mut checks = Vec::new();
     let mut end = quote!(0usize);
     for (i, f) in fields.iter().enumerate() {
@@ -240,7 +319,6 @@ fn plain_bytes(fields: &Fields, krate: &Path) -> syn::Result<TokenStream2> {
     // struct's size: then the struct has no padding and its memory is its fields' bytes in
     // declaration order, which is exactly what the derived `stable_hash` feeds.
     Ok(quote! {
-        #[allow(unsafe_code)]
         const PLAIN_BYTES: #krate::PlainBytes<Self> = unsafe {
             #krate::PlainBytes::new_unchecked(
                 true #(&& #checks)* && ::core::mem::size_of::<Self>() == #end
@@ -254,11 +332,12 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
     let name = &input.ident;
 
     let plain = match &input.data {
-        Data::Struct(data) => plain_bytes(&data.fields, &krate)?,
+        Data::Struct(data) => plain_bytes(&data.fields, &input.generics, &krate)?,
         _ => quote!(),
     };
     let body = match &input.data {
         Data::Struct(data) => {
+            let packed = is_packed(&input.attrs)?;
             let mut hashes = Vec::new();
             for (i, f) in data.fields.iter().enumerate() {
                 if is_skipped(&f.attrs)? {
@@ -271,7 +350,13 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                         quote!(#index)
                     }
                 };
-                hashes.push(quote!(#krate::StableHash::stable_hash(&self.#access, __hasher);));
+                // A packed struct's fields may be unaligned: hash a copy, as std's derives do.
+                let field = if packed {
+                    quote!(&{ self.#access })
+                } else {
+                    quote!(&self.#access)
+                };
+                hashes.push(quote!(#krate::StableHash::stable_hash(#field, __hasher);));
             }
             quote! {
                 let _ = &__hasher;
@@ -284,6 +369,17 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 let index = u32::try_from(index).map_err(|_| {
                     syn::Error::new_spanned(variant, "StableHash supports up to u32::MAX variants")
                 })?;
+                if let Some(attr) = variant
+                    .attrs
+                    .iter()
+                    .find(|a| a.path().is_ident("stable_hash"))
+                {
+                    return Err(syn::Error::new_spanned(
+                        attr,
+                        "stable_hash attributes go on the type or on a field, not on a variant: \
+                         every variant is hashed",
+                    ));
+                }
                 let ident = &variant.ident;
                 let (pattern, hashes) = bind_fields(&variant.fields, &krate)?;
                 arms.push(quote! {
