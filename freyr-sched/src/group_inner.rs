@@ -36,7 +36,16 @@ pub(crate) struct GroupInner {
     state: AtomicUsize,
     /// The first panic payload and the number of panics, since the last wait.
     panics: Mutex<PanicSlot>,
+    /// Which pool the tasks were submitted to: see [`GroupInner::note_pool`]. Not part of the
+    /// protocol (a relaxed word that only picks how a wait waits), so the loom build leaves it
+    /// out.
+    #[cfg(not(freyr_loom))]
+    pool: core::sync::atomic::AtomicUsize,
 }
+
+/// [`GroupInner::pool`] of a group whose tasks went to more than one pool.
+#[cfg(not(freyr_loom))]
+const MANY_POOLS: usize = usize::MAX;
 
 struct PanicSlot {
     first: Option<Box<dyn Any + Send + 'static>>,
@@ -51,7 +60,43 @@ impl GroupInner {
                 first: None,
                 count: 0,
             }),
+            #[cfg(not(freyr_loom))]
+            pool: core::sync::atomic::AtomicUsize::new(0),
         }
+    }
+
+    /// Records that tasks are being submitted to the pool identified by `pool` (nonzero; the
+    /// address of its shared state). A wait helps its own pool and sleeps on that pool's
+    /// wake-ups, which the thread finishing the group's last task sends to the pool *it* belongs
+    /// to; a waiter on another pool would sleep on. [`waits_on`](Self::waits_on) tells the wait
+    /// when that could happen, and it then waits without sleeping on its pool. One relaxed load
+    /// of a word beside the counter the submit is about to increment: the store happens only on
+    /// a group's first submit, or when it changes pools.
+    #[cfg(not(freyr_loom))]
+    pub(crate) fn note_pool(&self, pool: usize) {
+        use core::sync::atomic::Ordering::Relaxed;
+        let seen = self.pool.load(Relaxed);
+        if seen == pool || seen == MANY_POOLS {
+            return;
+        }
+        if seen != 0
+            || self
+                .pool
+                .compare_exchange(0, pool, Relaxed, Relaxed)
+                .is_err()
+        {
+            self.pool.store(MANY_POOLS, Relaxed);
+        }
+    }
+
+    /// Whether waiting through the pool identified by `pool` is sure to be woken when this
+    /// group completes: every task was submitted to that pool (or none was). Called by the
+    /// waiting thread, which submitted the tasks or was handed the group after (a submit by
+    /// another thread during the wait is seen only if it came first).
+    #[cfg(not(freyr_loom))]
+    pub(crate) fn waits_on(&self, pool: usize) -> bool {
+        let seen = self.pool.load(core::sync::atomic::Ordering::Relaxed);
+        seen == 0 || seen == pool
     }
 
     /// Counts `n` more pending indices. Called before the tasks are

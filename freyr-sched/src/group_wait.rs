@@ -21,7 +21,11 @@ impl TaskGroup {
     /// task in hand. With nothing to run it spins briefly, then sleeps until
     /// new work is queued or this group completes.
     ///
-    /// `pool` must be the pool the tasks were submitted to.
+    /// `pool` should be the pool the tasks were submitted to: that is the wait that helps run
+    /// them and sleeps until the last one ends. Waiting through another pool (or for tasks
+    /// submitted to several pools) still returns when the group is done, but cannot help and
+    /// polls instead of sleeping (a yield, then every 50 µs): the thread finishing the last task
+    /// wakes its own pool's sleepers, not another's.
     ///
     /// # Panics
     ///

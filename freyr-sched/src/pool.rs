@@ -526,6 +526,8 @@ impl ThreadPool {
         let inner = group.inner();
         if !inner.is_done() {
             match self.shared() {
+                #[cfg(not(freyr_loom))]
+                Some(shared) if !inner.waits_on(shared.id()) => inner.block_until_done(),
                 Some(shared) => shared.wait_until_done(inner),
                 None => inner.block_until_done(),
             }

@@ -193,6 +193,8 @@ impl Shared {
     /// `task.job` must stay valid for `task.run` until the task ran, and
     /// `group` (= `task.group`) must stay alive until its count is zero.
     pub(crate) unsafe fn submit_one(&self, group: &GroupInner, task: Task) {
+        #[cfg(not(freyr_loom))]
+        group.note_pool(self.id());
         // Counted before the push, so a worker that finds the task sees it.
         self.spin.submitted();
         // Submit step 1 (count before publishing). MUTANT
@@ -219,6 +221,8 @@ impl Shared {
         body: Option<RunIndex>,
         count: usize,
     ) {
+        #[cfg(not(freyr_loom))]
+        group.note_pool(self.id());
         // Counted before the pushes, so a worker that finds a piece sees it.
         self.spin.submitted();
         group.add(count);
@@ -374,6 +378,13 @@ impl Shared {
             *episode = open_episode_at(seen);
         }
         self.run(task, slot, lcg);
+    }
+
+    /// This pool's identity for [`GroupInner::note_pool`]: the address of its shared state
+    /// (nonzero, and no other live pool's).
+    #[cfg(not(freyr_loom))]
+    pub(crate) fn id(&self) -> usize {
+        core::ptr::from_ref(self) as usize
     }
 
     /// Wait: helps until `group` is done.
