@@ -191,7 +191,7 @@ pub mod hash {
 pub mod hierarchy {
     pub use freyr_registry::hierarchy::{
         ChildOf, Children, CloneError, CloneMap, CloneRemapFn, Disabled, HierarchyCommands,
-        HierarchyError,
+        HierarchyError, is_kept,
     };
 }
 

@@ -72,6 +72,7 @@ pub mod parts;
 #[cfg(feature = "serde")]
 mod persist;
 mod recorded;
+mod relation;
 mod slab_memory;
 pub mod snapshot;
 mod spare;
@@ -93,6 +94,9 @@ pub use crate::command::op::EntityOp;
 pub use crate::component::{Component, ComponentId, ComponentInfo, Disabled};
 pub use crate::entity::Entity;
 pub use crate::error::{ComponentError, NoSuchEntity};
+pub use crate::relation::{ChildOf, Children, is_kept};
+#[doc(hidden)]
+pub use crate::relation::{is_kept_type, refuse_kept};
 pub use crate::spare::SpareSlabs;
 pub use crate::ticks::ChangedEntry;
 pub use crate::world::World;

@@ -72,8 +72,12 @@ impl<'a> Commands<'a> {
     /// As [`CommandBuffer::spawn`]: if the bundle names a component type twice, or this
     /// chunk's buffer already holds `u32::MAX` spawns. When the commands are applied, a spawn
     /// that would pass one of the world's [capacity limits](freyr_core::World#capacity-limits)
-    /// panics at the sync point instead.
+    /// panics at the sync point instead. If the bundle names
+    /// [`ChildOf`](freyr_core::ChildOf) or [`Children`](freyr_core::Children), which the
+    /// registry keeps ([`freyr_core::is_kept`]), before anything is recorded: the hierarchy
+    /// commands (`HierarchyCommands`) change them.
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        freyr_core::refuse_kept::<B>("Commands::spawn");
         self.buffer.spawn(bundle)
     }
 
@@ -85,12 +89,25 @@ impl<'a> Commands<'a> {
     }
 
     /// Records inserting `bundle` into `entity` (overwriting components it already has).
+    ///
+    /// # Panics
+    ///
+    /// If the bundle names [`ChildOf`](freyr_core::ChildOf) or
+    /// [`Children`](freyr_core::Children), before anything is recorded (as
+    /// [`spawn`](Self::spawn)).
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) {
+        freyr_core::refuse_kept::<B>("Commands::insert");
         self.buffer.insert(entity, bundle);
     }
 
     /// Records removing the components of `B` from `entity`.
+    ///
+    /// # Panics
+    ///
+    /// If `B` names [`ChildOf`](freyr_core::ChildOf) or [`Children`](freyr_core::Children),
+    /// before anything is recorded (as [`spawn`](Self::spawn)).
     pub fn remove<B: Bundle>(&mut self, entity: Entity) {
+        freyr_core::refuse_kept::<B>("Commands::remove");
         self.buffer.remove::<B>(entity);
     }
 

@@ -30,6 +30,13 @@ pub enum QueryError {
         /// How the type is accessed again.
         second: AccessKind,
     },
+    /// The query writes [`ChildOf`](freyr_core::ChildOf) or
+    /// [`Children`](freyr_core::Children), which the registry's hierarchy methods keep: a query
+    /// may read them, and `set_parent`, `spawn_child` and `remove_parent` change them.
+    KeptComponent {
+        /// `core::any::type_name` of the type.
+        type_name: &'static str,
+    },
     /// A resource a view needs is not in the registry.
     MissingResource {
         /// `core::any::type_name` of the resource type.
@@ -50,6 +57,12 @@ impl fmt::Display for QueryError {
                  read a type many times, but a type it writes it must not name again",
                 kind_name(*first),
                 kind_name(*second)
+            ),
+            QueryError::KeptComponent { type_name } => write!(
+                f,
+                "a query cannot write `{type_name}`: the registry keeps both sides of the parent \
+                 relation; read it with `&` and change it with `set_parent`, `spawn_child` or \
+                 `remove_parent`"
             ),
             QueryError::MissingResource { type_name } => {
                 write!(

@@ -38,7 +38,7 @@ pub mod hierarchy {
     pub use crate::registry::{
         ChildOf, Children, CloneError, CloneMap, CloneRemapFn, HierarchyCommands, HierarchyError,
     };
-    pub use freyr_core::Disabled;
+    pub use freyr_core::{Disabled, is_kept};
 }
 
 // The API of the crates below, named here too so this crate's tests and docs read as a

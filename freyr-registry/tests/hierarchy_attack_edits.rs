@@ -280,7 +280,7 @@ fn the_linear_check_still_finds_a_cycle_made_by_hand() {
     ] {
         let msg = message(&*attempt.expect_err("refused"));
         assert!(
-            msg.contains("cannot add or remove `ChildOf` or `Children`"),
+            msg.contains("cannot add, remove or overwrite `ChildOf` or `Children`"),
             "{msg}"
         );
     }

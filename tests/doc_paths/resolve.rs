@@ -27,6 +27,7 @@ use freyr::hierarchy::CloneMap as _;
 use freyr::hierarchy::Disabled as _;
 use freyr::hierarchy::HierarchyCommands as _;
 use freyr::hierarchy::HierarchyError as _;
+use freyr::hierarchy::is_kept as _;
 use freyr::hooks::MAX_HOOK_ROUNDS as _;
 use freyr::persist::ColumnEncoding as _;
 use freyr::persist::EntityMap as _;

@@ -223,6 +223,20 @@ impl StableHash for Entity {
     }
 }
 
+/// The parent's id, as the registry's hierarchy methods keep it.
+impl StableHash for freyr_core::ChildOf {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.parent().stable_hash(h);
+    }
+}
+
+/// The children's ids, in order (the list's length first, as for every slice).
+impl StableHash for freyr_core::Children {
+    fn stable_hash(&self, h: &mut StableHasher) {
+        self.as_slice().stable_hash(h);
+    }
+}
+
 impl StableHash for freyr_core::Disabled {
     // SAFETY: `Disabled` has no bytes and feeds none.
     const PLAIN_BYTES: PlainBytes<Self> = unsafe { PlainBytes::new_unchecked(true) };

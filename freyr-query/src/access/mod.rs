@@ -126,10 +126,15 @@ impl TypeAccess {
     ///
     /// # Errors
     ///
-    /// [`QueryError::ConflictingAccess`] naming the first type (in recording order) that is
-    /// written twice, or written and read.
+    /// [`QueryError::KeptComponent`] if a type written is
+    /// [`ChildOf`](freyr_core::ChildOf) or [`Children`](freyr_core::Children) (the registry
+    /// keeps them; see [`freyr_core::is_kept`]), else [`QueryError::ConflictingAccess`] naming
+    /// the first type (in recording order) that is written twice, or written and read.
     pub fn check(&self) -> Result<(), QueryError> {
         for (i, a) in self.entries.iter().enumerate() {
+            if a.kind == AccessKind::Write && freyr_core::is_kept_type(a.type_id) {
+                return Err(QueryError::KeptComponent { type_name: a.name });
+            }
             for b in &self.entries[i + 1..] {
                 if a.type_id == b.type_id
                     && (a.kind == AccessKind::Write || b.kind == AccessKind::Write)

@@ -7,8 +7,6 @@ use freyr_core::{
 
 use freyr_query::launch::inflight::OpAccess;
 
-use super::hierarchy::refuse_relation;
-
 use super::Registry;
 
 impl Registry {
@@ -60,7 +58,7 @@ impl Registry {
     /// assert_eq!(registry.get::<f32>(e), Ok(&2.0));
     /// ```
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
-        refuse_relation::<B>("Registry::spawn");
+        freyr_core::refuse_kept::<B>("Registry::spawn");
         let entity = self.world_mut().spawn(bundle);
         self.after_direct(AppliedCommand::Spawn {
             entity,
@@ -92,7 +90,7 @@ impl Registry {
     /// assert_eq!(registry.get::<u32>(es[2]), Ok(&2));
     /// ```
     pub fn spawn_batch<B: Bundle, I: IntoIterator<Item = B>>(&mut self, iter: I) -> Vec<Entity> {
-        refuse_relation::<B>("Registry::spawn_batch");
+        freyr_core::refuse_kept::<B>("Registry::spawn_batch");
         let entities = self.world_mut().spawn_batch(iter);
         self.after_direct_spawns(&entities, BundleTypes::of::<B>());
         entities
@@ -160,7 +158,7 @@ impl Registry {
     /// assert_eq!(registry.get::<u16>(e), Ok(&2));
     /// ```
     pub fn insert<B: Bundle>(&mut self, entity: Entity, bundle: B) -> Result<(), NoSuchEntity> {
-        refuse_relation::<B>("Registry::insert");
+        freyr_core::refuse_kept::<B>("Registry::insert");
         let before = self.hook_before(entity);
         self.world_mut().insert(entity, bundle)?;
         if let Some(before) = before {
@@ -196,7 +194,7 @@ impl Registry {
     /// assert!(registry.get::<u16>(e).is_err());
     /// ```
     pub fn remove<B: Bundle>(&mut self, entity: Entity) -> Result<B, ComponentError> {
-        refuse_relation::<B>("Registry::remove");
+        freyr_core::refuse_kept::<B>("Registry::remove");
         self.remove_any(entity)
     }
 
@@ -246,6 +244,14 @@ impl Registry {
     ///
     /// As [`get`](Registry::get).
     ///
+    /// # Panics
+    ///
+    /// If `T` is [`ChildOf`](crate::hierarchy::ChildOf) or
+    /// [`Children`](crate::hierarchy::Children): the registry keeps both sides of the relation,
+    /// and an overwritten copy (or a taken list) would break it. Read them with
+    /// [`get`](Registry::get); change them with [`set_parent`](Registry::set_parent),
+    /// [`spawn_child`](Registry::spawn_child) and [`remove_parent`](Registry::remove_parent).
+    ///
     /// # Examples
     ///
     /// ```
@@ -255,6 +261,7 @@ impl Registry {
     /// assert_eq!(registry.get::<i64>(e), Ok(&4));
     /// ```
     pub fn get_mut<T: Component>(&mut self, entity: Entity) -> Result<&mut T, ComponentError> {
+        freyr_core::refuse_kept::<(T,)>("Registry::get_mut");
         self.guard("Registry::get_mut");
         self.sync.component_mut::<T>(entity, &self.profiler)
     }

@@ -119,6 +119,16 @@ pub enum ScheduleError {
         /// The type's name.
         type_name: &'static str,
     },
+    /// The system writes [`ChildOf`](crate::hierarchy::ChildOf) or
+    /// [`Children`](crate::hierarchy::Children) (a `Query<&mut ChildOf>`): the registry keeps
+    /// both sides of the relation, so a system reads them and changes them through
+    /// [`HierarchyCommands`](crate::hierarchy::HierarchyCommands).
+    KeptComponent {
+        /// The system.
+        system: String,
+        /// The type's name.
+        type_name: &'static str,
+    },
     /// The name is already taken by a system of the phase.
     DuplicateName {
         /// The name.
@@ -158,6 +168,12 @@ impl fmt::Display for ScheduleError {
                 f,
                 "system `{system}` accesses `{type_name}` twice and writes it at least once; \
                  merge the parameters into one"
+            ),
+            ScheduleError::KeptComponent { system, type_name } => write!(
+                f,
+                "system `{system}` writes `{type_name}`, which the registry keeps: read it with \
+                 `&` and change the relation with `HierarchyCommands` (`set_parent`, \
+                 `spawn_child`, `remove_parent`)"
             ),
             ScheduleError::DuplicateName { name } => {
                 write!(f, "a system named `{name}` is already in this phase")
@@ -495,8 +511,15 @@ pub(crate) fn check_declared(
     Ok(())
 }
 
-/// The first access conflict within one system.
+/// The first write of a type the registry keeps, else the first access conflict within one
+/// system.
 pub(crate) fn check_access(name: &str, access: &SystemAccess) -> Result<(), ScheduleError> {
+    if let Some(kept) = access.writes_kept() {
+        return Err(ScheduleError::KeptComponent {
+            system: name.to_owned(),
+            type_name: entry_name(kept),
+        });
+    }
     match access.self_conflict() {
         Some((a, _)) => Err(ScheduleError::ConflictingAccess {
             system: name.to_owned(),

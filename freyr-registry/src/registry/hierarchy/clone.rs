@@ -485,7 +485,7 @@ impl Registry {
                     .world()
                     .get::<ChildOf>(node)
                     .expect("a descendant has a parent")
-                    .0;
+                    .parent();
                 maps.index[&p]
             });
             let has_children = tree
@@ -526,12 +526,15 @@ impl Registry {
                 .collect();
             if let Some(p) = parent {
                 let id = world.register::<ChildOf>();
-                let parents: Vec<ChildOf> = maps.copies[p].iter().map(|&e| ChildOf(e)).collect();
+                let parents: Vec<ChildOf> = maps.copies[p]
+                    .iter()
+                    .map(|&e| ChildOf::kept_by_registry(e))
+                    .collect();
                 columns.push((id, ColumnValues::new(parents)));
             }
             if has_children {
                 let id = world.register::<Children>();
-                let lists: Vec<Children> = (0..count).map(|_| Children(Vec::new())).collect();
+                let lists: Vec<Children> = (0..count).map(|_| Children::default()).collect();
                 columns.push((id, ColumnValues::new(lists)));
             }
             maps.copies.push(world.spawn_columns(count, columns));
@@ -541,7 +544,7 @@ impl Registry {
                     world
                         .get_mut::<Children>(maps.copies[p][i])
                         .expect("a copied parent has Children")
-                        .0
+                        .kept_list_mut()
                         .push(e);
                 }
             }

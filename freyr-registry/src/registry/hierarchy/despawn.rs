@@ -47,7 +47,7 @@ pub(crate) fn note_attached(
     if let Some(child) = super::edit::attached(applied)
         && let Ok(parent) = world.get::<ChildOf>(child)
     {
-        attached.push((child, parent.0));
+        attached.push((child, parent.parent()));
     }
 }
 
@@ -72,8 +72,8 @@ pub(crate) fn doomed_by_commands<'a>(
     {
         for buffer in buffers {
             for e in buffer.despawned_entities() {
-                let parent = world.get::<ChildOf>(e).ok().map(|c| c.0);
-                let children = world.get::<Children>(e).map(|c| c.0.clone());
+                let parent = world.get::<ChildOf>(e).ok().map(ChildOf::parent);
+                let children = world.get::<Children>(e).map(|c| c.to_vec());
                 if parent.is_some() || children.is_ok() {
                     doomed.push(DoomedParent {
                         entity: e,
@@ -132,7 +132,11 @@ pub(crate) fn expand_destructions(
         let children = d
             .children
             .into_iter()
-            .filter(|&c| world.get::<ChildOf>(c).is_ok_and(|c| c.0 == d.entity))
+            .filter(|&c| {
+                world
+                    .get::<ChildOf>(c)
+                    .is_ok_and(|c| c.parent() == d.entity)
+            })
             .collect();
         list_tree(world, children, &mut out, &mut listed);
     }
@@ -144,7 +148,7 @@ pub(crate) fn expand_destructions(
         if listed.contains(&e) {
             continue;
         }
-        if let Ok(&ChildOf(p)) = world.get::<ChildOf>(e) {
+        if let Ok(p) = world.get::<ChildOf>(e).map(ChildOf::parent) {
             unlink_in(world, p, e);
         }
         list_tree(world, vec![e], &mut out, &mut listed);
@@ -208,9 +212,9 @@ struct Doomed {
 
 pub(super) fn unlink_in(world: &mut World, parent: Entity, child: Entity) {
     if let Ok(list) = world.get_mut::<Children>(parent)
-        && let Some(i) = list.0.iter().position(|&c| c == child)
+        && let Some(i) = list.iter().position(|&c| c == child)
     {
-        list.0.remove(i);
+        list.kept_list_mut().remove(i);
     }
 }
 

@@ -34,9 +34,9 @@ pub(super) fn set_parent_in(
         left = left
             .checked_sub(1)
             .unwrap_or_else(|| panic!("{}", super::broken_above(parent)));
-        up = world.get::<ChildOf>(a).ok().map(|c| c.0);
+        up = world.get::<ChildOf>(a).ok().map(ChildOf::parent);
     }
-    let old = world.get::<ChildOf>(child).ok().map(|c| c.0);
+    let old = world.get::<ChildOf>(child).ok().map(ChildOf::parent);
     if old == Some(parent) {
         return Ok(false);
     }
@@ -44,7 +44,7 @@ pub(super) fn set_parent_in(
         unlink_in(world, old, child);
     }
     let before = archetype_of(world, child);
-    world.insert(child, (ChildOf(parent),))?;
+    world.insert(child, (ChildOf::kept_by_registry(parent),))?;
     changes.push(AppliedCommand::Insert {
         entity: child,
         before,
@@ -67,7 +67,7 @@ pub(super) fn remove_parent_in(
     if !world.contains(child) {
         return Err(HierarchyError::NoSuchEntity(child));
     }
-    let Ok(&ChildOf(old)) = world.get::<ChildOf>(child) else {
+    let Ok(old) = world.get::<ChildOf>(child).map(ChildOf::parent) else {
         return Ok(None);
     };
     unlink_in(world, old, child);
@@ -92,7 +92,7 @@ pub(super) fn attach_in(
     for &child in children {
         let before = archetype_of(world, child);
         world
-            .insert(child, (ChildOf(parent),))
+            .insert(child, (ChildOf::kept_by_registry(parent),))
             .expect("a child just spawned is alive");
         changes.push(AppliedCommand::Insert {
             entity: child,
@@ -111,12 +111,12 @@ fn link_in(
     changes: &mut Vec<AppliedCommand>,
 ) {
     if let Ok(list) = world.get_mut::<Children>(parent) {
-        list.0.extend_from_slice(children);
+        list.kept_list_mut().extend_from_slice(children);
         return;
     }
     let before = archetype_of(world, parent);
     world
-        .insert(parent, (Children(children.to_vec()),))
+        .insert(parent, (Children::kept_by_registry(children.to_vec()),))
         .expect("the parent is alive");
     changes.push(AppliedCommand::Insert {
         entity: parent,
@@ -240,27 +240,5 @@ impl HierarchyCommands for Commands<'_> {
         let child = self.spawn(bundle);
         self.op(&SET_PARENT, child, parent);
         child
-    }
-}
-
-/// Panics if `B` names [`ChildOf`] or [`Children`]: the registry keeps the two sides of the
-/// relation together (`set_parent`, `spawn_child`, `remove_parent`, despawn), and one side
-/// added, copied or removed on its own would break it (a child its parent does not list,
-/// a despawn that leaves it behind, a save that no load accepts). It costs two compares of a
-/// constant per component type of `B`, a few nanoseconds beside the row move of an insert.
-#[inline]
-pub(crate) fn refuse_relation<B: freyr_core::Bundle>(call: &str) {
-    let (child_of, children) = (
-        core::any::TypeId::of::<ChildOf>(),
-        core::any::TypeId::of::<Children>(),
-    );
-    if freyr_core::BundleTypes::of::<B>()
-        .iter()
-        .any(|t| t == child_of || t == children)
-    {
-        panic!(
-            "freyr: {call} cannot add or remove `ChildOf` or `Children`: the registry keeps \
-             both sides of the relation; use `set_parent`, `spawn_child` or `remove_parent`"
-        );
     }
 }

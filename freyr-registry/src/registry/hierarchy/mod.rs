@@ -23,7 +23,7 @@ use core::fmt;
 use std::panic::{self, AssertUnwindSafe};
 
 use freyr_core::{AppliedCommand, BundleTypes, Entity, NoSuchEntity, World};
-use freyr_persist::{StableHash, StableHasher};
+
 use freyr_sched::keep_first;
 
 use super::Registry;
@@ -35,111 +35,11 @@ pub(crate) use self::despawn::{
 };
 use self::despawn::{relation_rows, unlink_in};
 pub use self::edit::HierarchyCommands;
-pub(crate) use self::edit::refuse_relation;
 use self::edit::{attach_in, remove_parent_in, set_parent_in};
 pub(crate) use self::walk::subtree;
 use self::walk::{below, broken_above};
 
-/// The parent of a child entity: on every entity that has a parent, naming it. Set with
-/// [`Registry::set_parent`] or [`Registry::spawn_child`], cleared with
-/// [`Registry::remove_parent`]; it cannot be built outside the registry, and
-/// [`Registry::insert`], [`spawn`](Registry::spawn), [`spawn_batch`](Registry::spawn_batch) and
-/// [`remove`](Registry::remove) refuse it (a panic, before anything changes), so every
-/// `ChildOf` is matched by an entry in its parent's [`Children`].
-///
-/// Readable in queries like any component (`&ChildOf`, `Without<ChildOf>` for the roots).
-/// Adding or removing a copy through [`Registry::world_mut`] or plain
-/// [`Commands`](crate::Commands) inserts and removes, or overwriting one through
-/// [`get_mut`](Registry::get_mut) or a `&mut` query, bypasses the relation and breaks it
-/// ([`Registry::check_hierarchy`] finds it, a walk that meets a cycle stops with a panic naming
-/// it, and a save of it is refused when loaded); use `set_parent` and `remove_parent`
-/// ([`HierarchyCommands`] for commands).
-///
-/// # Examples
-///
-/// ```
-/// use freyr::hierarchy::ChildOf;
-///
-/// let mut registry = freyr::Registry::with_workers(1);
-/// let ship = registry.spawn(("ship",));
-/// let turret = registry.spawn_child(ship, ("turret",)).unwrap();
-/// assert_eq!(registry.get::<ChildOf>(turret).unwrap().parent(), ship);
-/// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "persist", derive(serde::Serialize, serde::Deserialize))]
-pub struct ChildOf(Entity);
-
-impl ChildOf {
-    /// The parent.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut registry = freyr::Registry::with_workers(1);
-    /// let p = registry.spawn(());
-    /// let c = registry.spawn_child(p, ()).unwrap();
-    /// assert_eq!(registry.get::<freyr::hierarchy::ChildOf>(c).unwrap().parent(), p);
-    /// ```
-    pub fn parent(&self) -> Entity {
-        self.0
-    }
-}
-
-impl StableHash for ChildOf {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
-
-/// The children of a parent, in the order they were attached (a child attached again goes to
-/// the end). On every entity that ever had a child; empty once they all left. Kept by the
-/// registry's hierarchy methods; it cannot be built outside the registry, and a copy is refused
-/// as [`ChildOf`] is.
-///
-/// # Examples
-///
-/// ```
-/// use freyr::hierarchy::Children;
-///
-/// let mut registry = freyr::Registry::with_workers(1);
-/// let p = registry.spawn(());
-/// let a = registry.spawn_child(p, ()).unwrap();
-/// let b = registry.spawn_child(p, ()).unwrap();
-/// assert_eq!(registry.get::<Children>(p).unwrap().as_slice(), [a, b]);
-/// ```
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "persist", derive(serde::Serialize, serde::Deserialize))]
-pub struct Children(Vec<Entity>);
-
-impl Children {
-    /// The children, in order.
-    ///
-    /// # Examples
-    ///
-    /// ```
-    /// let mut registry = freyr::Registry::with_workers(1);
-    /// let p = registry.spawn(());
-    /// let c = registry.spawn_child(p, ()).unwrap();
-    /// let children = registry.get::<freyr::hierarchy::Children>(p).unwrap();
-    /// assert_eq!(children.as_slice(), [c]);
-    /// ```
-    pub fn as_slice(&self) -> &[Entity] {
-        &self.0
-    }
-}
-
-impl core::ops::Deref for Children {
-    type Target = [Entity];
-    fn deref(&self) -> &[Entity] {
-        &self.0
-    }
-}
-
-impl StableHash for Children {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
+pub use freyr_core::{ChildOf, Children};
 
 /// Why a hierarchy edit was refused. The world is unchanged when one is returned.
 ///
@@ -226,10 +126,10 @@ impl Registry {
         #[cfg(feature = "persist")]
         {
             fn remap_child_of(c: &mut ChildOf, map: &freyr_persist::persist::EntityMap) {
-                c.0 = map.get(c.0).unwrap_or_else(detached);
+                *c = ChildOf::kept_by_registry(map.get(c.parent()).unwrap_or_else(detached));
             }
             fn remap_children(c: &mut Children, map: &freyr_persist::persist::EntityMap) {
-                c.0 = c.0.iter().filter_map(|&e| map.get(e)).collect();
+                *c.kept_list_mut() = c.iter().filter_map(|&e| map.get(e)).collect();
             }
             self.persistent_with_remap::<ChildOf>("freyr.child_of", 1, remap_child_of);
             self.persistent_with_remap::<Children>("freyr.children", 1, remap_children);
@@ -349,7 +249,7 @@ impl Registry {
         bundle: B,
     ) -> Result<Entity, HierarchyError> {
         self.guard("Registry::spawn_child");
-        refuse_relation::<B>("Registry::spawn_child");
+        freyr_core::refuse_kept::<B>("Registry::spawn_child");
         if !self.contains(parent) {
             return Err(HierarchyError::NoSuchEntity(parent));
         }
@@ -391,7 +291,7 @@ impl Registry {
         bundles: I,
     ) -> Result<Vec<Entity>, HierarchyError> {
         self.guard("Registry::spawn_children");
-        refuse_relation::<B>("Registry::spawn_children");
+        freyr_core::refuse_kept::<B>("Registry::spawn_children");
         if !self.contains(parent) {
             return Err(HierarchyError::NoSuchEntity(parent));
         }
@@ -421,7 +321,10 @@ impl Registry {
     /// assert_eq!((registry.parent(c), registry.parent(p)), (Some(p), None));
     /// ```
     pub fn parent(&self, entity: Entity) -> Option<Entity> {
-        self.world().get::<ChildOf>(entity).ok().map(|c| c.0)
+        self.world()
+            .get::<ChildOf>(entity)
+            .ok()
+            .map(ChildOf::parent)
     }
 
     /// The children of `entity` in order; empty for a leaf or an entity that is not alive.
@@ -461,7 +364,7 @@ impl Registry {
     /// ```
     pub fn ancestors(&self, entity: Entity) -> impl Iterator<Item = Entity> + '_ {
         let world = self.world();
-        let mut at = world.get::<ChildOf>(entity).ok().map(|c| c.0);
+        let mut at = world.get::<ChildOf>(entity).ok().map(ChildOf::parent);
         let mut left = world.len();
         core::iter::from_fn(move || {
             let here = at?;
@@ -469,7 +372,7 @@ impl Registry {
             left = left
                 .checked_sub(1)
                 .unwrap_or_else(|| panic!("{}", broken_above(entity)));
-            at = world.get::<ChildOf>(here).ok().map(|c| c.0);
+            at = world.get::<ChildOf>(here).ok().map(ChildOf::parent);
             Some(here)
         })
     }
@@ -527,7 +430,7 @@ impl Registry {
         let mut parents = 0usize;
         let mut rooted: hashbrown::HashSet<Entity> = hashbrown::HashSet::new();
         for (e, c) in relation_rows::<ChildOf>(world) {
-            let p = c.0;
+            let p = c.parent();
             let listed = world.get::<Children>(p).unwrap_or_else(|_| {
                 panic!(
                     "freyr: hierarchy broken: {e:?} names {p:?} as parent, which has no Children"
@@ -550,14 +453,14 @@ impl Registry {
                     path.len() <= world.len(),
                     "freyr: hierarchy broken: a cycle above {e:?}"
                 );
-                up = world.get::<ChildOf>(a).ok().map(|c| c.0);
+                up = world.get::<ChildOf>(a).ok().map(ChildOf::parent);
             }
             rooted.extend(path);
         }
         for (p, list) in relation_rows::<Children>(world) {
             parents += list.len();
             for &c in list.iter() {
-                let back = world.get::<ChildOf>(c).map(|c| c.0);
+                let back = world.get::<ChildOf>(c).map(ChildOf::parent);
                 assert_eq!(
                     back,
                     Ok(p),
@@ -584,7 +487,11 @@ impl Registry {
             imported
                 .iter()
                 .copied()
-                .filter(|&e| world.get::<ChildOf>(e).is_ok_and(|c| c.0 == detached()))
+                .filter(|&e| {
+                    world
+                        .get::<ChildOf>(e)
+                        .is_ok_and(|c| c.parent() == detached())
+                })
                 .collect()
         };
         for e in orphans {
@@ -607,7 +514,7 @@ impl Registry {
             return Err(NoSuchEntity(entity));
         }
         let order = subtree(world, entity);
-        if let Ok(&ChildOf(parent)) = world.get::<ChildOf>(entity) {
+        if let Ok(parent) = world.get::<ChildOf>(entity).map(ChildOf::parent) {
             self.unlink(parent, entity);
         }
         let mut first_panic = None;

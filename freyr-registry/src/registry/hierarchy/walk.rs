@@ -29,7 +29,7 @@ pub(super) fn below(world: &World, roots: Vec<Entity>) -> Vec<Entity> {
             left = left
                 .checked_sub(1)
                 .unwrap_or_else(|| panic!("{}", broken_below(out[0])));
-            out.extend_from_slice(&children.0);
+            out.extend_from_slice(children.as_slice());
         }
         next += 1;
     }

@@ -111,6 +111,15 @@ impl SystemAccess {
         })
     }
 
+    /// The first component write of a type the registry keeps ([`freyr_core::is_kept`]).
+    pub(crate) fn writes_kept(&self) -> Option<&AccessEntry> {
+        self.entries.iter().find(|e| {
+            e.domain == Domain::Component
+                && e.kind == AccessKind::Write
+                && freyr_core::is_kept_type(e.type_id)
+        })
+    }
+
     /// Whether the system reads or writes component `T`.
     pub fn reads_component<T: 'static>(&self) -> bool {
         self.has(Domain::Component, TypeId::of::<T>(), false)
