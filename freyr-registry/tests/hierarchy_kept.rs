@@ -218,3 +218,36 @@ fn the_hierarchy_commands_still_edit_the_relation() {
     assert_eq!(r.get::<Children>(a).unwrap().len(), 0);
     assert_eq!(r.parent(b), Some(p));
 }
+
+/// Registering one side of the relation on its own (for snapshots, or excluded from them)
+/// would make `register_hierarchy` skip both and leave the other unregistered: a snapshot of a
+/// world with a parent then failed with `MissingTypes` naming `Children`. Each is refused,
+/// naming `register_hierarchy`, before it registers anything.
+#[test]
+fn registering_one_side_of_the_relation_alone_is_refused() {
+    type Register = fn(&mut Registry);
+    let calls: [(&str, Register); 5] = [
+        ("copy ChildOf", |r| r.register_snapshot_copy::<ChildOf>()),
+        ("clone ChildOf", |r| r.register_snapshot_clone::<ChildOf>()),
+        ("clone Children", |r| {
+            r.register_snapshot_clone::<Children>()
+        }),
+        ("exclude ChildOf", |r| r.exclude_from_snapshot::<ChildOf>()),
+        ("exclude Children", |r| {
+            r.exclude_from_snapshot::<Children>()
+        }),
+    ];
+    for (what, call) in calls {
+        let mut r = Registry::with_workers(1);
+        let msg = refused(|| call(&mut r));
+        assert!(msg.contains("register_hierarchy"), "{what}: {msg}");
+        // Nothing was registered: the hierarchy registers both sides, and snapshots work.
+        let p = r.spawn(());
+        let c = r.spawn_child(p, ()).unwrap();
+        let snapshot = r.snapshot().unwrap_or_else(|e| panic!("{what}: {e:?}"));
+        r.remove_parent(c).unwrap();
+        r.restore(&snapshot).unwrap();
+        r.check_hierarchy();
+        assert_eq!(r.parent(c), Some(p), "{what}");
+    }
+}

@@ -122,7 +122,7 @@ impl Registry {
     where
         T: Component + Clone + Serialize + DeserializeOwned,
     {
-        refuse_relation_persistence::<T>();
+        super::hierarchy::refuse_kept_registration::<T>("saves");
         self.add_persistent::<T>(PersistOps::of::<T, SerdeCodec>(name, version, None));
     }
 
@@ -216,7 +216,7 @@ impl Registry {
     ) where
         T: Component + Clone + Serialize + DeserializeOwned,
     {
-        refuse_relation_persistence::<T>();
+        super::hierarchy::refuse_kept_registration::<T>("saves");
         self.persistent_with_remap(name, version, remap);
     }
 
@@ -291,20 +291,4 @@ impl Registry {
         }
         Ok(ops)
     }
-}
-
-/// Panics if `T` is [`ChildOf`](crate::hierarchy::ChildOf) or
-/// [`Children`](crate::hierarchy::Children): [`Registry::register_hierarchy`] registers them,
-/// with the remap an import needs; registered again without it, an import would keep the
-/// exporter's ids in the relation.
-fn refuse_relation_persistence<T: 'static>() {
-    use crate::hierarchy::{ChildOf, Children};
-    use core::any::TypeId;
-    let t = TypeId::of::<T>();
-    assert!(
-        t != TypeId::of::<ChildOf>() && t != TypeId::of::<Children>(),
-        "freyr: `{}` is registered for saves by `Registry::register_hierarchy`, with the \
-         remap an import needs: call it instead",
-        core::any::type_name::<T>()
-    );
 }

@@ -18,7 +18,9 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// If `T` was excluded with [`exclude_from_snapshot`](Registry::exclude_from_snapshot).
+    /// If `T` was excluded with [`exclude_from_snapshot`](Registry::exclude_from_snapshot); if
+    /// `T` is [`ChildOf`](crate::hierarchy::ChildOf) or [`Children`](crate::hierarchy::Children)
+    /// (use [`register_hierarchy`](Registry::register_hierarchy)).
     ///
     /// # Examples
     ///
@@ -33,6 +35,7 @@ impl Registry {
     /// ```
     pub fn register_snapshot_clone<T: Component + Clone>(&mut self) {
         self.guard("Registry::register_snapshot_clone");
+        super::hierarchy::refuse_kept_registration::<T>("snapshots");
         self.snapshot_types.components.register_clone::<T>();
     }
 
@@ -41,7 +44,9 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// If `T` was excluded with [`exclude_from_snapshot`](Registry::exclude_from_snapshot).
+    /// If `T` was excluded with [`exclude_from_snapshot`](Registry::exclude_from_snapshot); if
+    /// `T` is [`ChildOf`](crate::hierarchy::ChildOf) or [`Children`](crate::hierarchy::Children)
+    /// (use [`register_hierarchy`](Registry::register_hierarchy)).
     ///
     /// # Examples
     ///
@@ -53,6 +58,7 @@ impl Registry {
     /// ```
     pub fn register_snapshot_copy<T: Component + Copy>(&mut self) {
         self.guard("Registry::register_snapshot_copy");
+        super::hierarchy::refuse_kept_registration::<T>("snapshots");
         self.snapshot_types.components.register_copy::<T>();
     }
 
@@ -63,7 +69,8 @@ impl Registry {
     ///
     /// # Panics
     ///
-    /// If `T` was registered for snapshots.
+    /// If `T` was registered for snapshots, or is [`ChildOf`](crate::hierarchy::ChildOf) or
+    /// [`Children`](crate::hierarchy::Children) (the relation is snapshot whole).
     ///
     /// # Examples
     ///
@@ -79,6 +86,7 @@ impl Registry {
     /// ```
     pub fn exclude_from_snapshot<T: Component>(&mut self) {
         self.guard("Registry::exclude_from_snapshot");
+        super::hierarchy::refuse_kept_registration::<T>("snapshots");
         self.snapshot_types.components.exclude::<T>();
     }
 

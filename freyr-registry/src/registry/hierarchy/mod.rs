@@ -103,6 +103,19 @@ fn detached() -> Entity {
     Entity::from_bits(u64::MAX).expect("a non-zero generation")
 }
 
+/// Panics if `T` is [`ChildOf`] or [`Children`]: [`Registry::register_hierarchy`] registers
+/// both, for snapshots, the hash, and saves and exports with the remap an import needs. One
+/// registered on its own (the other missing from snapshots, or without the remap) would make
+/// `register_hierarchy` skip them and leave the relation half kept.
+pub(crate) fn refuse_kept_registration<T: 'static>(what: &str) {
+    assert!(
+        !freyr_core::is_kept::<T>(),
+        "freyr: `{}` is registered for {what} by `Registry::register_hierarchy`, with the other \
+         side of the relation: call it instead",
+        core::any::type_name::<T>()
+    );
+}
+
 impl Registry {
     /// Registers [`ChildOf`] and [`Children`] for snapshots (by `Clone`), for the world hash
     /// and digest, and (with the `persist` feature) for saves and exports under the names
