@@ -1,5 +1,5 @@
 //! Every door that writes a component by type refuses `ChildOf` and `Children`, which the
-//! registry keeps: `get_mut`, `&mut` queries (and views), function systems whose parameters
+//! registry keeps: `get_mut`, `&mut` queries, function systems whose parameters
 //! write them, and the commands that insert, spawn and remove. Each refusal is checked to change
 //! nothing (world hash, entity count, the relation's invariants), and reading both types still
 //! works everywhere. `world_mut`, the raw door, stays open (tested in `hierarchy_attack_edits`).
