@@ -251,3 +251,23 @@ fn registering_one_side_of_the_relation_alone_is_refused() {
         assert_eq!(r.parent(c), Some(p), "{what}");
     }
 }
+
+/// `propagate` writes its `G` on every entity of every tree: with `G = Children` it would
+/// overwrite each parent's list (a root's `Children` emptied, its children no longer listed).
+/// Refused before anything runs; reading the relation's types as the pass's `L` is fine.
+#[test]
+fn propagate_refuses_to_write_the_relation() {
+    let (mut r, [p, a, ..]) = family(2);
+    let before = state(&mut r);
+    let msg = refused(|| {
+        r.propagate::<Name, Children>(|_| Children::default(), |_, _| Children::default());
+    });
+    assert!(msg.contains("Registry::propagate"), "{msg}");
+    let msg = refused(|| {
+        let stolen = *r.get::<ChildOf>(a).unwrap();
+        r.propagate::<Name, ChildOf>(|_| stolen, |_, _| stolen);
+    });
+    assert!(msg.contains("`ChildOf` or `Children`"), "{msg}");
+    assert_eq!(state(&mut r), before);
+    assert_eq!(r.get::<Children>(p).unwrap().len(), 2);
+}

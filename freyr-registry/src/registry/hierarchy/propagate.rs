@@ -34,6 +34,12 @@ impl Registry {
     /// is re-raised. The per-tree lists a pass fills are kept, emptied, for the next pass of
     /// the same `G` (a pass each frame allocates nothing once warm).
     ///
+    /// # Panics
+    ///
+    /// If `G` is [`ChildOf`] or [`Children`], which the registry keeps (a pass would overwrite
+    /// the relation), before anything runs; and as described above, if `root` or `child` or a
+    /// replaced value's `Drop` panics.
+    ///
     /// # Examples
     ///
     /// ```
@@ -55,6 +61,7 @@ impl Registry {
         root: impl Fn(&L) -> G + Sync,
         child: impl Fn(&G, &L) -> G + Sync,
     ) -> usize {
+        freyr_core::refuse_kept::<(G,)>("Registry::propagate");
         self.guard("Registry::propagate");
         let tick = self.tick();
         // Waits for everything in flight, without ending the layout: the pass writes values in
