@@ -226,7 +226,28 @@ pub struct ArchetypeDigest {
 }
 
 impl ArchetypeDigest {
-    /// The digest of one archetype from its parts; computes the archetype value.
+    /// The digest of one archetype from its parts; computes the archetype value. `hashed` has
+    /// one flag per component; `entities` one digest per chunk; `columns` one per (chunk,
+    /// component), chunk-major (0 for an excluded component).
+    ///
+    /// # Panics
+    ///
+    /// If the parts disagree: `hashed` not as long as `components`, or `columns` not
+    /// `entities.len() * components.len()` long.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use freyr::hash::ArchetypeDigest;
+    ///
+    /// let names = vec!["Hp".to_string(), "Cache".to_string()];
+    /// let a = ArchetypeDigest::new(names.clone(), vec![true, false], 3, vec![7], vec![11, 0]);
+    /// assert_eq!((a.len(), a.chunk_count(), a.column(0, 0)), (3, 1, Some(11)));
+    /// let short = std::panic::catch_unwind(|| {
+    ///     ArchetypeDigest::new(names, vec![true, false], 3, vec![7], vec![11])
+    /// });
+    /// assert!(short.is_err());
+    /// ```
     pub fn new(
         components: Vec<String>,
         hashed: Vec<bool>,
@@ -234,6 +255,16 @@ impl ArchetypeDigest {
         entities: Vec<u64>,
         columns: Vec<u64>,
     ) -> ArchetypeDigest {
+        assert_eq!(
+            hashed.len(),
+            components.len(),
+            "freyr: ArchetypeDigest::new needs one `hashed` flag per component"
+        );
+        assert_eq!(
+            Some(columns.len()),
+            entities.len().checked_mul(components.len()),
+            "freyr: ArchetypeDigest::new needs one column digest per (chunk, component)"
+        );
         let mut h = DigestHasher::new();
         h.write_u64(components.len() as u64);
         for (name, &hashed) in components.iter().zip(&hashed) {

@@ -34,7 +34,10 @@ impl Registry {
     /// [`diff`](crate::diff). Cheap enough for every tick: it hashes whole columns, 8 bytes at a
     /// time, reading a plain type's memory directly.
     ///
-    /// Waits for in-flight work that writes a hashed type.
+    /// Waits for in-flight work that writes a hashed type. Commands that work recorded are not
+    /// applied first: they change the world at the next sync point
+    /// ([`execute_tasks`](Registry::execute_tasks) or the end of an update), so a digest taken
+    /// before it shows the world without them, as every read between sync points does.
     ///
     /// # Errors
     ///

@@ -80,9 +80,14 @@ impl Registry {
     /// A hash of the whole world over every registered hashable type: every live entity in id
     /// order with the presence and value of each type, in registration order. Equal to
     /// `world_hash::<(A, B, …)>()` with the types in that order, so it has the same guarantees:
-    /// independent of storage layout, worker count and run.
+    /// independent of storage layout, worker count and run. The registered types are part of
+    /// it: `disable` and the hierarchy's edits register theirs (`Disabled`, `ChildOf`,
+    /// `Children`) on first use, so a registry that used them hashes unlike one that never
+    /// did, even once no entity holds them; call [`register_disabled`](Registry::register_disabled)
+    /// and [`register_hierarchy`](Registry::register_hierarchy) on both before comparing.
     ///
-    /// Waits for in-flight work that writes a hashed type.
+    /// Waits for in-flight work that writes a hashed type; commands it recorded apply at the
+    /// next sync point, not before the hash.
     ///
     /// # Errors
     ///
