@@ -7,7 +7,6 @@
 //! exact archetype, chunk, row, entity and component; equal worlds built on 1, 2, 8 and 16
 //! workers must digest equal; a `StableHash` that panics must leave the registry usable.
 
-
 mod digest_support;
 
 use digest_support::*;
