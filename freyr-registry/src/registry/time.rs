@@ -112,6 +112,8 @@ impl Registry {
     /// # Panics
     ///
     /// - If no fixed step is installed ([`set_fixed_step`](Registry::set_fixed_step)).
+    /// - If called from a system during an update (frames do not nest), or from a callback;
+    ///   refused before the frame changes anything.
     /// - Re-raises a panic of a tick (see [`update`](Registry::update)); the frame ends there.
     ///
     /// # Examples
@@ -132,6 +134,13 @@ impl Registry {
     /// ```
     pub fn run_frame(&mut self) -> FrameReport {
         self.guard("Registry::run_frame");
+        // Refused before anything changes: a nested frame would claim the outer frame's ticks
+        // (and their time) and then fail in `update`, losing them.
+        assert!(
+            !self.in_update,
+            "freyr: Registry::run_frame called from a system while an update is running; \
+             frames do not nest (the running frame runs every tick due)"
+        );
         let tick = self.time.tick;
         let fixed = self.fixed_or_panic("run_frame");
         fixed.set_next_tick(tick);
@@ -145,17 +154,27 @@ impl Registry {
         // Counted before any tick runs, so a tick that panics loses no telemetry.
         let dropped = fixed.last_frame().dropped;
         self.time.stats.frames += 1;
-        self.time.stats.dropped_ticks += dropped;
+        // Saturating, as the fixed step's own count: two drivers may each drop ~u64::MAX.
+        self.time.stats.dropped_ticks = self.time.stats.dropped_ticks.saturating_add(dropped);
+        // Counted here, not read back from the driver: a system may install a new driver
+        // mid-frame (the frame then ends), whose report knows nothing of this frame.
+        let mut ran = 0;
         loop {
             let fixed = self.fixed_or_panic("run_frame");
             if fixed.advance().is_none() {
                 break;
             }
+            ran += 1;
             self.update(dt);
         }
-        let frame = self.fixed_or_panic("run_frame").last_frame();
-        self.time.stats.held_ticks += u64::from(frame.held);
-        frame
+        let held = self.fixed_or_panic("run_frame").last_frame().held;
+        self.time.stats.held_ticks += u64::from(held);
+        FrameReport {
+            first_tick: tick,
+            ran,
+            dropped,
+            held,
+        }
     }
 
     /// How long until the fixed step owes its next tick: what a real-time loop sleeps between
