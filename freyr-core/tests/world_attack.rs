@@ -4,9 +4,12 @@
 //! is dropped. After every caught panic the world must pass `check_invariants`, and every value
 //! must be dropped exactly once (counted).
 
+mod world_attack_support;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use world_attack_support::{Counted, counter};
 
 use freyr_core::{CHUNK_CAPACITY, CommandBuffer, ComponentError, Entity, NoSuchEntity, World};
 
@@ -23,19 +26,6 @@ impl Drop for Bomb {
             panic!("bomb in Drop");
         }
     }
-}
-
-/// Counts its drops.
-struct Counted(Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
 }
 
 fn bomb(drops: &Arc<AtomicUsize>, armed: bool) -> Bomb {

@@ -3,9 +3,12 @@
 //! snapshots and `spawn_columns`, the widest bundles, command buffers used wrongly, worlds built
 //! from parts holding handles no world hands out, and reserved chunks through restores.
 
+mod world_attack_support;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use world_attack_support::{Counted, counter};
 
 use freyr_core::parts::{ColumnValues, WorldParts};
 use freyr_core::snapshot::{Sequential, SnapshotTypes, WorldSnapshot};
@@ -38,20 +41,6 @@ impl Drop for Bomb {
             panic!("bomb in Drop");
         }
     }
-}
-
-/// Counts its drops.
-#[derive(Clone)]
-struct Counted(Arc<AtomicUsize>);
-
-impl Drop for Counted {
-    fn drop(&mut self) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-fn counter() -> Arc<AtomicUsize> {
-    Arc::new(AtomicUsize::new(0))
 }
 
 fn load(c: &Arc<AtomicUsize>) -> usize {

@@ -14,8 +14,7 @@ use time_frame_support::*;
 use freyr::time::{
     Clock, DEFAULT_MAX_CATCHUP_TICKS, FixedStepError, ManualClock, clamp_catchup_ticks,
 };
-use freyr::{Phase, Registry};
-use freyr_registry::{StableHash, StableHasher};
+use freyr::{Phase, Registry, StableHash};
 
 /// A clock that panics on demand, counting its readings.
 #[derive(Clone)]
@@ -320,21 +319,10 @@ fn run_frame_from_a_system_is_refused_before_it_changes_anything() {
     assert_eq!(r.run_frame().ran, 1);
 }
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, StableHash)]
 struct Pos(i64);
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, StableHash)]
 struct Vel(i64);
-
-impl StableHash for Pos {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
-impl StableHash for Vel {
-    fn stable_hash(&self, h: &mut StableHasher) {
-        self.0.stable_hash(h);
-    }
-}
 
 /// Drives a small simulation through a fixed, hostile clock sequence (stalls, zero frames, a
 /// backwards set, a held tick) on `workers` threads; returns the world hash, the reports and
