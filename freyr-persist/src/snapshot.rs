@@ -171,6 +171,9 @@ pub struct Snapshot {
     /// What the function systems keep from run to run that the history decides (their
     /// previous run's tick, their event cursors), as words the registry writes and reads.
     systems: Vec<u64>,
+    /// The resource types the snapshot's registry excluded: the snapshot says nothing of
+    /// them, so a restore into a registry that copies one leaves its value as it is.
+    excluded_resources: Vec<TypeId>,
     /// Set once the world and every resource were copied; cleared when a taking starts.
     complete: bool,
 }
@@ -209,6 +212,7 @@ impl Snapshot {
             resources: Vec::new(),
             jobs: Vec::new(),
             systems: Vec::new(),
+            excluded_resources: Vec::new(),
             complete: false,
         }
     }
@@ -273,6 +277,23 @@ impl Snapshot {
     pub fn systems_mut(&mut self) -> &mut Vec<u64> {
         self.complete = false;
         &mut self.systems
+    }
+
+    /// The resource types the snapshot's registry excluded. Internal to the Freyr workspace
+    /// (`Registry::restore` reads them), not a stable API.
+    #[doc(hidden)]
+    pub fn excluded_resources(&self) -> &[TypeId] {
+        &self.excluded_resources
+    }
+
+    /// Records the resource types the snapshot's registry excludes (the buffer kept for
+    /// reuse). Internal to the Freyr workspace (`Registry::snapshot_into`), not a stable API.
+    #[doc(hidden)]
+    pub fn set_excluded_resources(&mut self, registry: &SnapshotRegistry) {
+        self.complete = false;
+        self.excluded_resources.clear();
+        self.excluded_resources
+            .extend_from_slice(&registry.excluded_resources);
     }
 
     /// Starts a taking: marks the snapshot incomplete until [`finish_taking`] and hands out its

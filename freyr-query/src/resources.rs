@@ -1,6 +1,7 @@
 //! [`Resources`]: typed singletons stored next to the world.
 
 use core::any::{Any, TypeId};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use hashbrown::HashMap;
 
@@ -35,6 +36,28 @@ pub struct Resources {
 
 /// A resource value, type-erased.
 pub type AnyResource = Box<dyn Any + Send + Sync>;
+
+impl Drop for Resources {
+    /// Drops every value, each on its own: a panicking `Drop` neither stops the values after it
+    /// from being dropped (the map's own drop would leak them) nor, with a second one, aborts
+    /// the process. The first panic is re-raised once all are dropped, unless the thread is
+    /// already unwinding (then it is dropped, as re-raising would abort).
+    fn drop(&mut self) {
+        let mut first = None;
+        for (_, (value, _)) in self.map.drain() {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| drop(value))) {
+                freyr_sched::keep_first(&mut first, payload);
+            }
+        }
+        if let Some(payload) = first {
+            if std::thread::panicking() {
+                freyr_sched::drop_payload(payload);
+            } else {
+                resume_unwind(payload);
+            }
+        }
+    }
+}
 
 impl Resources {
     /// An empty map.

@@ -85,6 +85,8 @@ impl Registry {
     /// `Children`) on first use, so a registry that used them hashes unlike one that never
     /// did, even once no entity holds them; call [`register_disabled`](Registry::register_disabled)
     /// and [`register_hierarchy`](Registry::register_hierarchy) on both before comparing.
+    /// Resources, the tick and the event stores are not part of it (it hashes the world):
+    /// compare those yourself where a run's result lives in them.
     ///
     /// Waits for in-flight work that writes a hashed type; commands it recorded apply at the
     /// next sync point, not before the hash.

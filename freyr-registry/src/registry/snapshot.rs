@@ -219,6 +219,7 @@ impl Registry {
                 resources: missing,
             });
         }
+        snapshot.set_excluded_resources(&self.snapshot_types);
         let (world_image, images, jobs) = snapshot.start_taking();
         // Shape the resource images like the registered list; their values are filled once
         // the world is copied.
@@ -257,7 +258,8 @@ impl Registry {
     /// value each had at the snapshot, or none if it was absent then (a type registered after
     /// the snapshot was taken, such as an event store first made since, was absent then and is
     /// removed; resources this registry excludes are left as they are, also when the snapshot
-    /// is of another registry that registered them, and one that registry registered and this
+    /// is of another registry that registered them, and so are those the snapshot's registry
+    /// excluded, of which the snapshot says nothing; one that registry registered and this
     /// one did not is registered here too). The copying runs on the registry's pool.
     ///
     /// The deadline jobs go to the snapshot's tick with it, backward or forward: the
@@ -355,10 +357,13 @@ impl Registry {
         // A type registered since was absent at the snapshot (present, it would have refused
         // the snapshot unregistered, and an excluded type cannot be registered): removed, as an
         // event store first made after the snapshot must be, or the replaced timeline's events
-        // would stay readable and keep their ticks.
+        // would stay readable and keep their ticks. A type the snapshot's registry excluded
+        // (another registry's snapshot) may have been present there: the snapshot says nothing
+        // of it, so this registry's value is left as it is.
         for ops in &self.snapshot_types.resources {
             let taken = |image: &ResourceImage| image.ops.type_id == ops.type_id;
-            if !snapshot.resources().iter().any(taken) {
+            let excluded_there = snapshot.excluded_resources().contains(&ops.type_id);
+            if !excluded_there && !snapshot.resources().iter().any(taken) {
                 old_values.push(resources.remove_any(ops.type_id));
             }
         }
@@ -376,8 +381,14 @@ impl Registry {
         // User `Drop`s run last, with the registry already restored. Each group is dropped
         // outside any unwinding (a panic of the resources' `Drop`s must not be unwinding
         // while the world's values drop: a second panic would abort); the first panic is
-        // re-raised once all are dropped.
-        let mut first_panic = catch_unwind(AssertUnwindSafe(|| drop(old_values))).err();
+        // re-raised once all are dropped. Each replaced resource is dropped on its own: a second
+        // panicking `Drop` within one `Vec`'s drop would run while the first unwinds, and abort.
+        let mut first_panic = None;
+        for value in old_values {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| drop(value))) {
+                keep_first(&mut first_panic, payload);
+            }
+        }
         if let Some(old_world) = old_world {
             let spare = &mut self.spare_slabs;
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| old_world.recycle_into(spare))) {
