@@ -2,6 +2,7 @@
 //! together from the task to the sync point (and are discarded together if the task panics).
 
 use core::any::{Any, TypeId};
+use std::panic::AssertUnwindSafe;
 
 use freyr_core::CommandBuffer;
 
@@ -72,12 +73,25 @@ impl EventBuffer {
 
     /// Moves every list into its store in `stores` (made on first use), in type order of
     /// first send; the buffer is left empty.
+    ///
+    /// # Panics
+    ///
+    /// Re-raises the first panic of a store (an expired event's `Drop`), after every list was
+    /// stored.
     pub fn flush_into(&mut self, stores: &mut dyn EventStores) {
+        let mut first_panic = None;
         for (_, list) in &mut self.lists {
-            list.flush_into(stores);
+            let stored =
+                std::panic::catch_unwind(AssertUnwindSafe(|| list.flush_into(&mut *stores)));
+            if let Err(p) = stored {
+                freyr_sched::keep_first(&mut first_panic, p);
+            }
         }
         self.lists.clear();
         self.last = 0;
+        if let Some(p) = first_panic {
+            std::panic::resume_unwind(p);
+        }
     }
 }
 
@@ -98,7 +112,7 @@ pub trait EventStores {
     fn tick(&self) -> u64;
     /// The resources, after waiting for the launches that read resource `store`.
     fn resources_for_write(&mut self, store: TypeId) -> &mut Resources;
-    /// Registers a store made on first use for snapshots.
+    /// Registers a store made on first use for snapshots (unless its type was excluded).
     fn register_snapshot_resource(&mut self, ops: ResourceOps);
 }
 

@@ -3,6 +3,9 @@
 //! [`Events`](crate::Events).
 
 use core::any::TypeId;
+use std::panic::{self, AssertUnwindSafe};
+
+use freyr_sched::keep_first;
 
 use freyr_query::events::buffer::{EventStores, TaskOutput};
 use freyr_query::events::{EventCursor, Events};
@@ -14,7 +17,9 @@ impl Registry {
     /// Makes the store of event type `E` (the resource [`Events<E>`]) and registers it for
     /// snapshots, if it is not there yet. Optional: the first sync point that stores an `E` does
     /// the same; adding it first lets readers and snapshots see the (empty) store before any
-    /// event was sent.
+    /// event was sent. A store excluded with
+    /// [`exclude_resource_from_snapshot`](Registry::exclude_resource_from_snapshot) is not
+    /// registered (by either): restores then leave it as it is.
     ///
     /// # Examples
     ///
@@ -34,7 +39,7 @@ impl Registry {
         if !self.contains_resource::<Events<E>>() {
             self.insert_resource(Events::<E>::default());
         }
-        self.register_snapshot_resource::<Events<E>>();
+        EventStores::register_snapshot_resource(self, ResourceOps::of::<Events<E>>());
     }
 
     /// Sends `event` from a system: it takes the next launch number (like an `each_with` call,
@@ -114,15 +119,27 @@ impl Registry {
             .flatten()
     }
 
-    /// Stores the events of the pending outputs, in (launch, task, send) order.
-    pub(super) fn store_pending_events(&mut self, pending: &mut [(u64, Vec<TaskOutput>)]) {
+    /// Stores the events of the pending outputs, in (launch, task, send) order. A panic (an
+    /// expired event's `Drop`) stops none of it: every output is stored, then the first panic
+    /// is returned, for the sync point to re-raise with its others.
+    pub(super) fn store_pending_events(
+        &mut self,
+        pending: &mut [(u64, Vec<TaskOutput>)],
+    ) -> Option<Box<dyn core::any::Any + Send>> {
+        let mut first_panic = None;
         for (_, outputs) in pending.iter_mut() {
             for output in outputs.iter_mut() {
                 if !output.events.is_empty() {
-                    output.events.flush_into(self);
+                    let stored = panic::catch_unwind(AssertUnwindSafe(|| {
+                        output.events.flush_into(self);
+                    }));
+                    if let Err(p) = stored {
+                        keep_first(&mut first_panic, p);
+                    }
                 }
             }
         }
+        first_panic
     }
 }
 
@@ -136,7 +153,11 @@ impl EventStores for Registry {
         self.sync.resources_for_write(store, &self.profiler)
     }
 
+    /// Registers the store, unless `Events<E>` was excluded from snapshots on purpose
+    /// (`exclude_resource_from_snapshot`): then restores leave it as it is.
     fn register_snapshot_resource(&mut self, ops: ResourceOps) {
-        self.snapshot_types.register_resource_ops(ops);
+        if !self.snapshot_types.excludes_resource(ops.type_id) {
+            self.snapshot_types.register_resource_ops(ops);
+        }
     }
 }

@@ -205,7 +205,9 @@ impl Registry {
         {
             keep_first(&mut first_panic, p);
         }
-        self.store_pending_events(&mut pending);
+        if let Some(p) = self.store_pending_events(&mut pending) {
+            keep_first(&mut first_panic, p);
+        }
         if ops > 0 || hooks_ran {
             self.register_relation_if_used();
         }
