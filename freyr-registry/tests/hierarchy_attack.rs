@@ -291,9 +291,11 @@ fn a_panicking_remap_hook_leaks_nothing() {
 #[derive(Clone)]
 struct Loyal;
 
-/// A hook moves a copy out of the tree being cloned (under `lord`), then a later `Clone`
-/// panics: the clean-up despawns every copy with its subtree wherever the hook put it, so no
-/// parent is left listing a dead child, and nothing leaks.
+/// A hook moves a copy out of the tree being cloned (under `lord`). A clone is one operation
+/// for the hooks, so a `Clone` that panics part-way panics before any hook saw a copy (none is
+/// moved, none is announced gone); a registry hook that panics after the move makes the
+/// clean-up despawn every copy with its subtree wherever the hook put it. Either way no parent
+/// is left listing a dead child, and nothing leaks.
 #[test]
 fn a_panicking_clone_after_a_hook_moved_a_copy_leaves_no_dangling_child() {
     let _guard = COUNTED_LOCK.lock().unwrap_or_else(|p| p.into_inner());
@@ -317,7 +319,7 @@ fn a_panicking_clone_after_a_hook_moved_a_copy_leaves_no_dangling_child() {
     r.set_parent(crew, ship).unwrap(); // the hook moved it; back under the ship
     let (len, live) = (r.len(), LIVE.load(SeqCst));
     assert_eq!(live, 4);
-    let mut panicked_after_a_move = 0;
+    let mut panicked = 0;
     for budget in 0..4 {
         moved.store(0, SeqCst);
         CLONES_LEFT.store(budget, SeqCst);
@@ -326,10 +328,9 @@ fn a_panicking_clone_after_a_hook_moved_a_copy_leaves_no_dangling_child() {
         let Err(payload) = caught else {
             continue;
         };
+        panicked += 1;
         assert_eq!(message(&*payload), "counted clone");
-        if moved.load(SeqCst) > 0 {
-            panicked_after_a_move += 1;
-        }
+        assert_eq!(moved.load(SeqCst), 0, "budget {budget}: no hook saw a copy");
         assert_eq!(LIVE.load(SeqCst), live, "budget {budget}: nothing leaked");
         assert_eq!(r.len(), len, "budget {budget}: every copy despawned");
         assert!(
@@ -338,10 +339,23 @@ fn a_panicking_clone_after_a_hook_moved_a_copy_leaves_no_dangling_child() {
         );
         r.check_hierarchy();
     }
-    assert!(
-        panicked_after_a_move > 0,
-        "some budget panics after the hook moved a copy"
-    );
+    assert_eq!(panicked, 4, "each budget runs out part-way");
+    // A registry hook that panics once the `Loyal` hook moved the copy of `crew`.
+    let fail = Arc::new(AtomicUsize::new(1));
+    let armed = Arc::clone(&fail);
+    r.on_insert::<Name>(move |_, _| {
+        if armed.swap(0, SeqCst) == 1 {
+            panic!("name hook");
+        }
+    });
+    moved.store(0, SeqCst);
+    let caught = panic::catch_unwind(AssertUnwindSafe(|| r.clone_tree(ship)));
+    assert_eq!(message(&*caught.unwrap_err()), "name hook");
+    assert_eq!(moved.load(SeqCst), 1, "the hooks ran, the move among them");
+    assert_eq!(LIVE.load(SeqCst), live, "nothing leaked");
+    assert_eq!(r.len(), len, "every copy despawned, the moved one too");
+    assert!(r.children(lord).is_empty(), "no dangling child");
+    r.check_hierarchy();
     drop(r);
     assert_eq!(LIVE.load(SeqCst), 0);
 }

@@ -10,15 +10,21 @@
 //!   `insert`, `remove` and `despawn`: right after the operation returns, before the call
 //!   returns (an operation that panics runs no hooks). A `spawn_batch` is one operation: the
 //!   hooks of all its spawns run in one round, in batch order, before their commands apply.
+//!   So are the despawn of a subtree, an `import`, and a `clone_entity`, `clone_tree` or
+//!   `instantiate`: every entity goes or arrives whole first, then the hooks run in the order
+//!   of the changes, and no hook's commands apply in the middle.
 //! - Never for [`Registry::restore`](crate::Registry::restore) (a restore brings back a state,
-//!   it performs no operations), nor for changes made through
-//!   [`world_mut`](crate::Registry::world_mut).
+//!   it performs no operations), nor for a load, nor for changes made through
+//!   [`world_mut`](crate::Registry::world_mut), nor when the registry is dropped (no `on_remove`
+//!   for the entities still alive; commands still waiting for a sync point are dropped).
 //!
 //! A hook always runs after its operation completed, never inside a row move, and gets the
 //! entity and a [`Commands`] to record into; it never gets the registry or the world. The
 //! commands the hooks of one round record are applied right after that round, in hook order,
 //! and may trigger hooks of their own (the next round); after [`MAX_HOOK_ROUNDS`] rounds that
-//! still trigger hooks, the rest is dropped and a panic is raised.
+//! still trigger hooks, the rest is dropped and a panic is raised: every command of the rounds
+//! that ran stays applied, the hooks the last round's commands triggered do not run, and the
+//! next call or sync point gets rounds of its own.
 //!
 //! # Which hooks an operation triggers
 //!

@@ -10,7 +10,7 @@ mod load;
 mod relation;
 mod save;
 
-use freyr_core::{Component, Entity};
+use freyr_core::{AppliedCommand, BundleTypes, Component, Entity, World};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -25,8 +25,9 @@ use super::Registry;
 #[derive(Clone)]
 pub(crate) struct PersistOps {
     pub(crate) column: ColumnOps,
-    /// Inserts decoded values, one per entity, through [`Registry::insert`] (its hooks run).
-    pub(crate) insert_hooked: fn(&mut Registry, Decoded, &[Entity]),
+    /// Inserts decoded values, one per entity, into the world, recording each insert for the
+    /// hooks (which run once the whole import is in).
+    pub(crate) insert_hooked: fn(&mut World, Decoded, &[Entity], &mut Vec<AppliedCommand>),
 }
 
 impl core::ops::Deref for PersistOps {
@@ -37,11 +38,24 @@ impl core::ops::Deref for PersistOps {
     }
 }
 
-fn insert_hooked<T: Component>(registry: &mut Registry, values: Decoded, entities: &[Entity]) {
+fn insert_hooked<T: Component>(
+    world: &mut World,
+    values: Decoded,
+    entities: &[Entity],
+    changes: &mut Vec<AppliedCommand>,
+) {
     for (value, &entity) in decoded::<T>(values).into_iter().zip(entities) {
-        registry
+        let (before, _, _) = world
+            .entity_location(entity)
+            .expect("an imported entity was just spawned");
+        world
             .insert(entity, (value,))
             .expect("an imported entity was just spawned");
+        changes.push(AppliedCommand::Insert {
+            entity,
+            before,
+            types: BundleTypes::of::<(T,)>(),
+        });
     }
 }
 

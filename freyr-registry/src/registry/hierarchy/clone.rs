@@ -8,7 +8,7 @@ use std::panic::{self, AssertUnwindSafe};
 use std::sync::Arc;
 
 use freyr_core::parts::ColumnValues;
-use freyr_core::{Component, ComponentId, Disabled, Entity, World};
+use freyr_core::{AppliedCommand, BundleTypes, Component, ComponentId, Disabled, Entity, World};
 use hashbrown::HashMap;
 
 use super::super::Registry;
@@ -22,8 +22,10 @@ pub type CloneRemapFn<T> = fn(&mut T, &CloneMap<'_>);
 /// Rewrites the value of one type on one copy in place (the type-erased remap hook).
 type RemapErased = Arc<dyn Fn(&mut World, Entity, &CloneMap<'_>) + Send + Sync>;
 
-/// Inserts clones of the source's value of one type into each target, remapped first.
-type InsertErased = Arc<dyn Fn(&mut Registry, Entity, &[Entity], &CloneMaps) + Send + Sync>;
+/// Inserts clones of the source's value of one type into each target, remapped first,
+/// recording each insert for the hooks.
+type InsertErased =
+    Arc<dyn Fn(&mut World, Entity, &[Entity], &CloneMaps, &mut Vec<AppliedCommand>) + Send + Sync>;
 
 /// How one cloneable type is copied.
 #[derive(Clone)]
@@ -31,8 +33,8 @@ struct CloneOps {
     /// `count` clones of the source's value, as a column to spawn.
     column: fn(&World, Entity, usize) -> ColumnValues<'static>,
     /// Inserts a clone of the source's value into each target (copy `i` of the set is
-    /// `targets[i]`), through the registry so its hooks run; the value is remapped before it
-    /// is inserted, so the hooks see it final.
+    /// `targets[i]`), recording each insert for the hooks (run once the clone is whole); the
+    /// value is remapped before it is inserted, so the hooks see it final.
     insert: InsertErased,
     /// The type's remap hook over a value already spawned, if registered with one.
     remap: Option<RemapErased>,
@@ -42,8 +44,8 @@ impl CloneOps {
     fn of<T: Component + Clone>(remap: Option<CloneRemapFn<T>>) -> CloneOps {
         CloneOps {
             column: column_of::<T>,
-            insert: Arc::new(move |registry, source, targets, maps| {
-                insert_into::<T>(registry, source, targets, remap, maps);
+            insert: Arc::new(move |world, source, targets, maps, changes| {
+                insert_into::<T>(world, source, targets, remap, maps, changes);
             }),
             remap: remap.map(|remap| -> RemapErased {
                 Arc::new(move |world: &mut World, e: Entity, map: &CloneMap<'_>| {
@@ -67,23 +69,28 @@ fn column_of<T: Component + Clone>(
 }
 
 fn insert_into<T: Component + Clone>(
-    registry: &mut Registry,
+    world: &mut World,
     source: Entity,
     targets: &[Entity],
     remap: Option<CloneRemapFn<T>>,
     maps: &CloneMaps,
+    changes: &mut Vec<AppliedCommand>,
 ) {
     for (i, &t) in targets.iter().enumerate() {
-        let mut value = registry
+        let mut value = world
             .get::<T>(source)
             .expect("the source has the type")
             .clone();
         if let Some(remap) = remap {
             remap(&mut value, &maps.instance(i));
         }
-        registry
-            .insert(t, (value,))
-            .expect("a clone was just spawned");
+        let (before, _, _) = world.entity_location(t).expect("a clone was just spawned");
+        world.insert(t, (value,)).expect("a clone was just spawned");
+        changes.push(AppliedCommand::Insert {
+            entity: t,
+            before,
+            types: BundleTypes::of::<(T,)>(),
+        });
     }
 }
 
@@ -303,10 +310,13 @@ impl Registry {
     /// # Panics
     ///
     /// If a `Clone`, a remap hook or a registry hook panics: the copies made so far are
-    /// despawned (children first, through the hooks, each with the children a hook gave it)
-    /// before the panic propagates. When hooks are registered, each copy is linked to its
-    /// parent's copy before its components are inserted, so an edit a hook records (a child
-    /// spawned under the copy, a move elsewhere) applies to a whole relation.
+    /// despawned (children first) before the panic propagates; after a registry hook's panic
+    /// through the hooks, each with the children a hook gave it, and after a `Clone`'s or a
+    /// remap hook's without them (no hook saw those copies arrive). When hooks are registered,
+    /// the clone is one operation for them, as a `spawn_batch` is: each copy is linked to its
+    /// parent's copy and then filled, and once every copy is whole the hooks run for all of it,
+    /// in that order, so an edit a hook records (a child spawned under a copy, a copy
+    /// despawned, a move elsewhere) applies to a whole clone.
     ///
     /// # Examples
     ///
@@ -354,8 +364,8 @@ impl Registry {
     /// queries do not see the template) `count` times in one batch now; returns the `count`
     /// roots, in order. Each copy is as [`clone_tree`](Registry::clone_tree) makes it. Every
     /// entity of the template is copied with one batch spawn of `count` rows (one column of
-    /// clones per type, no row moves); when hooks are registered, the copies are filled
-    /// through [`insert`](Registry::insert) instead, so the hooks see every component.
+    /// clones per type, no row moves); when hooks are registered, the copies are filled one
+    /// type at a time instead, and the hooks see every component once the batch is whole.
     ///
     /// # Errors
     ///
@@ -435,16 +445,24 @@ impl Registry {
             index: nodes.iter().enumerate().map(|(j, &n)| (n, j)).collect(),
             copies: Vec::with_capacity(nodes.len()),
         };
+        let mut announced = false;
         let made = panic::catch_unwind(AssertUnwindSafe(|| {
-            self.make_copies(&nodes, &plans, count, tree, &mut maps);
+            self.make_copies(&nodes, &plans, count, tree, &mut maps, &mut announced);
         }));
         if let Err(payload) = made {
             // A `Clone`, a remap hook or a registry hook panicked: the copies made so far are
-            // despawned (children first, with their hooks), so no half-made copy is left. Each
-            // goes as a subtree: it leaves whatever parent a hook gave it, and takes the
-            // children a hook gave it.
+            // despawned (children first), so no half-made copy is left. Once the hooks saw the
+            // copies, each goes with its hooks, as a subtree: it leaves whatever parent a hook
+            // gave it, and takes the children a hook gave it. Before that (a `Clone` or a
+            // remap hook panicked), no hook saw them arrive and none sees them go.
             for &e in maps.copies.iter().rev().flat_map(|c| c.iter().rev()) {
-                let gone = panic::catch_unwind(AssertUnwindSafe(|| self.despawn(e)));
+                let gone = panic::catch_unwind(AssertUnwindSafe(|| {
+                    if announced {
+                        self.despawn(e)
+                    } else {
+                        self.world_mut().despawn(e)
+                    }
+                }));
                 if let Err(p) = gone {
                     freyr_sched::drop_payload(p);
                 }
@@ -463,17 +481,19 @@ impl Registry {
         count: usize,
         tree: bool,
         maps: &mut CloneMaps,
+        announced: &mut bool,
     ) {
         let hooked = !self.hooks.is_empty();
+        // With hooks: what the copies went through, for the hooks to see once the clone is
+        // whole (one operation, as a `spawn_batch` is: no hook's commands run in the middle).
+        let mut changes = Vec::new();
         if hooked {
             // Every copy first (node by node, the ids the column path allocates), so a value
             // is remapped before its insert and the hooks see it final.
+            let world = self.world_mut();
             for _ in nodes {
-                maps.copies.push(Vec::with_capacity(count));
-                for _ in 0..count {
-                    let e = self.spawn(());
-                    maps.copies.last_mut().expect("pushed above").push(e);
-                }
+                maps.copies
+                    .push((0..count).map(|_| world.spawn(())).collect());
             }
         }
         // The copies of node `j` (tree order: a parent before its children).
@@ -494,27 +514,17 @@ impl Registry {
                     .get::<Children>(node)
                     .is_ok_and(|c| !c.is_empty());
             if hooked {
+                let world = self.world_mut();
                 if let Some(p) = parent {
                     // The relation first, both sides at once (as `set_parent` links them), then
-                    // the components: a hook of a copy's component sees it linked, and an edit
-                    // it records (a child spawned under the copy, a move elsewhere) applies to
-                    // a whole relation that nothing here overwrites afterwards.
+                    // the components, in the order the hooks then see them.
                     for (i, &e) in maps.copies[j].iter().enumerate() {
-                        let parent = maps.copies[p][i];
-                        for x in [e, parent] {
-                            assert!(
-                                self.contains(x),
-                                "freyr: clone: a hook despawned the copy {x:?} while it was made"
-                            );
-                        }
-                        let mut changes = Vec::new();
-                        attach_in(self.world_mut(), parent, &[e], &mut changes);
-                        self.after_direct_all(&changes);
+                        attach_in(world, maps.copies[p][i], &[e], &mut changes);
                     }
                 }
                 let spawned = &maps.copies[j];
                 for (_, ops) in plan {
-                    (ops.insert)(self, node, spawned, maps);
+                    (ops.insert)(world, node, spawned, maps, &mut changes);
                 }
                 continue;
             }
@@ -549,7 +559,13 @@ impl Registry {
                 }
             }
         }
-        if !hooked {
+        if hooked {
+            // Every copy is made, linked and filled: the hooks see it all, in that order, and
+            // an edit one records (a child spawned under a copy, a copy despawned) applies to
+            // a whole clone that nothing here touches afterwards.
+            *announced = true;
+            self.after_direct_all(&changes);
+        } else {
             // The column path spawned clones as they are; now every copy exists, remap them.
             let world = self.world_mut();
             for (j, plan) in plans.iter().enumerate() {

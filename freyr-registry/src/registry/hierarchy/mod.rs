@@ -489,9 +489,14 @@ impl Registry {
     }
 
     /// After an import: an imported entity whose parent was not exported (its `ChildOf` names
-    /// the detached handle) becomes a root.
+    /// the detached handle) becomes a root. Each removal is recorded in `changes` for the
+    /// import's hooks when there are hooks.
     #[cfg(feature = "persist")]
-    pub(super) fn finish_imported_hierarchy(&mut self, imported: &[Entity]) {
+    pub(super) fn finish_imported_hierarchy(
+        &mut self,
+        imported: &[Entity],
+        changes: &mut Vec<AppliedCommand>,
+    ) {
         if !self.hierarchy_in_use() {
             return;
         }
@@ -507,9 +512,18 @@ impl Registry {
                 })
                 .collect()
         };
+        let hooked = !self.hooks.is_empty();
+        let world = self.world_mut();
         for e in orphans {
-            self.remove_any::<(ChildOf,)>(e)
+            let (before, _, _) = world
+                .entity_location(e)
+                .expect("an imported orphan is alive");
+            world
+                .remove::<(ChildOf,)>(e)
                 .expect("an imported orphan has ChildOf");
+            if hooked {
+                changes.push(AppliedCommand::Remove { entity: e, before });
+            }
         }
     }
 
@@ -519,8 +533,9 @@ impl Registry {
     }
 
     /// [`Registry::despawn`] with the relation: `entity` leaves its parent, then it and its
-    /// descendants are despawned in [`descendants`](Registry::descendants) order, each with
-    /// its hooks. A panic in a `Drop` or a hook stops none of it; the first is re-raised.
+    /// descendants are despawned in [`descendants`](Registry::descendants) order, then their
+    /// hooks run in one round, in that order (one operation, as a `spawn_batch` is). A panic
+    /// in a `Drop` or a hook stops none of it; the first is re-raised.
     pub(super) fn despawn_tree(&mut self, entity: Entity) -> Result<(), NoSuchEntity> {
         let world = self.world();
         if !world.contains(entity) {
@@ -530,11 +545,24 @@ impl Registry {
         if let Ok(parent) = world.get::<ChildOf>(entity).map(ChildOf::parent) {
             self.unlink(parent, entity);
         }
+        // One operation: every entity goes first, then the hooks of all of them run in one
+        // round, in this order, so no hook's commands (a child spawned under a parent about to
+        // go, a descendant moved away) apply between the despawns.
         let mut first_panic = None;
+        let mut changes = Vec::new();
+        let hooked = !self.hooks.is_empty();
+        let world = self.world_mut();
         for e in order {
-            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| self.despawn_one(e))) {
+            let before = world.entity_location(e).filter(|_| hooked).map(|l| l.0);
+            if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| world.despawn(e))) {
                 keep_first(&mut first_panic, p);
             }
+            if let Some(before) = before {
+                changes.push(AppliedCommand::Despawn { entity: e, before });
+            }
+        }
+        if let Err(p) = panic::catch_unwind(AssertUnwindSafe(|| self.after_direct_all(&changes))) {
+            keep_first(&mut first_panic, p);
         }
         if let Some(p) = first_panic {
             panic::resume_unwind(p);

@@ -1,7 +1,7 @@
 //! Handoff of entity subsets between registries: [`Registry::export`] and
 //! [`Registry::import`].
 
-use freyr_core::{ComponentId, Entity, World};
+use freyr_core::{AppliedCommand, ComponentId, Entity, World};
 use hashbrown::HashMap;
 
 use freyr_persist::persist::format::{Reader, Writer, open};
@@ -195,33 +195,42 @@ impl Registry {
                 }
             }
         }
+        let mut changes = Vec::new();
         let spawned = match self.hooks.is_empty() {
             true => spawn_into_world(self.world_mut(), decoded),
-            false => self.insert_hooked(decoded),
+            false => insert_hooked(self.world_mut(), decoded, &mut changes),
         };
         assert_eq!(
             spawned, news,
             "freyr: an import spawned other ids than it mapped"
         );
-        self.finish_imported_hierarchy(&news);
+        self.finish_imported_hierarchy(&news, &mut changes);
+        // One operation, as a `spawn_batch` is: the hooks see every change once everything
+        // arrived and the relation is whole, so no hook's commands (a despawn, a reparent) run
+        // in the middle of the import. A panicking hook stops none of the others; the first
+        // panic is re-raised after all ran, the import itself complete.
+        self.after_direct_all(&changes);
         Ok(map)
     }
+}
 
-    /// Spawns every imported entity (no hook runs for an entity with nothing yet, so the ids
-    /// are the predicted ones whatever the hooks do later), then fills each group through the
-    /// registry's own `insert`, one type after the other, so its hooks see each change.
-    fn insert_hooked(&mut self, decoded: Vec<DecodedGroup>) -> Vec<Entity> {
-        let groups: Vec<Vec<Entity>> = decoded
-            .iter()
-            .map(|(olds, _)| olds.iter().map(|_| self.spawn(())).collect())
-            .collect();
-        for ((_, columns), group) in decoded.into_iter().zip(&groups) {
-            for (o, values) in columns {
-                (o.insert_hooked)(self, values, group);
-            }
+/// Spawns every imported entity empty, then fills each group one type after the other (the
+/// steps `spawn_into_world` mirrors), recording each insert in `changes` for the hooks.
+fn insert_hooked(
+    world: &mut World,
+    decoded: Vec<DecodedGroup>,
+    changes: &mut Vec<AppliedCommand>,
+) -> Vec<Entity> {
+    let groups: Vec<Vec<Entity>> = decoded
+        .iter()
+        .map(|(olds, _)| olds.iter().map(|_| world.spawn(())).collect())
+        .collect();
+    for ((_, columns), group) in decoded.into_iter().zip(&groups) {
+        for (o, values) in columns {
+            (o.insert_hooked)(world, values, group, changes);
         }
-        groups.concat()
     }
+    groups.concat()
 }
 
 /// Spawns the imported entities in `world` directly (a registry with no hooks), with the ids,
