@@ -7,9 +7,7 @@ use core::any::{Any, TypeId};
 
 use bytemuck::Pod;
 use freyr_core::parts::{ColumnValues, component_info};
-use freyr_core::{
-    Archetype, ArchetypeId, ChunkRef, Component, ComponentId, ComponentInfo, Entity, World,
-};
+use freyr_core::{Archetype, ArchetypeId, ChunkRef, Component, ComponentId, ComponentInfo, World};
 use serde::de::DeserializeOwned;
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 
@@ -229,8 +227,6 @@ pub struct ColumnOps {
     pub remap_values: fn(&mut Decoded, &EntityMap, &RemapAny),
     /// Decoded values as a column to spawn.
     pub into_column: fn(Decoded) -> ColumnValues<'static>,
-    /// Inserts decoded values, one per entity, through [`World::insert`].
-    pub insert_values: fn(&mut World, Decoded, &[Entity]),
     /// Rewrites the entity handles inside a value on import, if the type holds any.
     pub remap: Option<RemapAny>,
 }
@@ -255,14 +251,6 @@ fn remap_values<T: Component>(values: &mut Decoded, map: &EntityMap, remap: &Rem
         .expect("decoded by the same type's ops");
     for value in values {
         remap(value, map);
-    }
-}
-
-fn insert_values<T: Component>(world: &mut World, values: Decoded, entities: &[Entity]) {
-    for (value, &entity) in decoded::<T>(values).into_iter().zip(entities) {
-        world
-            .insert(entity, (value,))
-            .expect("an imported entity was just spawned");
     }
 }
 
@@ -292,7 +280,6 @@ impl ColumnOps {
             decode_values: decode_values::<T, C>,
             remap_values: remap_values::<T>,
             into_column: into_column::<T>,
-            insert_values: insert_values::<T>,
             remap,
         }
     }

@@ -241,16 +241,8 @@ fn insert_hooked(
 /// so an import with such a group takes the hooked path's steps, without hooks.
 fn spawn_into_world(world: &mut World, decoded: Vec<DecodedGroup>) -> Vec<Entity> {
     if decoded.iter().any(|(_, columns)| columns.is_empty()) {
-        let groups: Vec<Vec<Entity>> = decoded
-            .iter()
-            .map(|(olds, _)| olds.iter().map(|_| world.spawn(())).collect())
-            .collect();
-        for ((_, columns), group) in decoded.into_iter().zip(&groups) {
-            for (o, values) in columns {
-                (o.insert_values)(world, values, group);
-            }
-        }
-        return groups.concat();
+        // The hooked path's steps; what they record is for hooks, and there are none.
+        return insert_hooked(world, decoded, &mut Vec::new());
     }
     let mut spawned = Vec::new();
     for (olds, columns) in decoded {
