@@ -31,21 +31,7 @@ fn panicking_on_remove_in_a_subtree_despawn_keeps_the_order() {
             }
         });
         let [s, turret, barrel, crew] = ship(&mut registry);
-        let result = panic::catch_unwind(AssertUnwindSafe(|| match path {
-            0 => drop(registry.despawn(s)),
-            1 => {
-                registry.destroy_entity(s);
-                registry.execute_tasks();
-            }
-            _ => {
-                registry.query::<&Part>().each_async_with(move |e, _, ctx| {
-                    if e == s {
-                        ctx.commands().despawn(e);
-                    }
-                });
-                registry.execute_tasks();
-            }
-        }));
+        let result = panic::catch_unwind(AssertUnwindSafe(|| despawn_by(&mut registry, s, path)));
         assert_eq!(message(result.unwrap_err()), "hook 1", "path {path}");
         assert_eq!(
             *gone.lock().unwrap(),
@@ -76,21 +62,7 @@ fn a_parent_hook_that_edits_its_subtree_while_it_goes() {
                 commands.set_parent(crew, dock);
             }
         });
-        match path {
-            0 => registry.despawn(s).unwrap(),
-            1 => {
-                registry.destroy_entity(s);
-                registry.execute_tasks();
-            }
-            _ => {
-                registry.query::<&Part>().each_with(move |e, _, ctx| {
-                    if e == s {
-                        ctx.commands().despawn(e);
-                    }
-                });
-                registry.execute_tasks();
-            }
-        }
+        despawn_by(&mut registry, s, path);
         registry.check_hierarchy();
         let mut left = Vec::new();
         registry.query::<&Part>().each(|e, p| left.push((e, p.0)));

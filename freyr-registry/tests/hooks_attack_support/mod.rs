@@ -68,3 +68,24 @@ pub(crate) fn ship(registry: &mut Registry) -> [Entity; 4] {
     let crew = registry.spawn_child(ship, (Part("crew"),)).unwrap();
     [ship, turret, barrel, crew]
 }
+
+/// Despawns `entity` (with its subtree) by one of the three paths: `Registry::despawn` (0),
+/// `destroy_entity` and a sync point (1), or a `Commands::despawn` recorded in a parallel
+/// callback and applied at the sync point (2).
+pub(crate) fn despawn_by(registry: &mut Registry, entity: Entity, path: u32) {
+    match path {
+        0 => registry.despawn(entity).unwrap(),
+        1 => {
+            registry.destroy_entity(entity);
+            registry.execute_tasks();
+        }
+        _ => {
+            registry.query::<&Part>().each_async_with(move |e, _, ctx| {
+                if e == entity {
+                    ctx.commands().despawn(e);
+                }
+            });
+            registry.execute_tasks();
+        }
+    }
+}
